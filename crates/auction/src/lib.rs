@@ -1,0 +1,1 @@
+//! auction: placeholder, filled in below.

@@ -1,0 +1,1 @@
+//! exchange: placeholder, filled in below.

@@ -1,0 +1,1 @@
+//! loadgen: placeholder, filled in below.
