@@ -1,8 +1,54 @@
-//! OpenRTB 2.6 for Gavel: the object model, integer money and the auction macros. No I/O.
+//! OpenRTB 2.6 for Gavel: the bid request/response object model, integer money, the auction
+//! substitution macros and reason codes. No I/O, no policy: this crate turns bytes into typed
+//! objects and back, and other crates decide what to do with them.
 //!
-//! Invariants: every price is a [`Price`] (integer micros), converted once at the JSON edge;
-//! unknown fields and every `ext` pass through decode and encode untouched.
+//! # Invariants
+//!
+//! - **Money is integer.** Every CPM amount (`Imp.bidfloor`, `Deal.bidfloor`,
+//!   `mincpmpersec`, `DurFloors.bidfloor`, `Bid.price`) is a [`Price`] in micro-units, converted
+//!   once at the JSON edge with the rounding rule documented in [`price`].
+//! - **Nothing is lost in transit.** Every object keeps its `ext` and every field this crate
+//!   does not model as verbatim JSON ([`RawJson`], [`UnknownFields`]) and writes them back on
+//!   encode, byte for byte. decode -> encode -> decode yields an equal value.
+//! - **Field names are the JSON keys.** `imp.bidfloor` in JSON is `imp.bidfloor` in Rust; only
+//!   Rust keywords differ (`r#type`, `r#ref`). Fields the spec marks required and the codec
+//!   needs are plain (`BidRequest.id`/`imp`, `Imp.id`, `BidResponse.id`, `SeatBid.bid`,
+//!   `Bid.id`/`impid`/`price`); everything else is an `Option`, absent when the key is absent
+//!   or `null`.
+//! - **Enumerations are open.** Integer code lists are newtypes ([`enums`], [`codes`]) that
+//!   accept any value, because OpenRTB requires tolerating codes one does not know.
+//! - **Decoding is strict about shape, lenient about content.** A wrong JSON type, a duplicate
+//!   key, a missing required field or nesting deeper than 128 levels is an error that names the
+//!   JSON path ([`DecodeError`]); semantic checks (at least one imp, `site` xor `app`, floors
+//!   in range...) belong to the exchange.
+//!
+//! # Layout
+//!
+//! [`request`] (with `imp`, `media`, `context`, `device`, `user`), [`response`], [`codec`]
+//! (entry points and errors), [`raw`] (verbatim JSON), [`enums`], [`codes`], [`price`],
+//! [`macros`] (`${AUCTION_PRICE}` and friends). All object types are re-exported at the root.
 
+mod object;
+
+pub mod codec;
+pub mod codes;
+pub mod enums;
+pub mod macros;
 pub mod price;
+pub mod raw;
+pub mod request;
+pub mod response;
 
+pub use codec::{DecodeError, decode};
+pub use codes::{LossReason, NoBidReason};
+pub use enums::*;
+pub use macros::{MacroValues, substitute};
 pub use price::{Price, PriceError};
+pub use raw::{RawJson, RawJsonError, UnknownFields};
+pub use request::context::{App, Channel, Content, Dooh, Network, Producer, Publisher, Site};
+pub use request::device::{BrandVersion, Device, Geo, UserAgent};
+pub use request::imp::{Deal, DurFloors, Imp, Metric, Pmp, Qty, RefSettings, Refresh};
+pub use request::media::{Audio, Banner, Format, Native, Video};
+pub use request::user::{Data, Eid, Segment, Uid, User};
+pub use request::{BidRequest, Regs, Source, SupplyChain, SupplyChainNode};
+pub use response::{Bid, BidResponse, SeatBid};

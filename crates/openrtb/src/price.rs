@@ -92,11 +92,13 @@ impl fmt::Display for Price {
         if frac == 0 {
             return write!(f, "{sign}{whole}");
         }
-        let mut digits = format!("{frac:06}");
-        while digits.ends_with('0') {
-            digits.pop();
+        // Drop trailing zeros arithmetically (no allocation: this runs for every price macro).
+        let (mut frac, mut width) = (frac, 6);
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
         }
-        write!(f, "{sign}{whole}.{digits}")
+        write!(f, "{sign}{whole}.{frac:0width$}")
     }
 }
 
@@ -137,8 +139,14 @@ mod tests {
 
     #[test]
     fn encode_prints_the_exact_decimal() {
-        assert_eq!(serde_json::to_string(&Price::from_micros(2_500_000)).unwrap(), "2.5");
-        assert_eq!(serde_json::to_string(&Price::from_micros(70_000)).unwrap(), "0.07");
+        assert_eq!(
+            serde_json::to_string(&Price::from_micros(2_500_000)).unwrap(),
+            "2.5"
+        );
+        assert_eq!(
+            serde_json::to_string(&Price::from_micros(70_000)).unwrap(),
+            "0.07"
+        );
         assert_eq!(Price::from_micros(1).to_string(), "0.000001");
         for micros in [1, 70_000, 2_500_000, 9_430_000, 123_456_789_012, 10_000] {
             let p = Price::from_micros(micros);
