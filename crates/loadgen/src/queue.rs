@@ -1,0 +1,171 @@
+//! The bounded multi-consumer queue between the scheduler thread and the connection workers.
+//!
+//! A job waits here while every connection is busy: its latency keeps growing from its
+//! scheduled instant, which is the open-loop accounting we want. The producer never blocks:
+//! when the queue is full the job is handed back and counted as dropped.
+
+use std::collections::VecDeque;
+use std::pin::pin;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+/// One request to send.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Job {
+    /// Position in the schedule (warm-up included); picks the body.
+    pub seq: u64,
+    /// When it is due; latency is measured from here.
+    pub scheduled: Instant,
+    /// Second of the measured window it belongs to; `None` during warm-up.
+    pub slot: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct JobQueue {
+    state: Mutex<State>,
+    notify: Notify,
+    capacity: usize,
+}
+
+#[derive(Debug)]
+struct State {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+impl JobQueue {
+    pub fn new(capacity: usize) -> JobQueue {
+        JobQueue {
+            state: Mutex::new(State {
+                jobs: VecDeque::with_capacity(capacity.min(4096)),
+                closed: false,
+            }),
+            notify: Notify::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The critical sections cannot panic; recover rather than propagate a poison.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Enqueues without blocking; gives the job back when the queue is full.
+    pub fn push(&self, job: Job) -> Result<(), Job> {
+        {
+            let mut st = self.lock();
+            if st.jobs.len() >= self.capacity {
+                return Err(job);
+            }
+            st.jobs.push_back(job);
+        }
+        self.notify.notify_one();
+        Ok(())
+    }
+
+    /// No more jobs will come; consumers drain what is left, then get `None`.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+    }
+
+    /// The oldest job, waiting for one if needed; `None` once closed and drained.
+    pub async fn pop(&self) -> Option<Job> {
+        loop {
+            // Register interest before looking, so a push between the look and the wait
+            // is not missed.
+            let mut notified = pin!(self.notify.notified());
+            notified.as_mut().enable();
+            {
+                let mut st = self.lock();
+                if let Some(job) = st.jobs.pop_front() {
+                    let more = !st.jobs.is_empty();
+                    drop(st);
+                    if more {
+                        // Pass the baton: `notify_one` wakes one waiter per push, and this
+                        // consumer may have absorbed a wake-up meant for another job.
+                        self.notify.notify_one();
+                    }
+                    return Some(job);
+                }
+                if st.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::sync::Arc;
+
+    fn job(seq: u64) -> Job {
+        Job {
+            seq,
+            scheduled: Instant::now(),
+            slot: None,
+        }
+    }
+
+    #[test]
+    fn bounded_and_fifo() {
+        let q = JobQueue::new(2);
+        q.push(job(1)).unwrap();
+        q.push(job(2)).unwrap();
+        assert_eq!(q.push(job(3)).unwrap_err().seq, 3);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert_eq!(q.pop().await.unwrap().seq, 1);
+            assert_eq!(q.pop().await.unwrap().seq, 2);
+            q.close();
+            assert!(q.pop().await.is_none());
+        });
+    }
+
+    #[test]
+    fn every_job_reaches_one_consumer() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let q = Arc::new(JobQueue::new(100_000));
+        let total: u64 = rt.block_on(async {
+            let mut handles = Vec::new();
+            for _ in 0..8 {
+                let q = Arc::clone(&q);
+                handles.push(tokio::spawn(async move {
+                    let mut sum = 0u64;
+                    while let Some(j) = q.pop().await {
+                        sum += j.seq;
+                        tokio::task::yield_now().await;
+                    }
+                    sum
+                }));
+            }
+            let producer = {
+                let q = Arc::clone(&q);
+                std::thread::spawn(move || {
+                    for i in 1..=50_000u64 {
+                        q.push(job(i)).unwrap();
+                    }
+                    q.close();
+                })
+            };
+            let mut total = 0;
+            for h in handles {
+                total += h.await.unwrap();
+            }
+            producer.join().unwrap();
+            total
+        });
+        assert_eq!(total, 50_000 * 50_001 / 2);
+    }
+}

@@ -1,0 +1,410 @@
+//! The outcome of a run: counts, latency histograms and a per-second timeline.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Lowest value of the latency histograms, microseconds.
+pub const HIST_LOW_US: u64 = 1;
+/// Highest value of the latency histograms, microseconds (60 s).
+pub const HIST_HIGH_US: u64 = 60_000_000;
+/// Significant figures of the run-wide histograms.
+pub const HIST_SIGFIG: u8 = 3;
+
+/// An empty run-wide latency histogram: microseconds, 1 µs .. 60 s, 3 significant figures.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
+/// How every request of the measured window ended. Exactly one counter per request:
+/// `sent == answered() + timeout + dropped + connect_error + other_error`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StatusCounts {
+    /// Answered 200.
+    pub ok_200: u64,
+    /// Answered 204 (the OpenRTB no-bid).
+    pub no_content_204: u64,
+    /// Answered another 2xx.
+    pub other_2xx: u64,
+    /// Answered 4xx.
+    pub client_4xx: u64,
+    /// Answered 5xx.
+    pub server_5xx: u64,
+    /// Answered 1xx or 3xx.
+    pub other_status: u64,
+    /// Sent, but the whole answer had not arrived by `scheduled + timeout`.
+    pub timeout: u64,
+    /// Never sent: no connection became free before `scheduled + timeout`, or the queue of
+    /// waiting requests was full. Under open-loop load this means the target (or the
+    /// generator) cannot keep up with the offered rate on this many connections.
+    pub dropped: u64,
+    /// No connection could be opened (refused, unreachable, connect timed out).
+    pub connect_error: u64,
+    /// Anything else: connection reset or closed mid-answer, malformed answer.
+    pub other_error: u64,
+    /// Answered requests by exact status code.
+    pub by_code: BTreeMap<u16, u64>,
+}
+
+impl StatusCounts {
+    /// Requests that got an HTTP answer, whatever its status.
+    pub fn answered(&self) -> u64 {
+        self.ok_200
+            + self.no_content_204
+            + self.other_2xx
+            + self.client_4xx
+            + self.server_5xx
+            + self.other_status
+    }
+
+    /// Requests that got no answer.
+    pub fn failed(&self) -> u64 {
+        self.timeout + self.dropped + self.connect_error + self.other_error
+    }
+
+    pub(crate) fn record(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Answered(code) => {
+                *self.by_code.entry(code).or_default() += 1;
+                match code {
+                    200 => self.ok_200 += 1,
+                    204 => self.no_content_204 += 1,
+                    201..=203 | 205..=299 => self.other_2xx += 1,
+                    400..=499 => self.client_4xx += 1,
+                    500..=599 => self.server_5xx += 1,
+                    _ => self.other_status += 1,
+                }
+            }
+            Outcome::Timeout => self.timeout += 1,
+            Outcome::Dropped => self.dropped += 1,
+            Outcome::ConnectError => self.connect_error += 1,
+            Outcome::OtherError => self.other_error += 1,
+        }
+    }
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Answered(u16),
+    Timeout,
+    Dropped,
+    ConnectError,
+    OtherError,
+}
+
+/// One second of the measured window. Requests are attributed to the second they were
+/// *scheduled* in, whenever they ended, so a slow second shows its own latency.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Second {
+    /// Index from the start of the measured window (0-based).
+    pub second: u32,
+    /// Requests scheduled in this second.
+    pub sent: u64,
+    /// Of those, answered (any status).
+    pub completed: u64,
+    /// Of those, not answered (timeout, dropped, connection errors).
+    pub errors: u64,
+    /// Median latency of this second's requests, ms (answered, and timeouts/drops at the
+    /// timeout; 0 when none). Two significant figures.
+    pub p50_ms: f64,
+    /// 99th percentile, ms, as `p50_ms`.
+    pub p99_ms: f64,
+    /// Maximum, ms, as `p50_ms`.
+    pub max_ms: f64,
+}
+
+/// The result of [`crate::run`]. Covers the measured window only (warm-up excluded).
+#[derive(Clone)]
+pub struct Report {
+    /// Requests the schedule issued in the measured window: `ceil(rate * duration)`. Each one
+    /// is accounted for exactly once in `status`.
+    pub sent: u64,
+    /// Requests answered with any HTTP status.
+    pub completed: u64,
+    /// How the `sent` requests ended.
+    pub status: StatusCounts,
+    /// Wall time from the start of the measured window until its last request ended
+    /// (at least about `duration`; at most `duration + timeout` and a little).
+    pub elapsed: Duration,
+    /// `completed / duration`: answered requests per second of the measured window.
+    pub rate_achieved: f64,
+    /// Offered rate, requests per second (the spec's `rate`).
+    pub rate_offered: f64,
+    /// Length of the measured window (the spec's `duration`).
+    pub duration: Duration,
+    /// Per-request timeout (the spec's `timeout`).
+    pub timeout: Duration,
+    /// Latency in microseconds, from each request's *scheduled* send time to the end of its
+    /// answer, for every answered request; requests that timed out or were dropped are
+    /// recorded at `timeout` (a lower bound of their true latency), so that overload cannot
+    /// hide from the percentiles. Connection errors are not recorded.
+    /// 1 µs .. 60 s, 3 significant figures.
+    pub latency: Histogram<u64>,
+    /// Service time in microseconds of answered requests: from handing the request to an open
+    /// connection to the end of its answer. This is what a closed-loop tool would report; it
+    /// hides queueing behind a stalled server and is here for comparison only.
+    pub service_time: Histogram<u64>,
+    /// One entry per second of the measured window, in order.
+    pub timeline: Vec<Second>,
+}
+
+impl std::fmt::Debug for Report {
+    /// Histograms are summarized (their derived `Debug` prints every bucket).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let summary = |h: &Histogram<u64>| {
+            format!(
+                "Histogram {{ len: {}, p50_us: {}, p99_us: {}, max_us: {} }}",
+                h.len(),
+                h.value_at_percentile(50.0),
+                h.value_at_percentile(99.0),
+                h.max()
+            )
+        };
+        f.debug_struct("Report")
+            .field("sent", &self.sent)
+            .field("completed", &self.completed)
+            .field("status", &self.status)
+            .field("elapsed", &self.elapsed)
+            .field("rate_achieved", &self.rate_achieved)
+            .field("rate_offered", &self.rate_offered)
+            .field("duration", &self.duration)
+            .field("timeout", &self.timeout)
+            .field("latency", &format_args!("{}", summary(&self.latency)))
+            .field(
+                "service_time",
+                &format_args!("{}", summary(&self.service_time)),
+            )
+            .field("timeline", &self.timeline)
+            .finish()
+    }
+}
+
+fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+fn hist_ms(h: &Histogram<u64>, percentile: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        us_to_ms(h.value_at_percentile(percentile))
+    }
+}
+
+fn hist_max_ms(h: &Histogram<u64>) -> f64 {
+    if h.is_empty() { 0.0 } else { us_to_ms(h.max()) }
+}
+
+impl Report {
+    /// Latency at percentile `q`, **in percent** (`50.0`, `99.0`, `99.9`; `100.0` is the max),
+    /// in milliseconds; 0 when nothing was recorded. See [`Report::latency`] for what is in
+    /// the histogram.
+    pub fn percentile_ms(&self, q: f64) -> f64 {
+        hist_ms(&self.latency, q)
+    }
+
+    /// Share of `sent` requests answered within `d` of their scheduled time, 0.0..=1.0
+    /// (0 when nothing was sent). Precision: the histogram's, 0.1 %.
+    pub fn share_within(&self, d: Duration) -> f64 {
+        if self.sent == 0 {
+            return 0.0;
+        }
+        let within = if d >= self.timeout {
+            self.completed
+        } else {
+            // Unanswered requests sit at `timeout` > d: only answered ones are counted.
+            let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+            self.latency.count_between(0, us).min(self.completed)
+        };
+        within as f64 / self.sent as f64
+    }
+
+    /// A few aligned lines for a terminal.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let s = &self.status;
+        let _ = writeln!(
+            out,
+            "sent {}  completed {}  rate {:.1}/s  (offered {}/s for {:.1} s)",
+            self.sent,
+            self.completed,
+            self.rate_achieved,
+            trim_float(self.rate_offered),
+            self.duration.as_secs_f64()
+        );
+        let mut parts: Vec<String> = s
+            .by_code
+            .iter()
+            .map(|(code, n)| format!("{code}: {n}"))
+            .collect();
+        for (name, n) in [
+            ("timeout", s.timeout),
+            ("dropped", s.dropped),
+            ("connect error", s.connect_error),
+            ("other error", s.other_error),
+        ] {
+            if n > 0 {
+                parts.push(format!("{name}: {n}"));
+            }
+        }
+        if parts.is_empty() {
+            parts.push("none".to_owned());
+        }
+        let _ = writeln!(out, "status      {}", parts.join("  "));
+        let line = |h: &Histogram<u64>| {
+            format!(
+                "p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+                hist_ms(h, 50.0),
+                hist_ms(h, 90.0),
+                hist_ms(h, 99.0),
+                hist_ms(h, 99.9),
+                hist_max_ms(h)
+            )
+        };
+        let _ = writeln!(out, "latency ms  {}", line(&self.latency));
+        let _ = writeln!(
+            out,
+            "service ms  {}  (from send, not from schedule: hides queueing)",
+            line(&self.service_time)
+        );
+        out
+    }
+
+    /// The report as JSON: `sent`, `completed`, `rate_achieved`, `rate_offered`,
+    /// `duration_s`, `elapsed_s`, `timeout_ms`, `status{..., by_code{"200": n}}`,
+    /// `latency_ms{p50,p90,p99,p999,p9999,max}`, `service_ms{...}` and
+    /// `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`.
+    pub fn to_json(&self) -> Value {
+        let pct = |h: &Histogram<u64>| {
+            json!({
+                "p50": hist_ms(h, 50.0),
+                "p90": hist_ms(h, 90.0),
+                "p99": hist_ms(h, 99.0),
+                "p999": hist_ms(h, 99.9),
+                "p9999": hist_ms(h, 99.99),
+                "max": hist_max_ms(h),
+            })
+        };
+        json!({
+            "sent": self.sent,
+            "completed": self.completed,
+            "rate_achieved": self.rate_achieved,
+            "rate_offered": self.rate_offered,
+            "duration_s": self.duration.as_secs_f64(),
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "timeout_ms": self.timeout.as_secs_f64() * 1000.0,
+            "status": serde_json::to_value(&self.status).unwrap_or(Value::Null),
+            "latency_ms": pct(&self.latency),
+            "service_ms": pct(&self.service_time),
+            "timeline": serde_json::to_value(&self.timeline).unwrap_or(Value::Null),
+        })
+    }
+}
+
+/// `5000` rather than `5000.0`, `12.5` as is.
+fn trim_float(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn report() -> Report {
+        let mut latency = new_histogram();
+        let mut status = StatusCounts::default();
+        for ms in 1..=98u64 {
+            latency.record(ms * 1000).unwrap();
+            status.record(Outcome::Answered(if ms % 2 == 0 { 200 } else { 204 }));
+        }
+        status.record(Outcome::Timeout);
+        latency.record(100_000).unwrap();
+        status.record(Outcome::ConnectError);
+        Report {
+            sent: 100,
+            completed: 98,
+            status,
+            elapsed: Duration::from_secs(1),
+            rate_achieved: 98.0,
+            rate_offered: 100.0,
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(100),
+            latency,
+            service_time: new_histogram(),
+            timeline: vec![],
+        }
+    }
+
+    #[test]
+    fn status_classes() {
+        let mut s = StatusCounts::default();
+        for code in [200, 204, 201, 302, 404, 400, 503, 500, 101] {
+            s.record(Outcome::Answered(code));
+        }
+        s.record(Outcome::Dropped);
+        assert_eq!(
+            (
+                s.ok_200,
+                s.no_content_204,
+                s.other_2xx,
+                s.client_4xx,
+                s.server_5xx
+            ),
+            (1, 1, 1, 2, 2)
+        );
+        assert_eq!(s.other_status, 2);
+        assert_eq!(s.answered(), 9);
+        assert_eq!(s.failed(), 1);
+        assert_eq!(s.by_code.get(&404), Some(&1));
+    }
+
+    #[test]
+    fn share_within_counts_answered_over_sent() {
+        let r = report();
+        assert!((r.share_within(Duration::from_millis(49)) - 0.49).abs() < 1e-9);
+        assert!((r.share_within(Duration::from_millis(99)) - 0.98).abs() < 1e-9);
+        // At or past the timeout, only answered ones count, never the timeouts.
+        assert!((r.share_within(Duration::from_secs(5)) - 0.98).abs() < 1e-9);
+    }
+
+    #[test]
+    fn percentiles_in_percent() {
+        let r = report();
+        let p50 = r.percentile_ms(50.0);
+        assert!((49.9..=50.1).contains(&p50), "{p50}");
+        let max = r.percentile_ms(100.0);
+        assert!((99.9..=100.1).contains(&max), "{max}");
+    }
+
+    #[test]
+    fn debug_is_short() {
+        let text = format!("{:?}", report());
+        assert!(text.len() < 1500, "{text}");
+        assert!(text.contains("latency: Histogram { len: 99"), "{text}");
+    }
+
+    #[test]
+    fn text_lines() {
+        let text = report().render_text();
+        assert!(
+            text.starts_with("sent 100  completed 98  rate 98.0/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("200: 49  204: 49  timeout: 1  connect error: 1"),
+            "{text}"
+        );
+        assert!(text.contains("latency ms  p50 "), "{text}");
+    }
+}
