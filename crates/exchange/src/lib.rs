@@ -1,1 +1,28 @@
-//! exchange: placeholder, filled in below.
+//! Gavel's exchange: receives OpenRTB 2.6 bid requests, fans each out to every configured bidder
+//! over that bidder's own connection pool, runs the auction inside an absolute deadline, answers
+//! the seller and fires win/billing/loss notices afterwards.
+//!
+//! Invariants:
+//! - The deadline is fixed once, when the request has been read (`deadline`), and bounds every
+//!   bidder call; the answer is written before `tmax` expires whatever bidders do.
+//! - A bidder's failure (timeout, error, garbage, busy pool) is an outcome of that bidder, never
+//!   an error of the auction; only bad input from the seller fails a request (400/405/413).
+//! - The request path does not panic on input, does not block a runtime thread, and does not
+//!   queue: a bidder whose connections are all busy is skipped for that auction.
+//! - Money is `openrtb::Price` (integer micros) from decode to encode.
+
+pub(crate) mod auction_path;
+pub mod config;
+pub mod deadline;
+pub mod enrich;
+pub mod fanout;
+pub mod metrics;
+pub mod notices;
+pub mod pool;
+pub mod server;
+pub mod settle;
+pub mod validate;
+
+pub use config::{Config, ConfigError, Validated};
+pub use metrics::Metrics;
+pub use server::{AUCTION_PATH, Exchange};

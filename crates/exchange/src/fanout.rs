@@ -1,0 +1,145 @@
+//! Calls every enabled bidder at once with the same encoded request and turns whatever comes
+//! back, or doesn't, into a [`Reply`]. A bidder's failure is an outcome, never an error of the
+//! auction.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::StatusCode;
+use openrtb::BidResponse;
+
+use crate::metrics::{BidderMetrics, BidderOutcome};
+use crate::pool::{BidderPool, CallError};
+
+/// What one bidder contributed to one auction.
+#[derive(Debug)]
+pub enum Reply {
+    Bids(BidResponse),
+    /// Answered without a bid; the label says how (204, `nbr`, empty seatbid).
+    NoBid(&'static str),
+    /// No complete answer before the deadline.
+    TimedOut,
+    /// Answered something unusable (bad status, bad JSON, wrong auction id).
+    Invalid(&'static str),
+    /// Transport failure (refused connection, reset, body too large).
+    Failed(&'static str),
+    /// Not called: every connection of its pool was busy.
+    Skipped,
+}
+
+impl Reply {
+    fn outcome(&self) -> BidderOutcome {
+        match self {
+            Reply::Bids(_) => BidderOutcome::Bid,
+            Reply::NoBid(_) => BidderOutcome::NoBid,
+            Reply::TimedOut => BidderOutcome::Timeout,
+            Reply::Invalid(_) => BidderOutcome::Invalid,
+            Reply::Failed(_) => BidderOutcome::Error,
+            Reply::Skipped => BidderOutcome::Skipped,
+        }
+    }
+}
+
+/// Calls one bidder, bounded by `answer_by`, and records its metrics.
+pub async fn call(
+    pool: &Arc<BidderPool>,
+    metrics: &BidderMetrics,
+    body: Bytes,
+    auction_id: &str,
+    answer_by: Instant,
+) -> Reply {
+    let started = Instant::now();
+    metrics
+        .requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = match pool.post(body, answer_by).await {
+        Err(CallError::TimedOut) => Reply::TimedOut,
+        Err(CallError::PoolExhausted(_)) => Reply::Skipped,
+        Err(e) => {
+            tracing::debug!(bidder = %pool.endpoint().authority, error = %e, "bidder call failed");
+            Reply::Failed(e.label())
+        }
+        Ok(answer) => {
+            metrics.latency.observe(started.elapsed());
+            interpret(answer.status, &answer.body, auction_id)
+        }
+    };
+    metrics.outcome(reply.outcome());
+    reply
+}
+
+/// Reads a bidder's HTTP answer as the OpenRTB 2.6 spec defines it.
+pub fn interpret(status: StatusCode, body: &[u8], auction_id: &str) -> Reply {
+    match status {
+        StatusCode::NO_CONTENT => return Reply::NoBid("no_content"),
+        StatusCode::OK => {}
+        s if s.is_server_error() => return Reply::Invalid("status_5xx"),
+        s if s.is_client_error() => return Reply::Invalid("status_4xx"),
+        _ => return Reply::Invalid("status_other"),
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Reply::NoBid("empty_body");
+    }
+    let response = match BidResponse::from_slice(body) {
+        Ok(r) => r,
+        Err(_) => return Reply::Invalid("bad_json"),
+    };
+    if response.id != auction_id {
+        return Reply::Invalid("wrong_auction_id");
+    }
+    let has_bids = response
+        .seatbid
+        .as_ref()
+        .is_some_and(|s| s.iter().any(|sb| !sb.bid.is_empty()));
+    if !has_bids {
+        return Reply::NoBid(if response.nbr.is_some() {
+            "nbr"
+        } else {
+            "empty_seatbid"
+        });
+    }
+    Reply::Bids(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_answers_map_to_replies() {
+        assert!(matches!(
+            interpret(StatusCode::NO_CONTENT, b"", "a"),
+            Reply::NoBid("no_content")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, b"  ", "a"),
+            Reply::NoBid("empty_body")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::INTERNAL_SERVER_ERROR, b"", "a"),
+            Reply::Invalid("status_5xx")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, b"<html>", "a"),
+            Reply::Invalid("bad_json")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, br#"{"id":"b"}"#, "a"),
+            Reply::Invalid("wrong_auction_id")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, br#"{"id":"a","nbr":2}"#, "a"),
+            Reply::NoBid("nbr")
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, br#"{"id":"a","seatbid":[]}"#, "a"),
+            Reply::NoBid("empty_seatbid")
+        ));
+        let bids = br#"{"id":"a","seatbid":[{"bid":[{"id":"1","impid":"1","price":1.5}]}]}"#;
+        assert!(matches!(
+            interpret(StatusCode::OK, bids, "a"),
+            Reply::Bids(_)
+        ));
+    }
+}

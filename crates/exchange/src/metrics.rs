@@ -1,0 +1,423 @@
+//! Every metric the exchange exports, in one place, as lock-free atomics rendered in the
+//! Prometheus text format. Label sets are bounded: outcomes and reasons are fixed enums, bidder
+//! names come from the configuration.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the latency histogram buckets: fine below 10 ms where a fast
+/// auction lives, coarse up to the largest deadline.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0,
+];
+
+/// A fixed-bucket latency histogram.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|&b| secs <= b) {
+            self.buckets[i].fetch_add(1, Relaxed);
+        }
+        self.count.fetch_add(1, Relaxed);
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            cumulative += bucket.load(Relaxed);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let count = self.count.load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
+        let sum = self.sum_micros.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+    }
+}
+
+macro_rules! labelled_counters {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $label:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name { $($variant,)* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            pub const COUNT: usize = [$($label,)*].len();
+            pub fn label(self) -> &'static str {
+                match self { $($name::$variant => $label,)* }
+            }
+        }
+    };
+}
+
+labelled_counters! {
+    /// How one inbound request ended.
+    RequestOutcome {
+        Bid => "bid",
+        NoBid => "no_bid",
+        BadRequest => "bad_request",
+        TooLarge => "too_large",
+        MethodNotAllowed => "method_not_allowed",
+        NotFound => "not_found",
+        InternalError => "internal_error",
+    }
+}
+
+labelled_counters! {
+    /// How one bidder call ended.
+    BidderOutcome {
+        Bid => "bid",
+        NoBid => "no_bid",
+        Timeout => "timeout",
+        Error => "error",
+        Invalid => "invalid_response",
+        Skipped => "skipped",
+    }
+}
+
+labelled_counters! {
+    /// Notice kinds the exchange fires.
+    NoticeKind {
+        Win => "win",
+        Billing => "billing",
+        Loss => "loss",
+        Markup => "markup_fetch",
+    }
+}
+
+labelled_counters! {
+    /// What happened to a notice.
+    NoticeOutcome {
+        Sent => "sent",
+        Failed => "failed",
+        Dropped => "dropped",
+    }
+}
+
+/// A counter per `E` variant.
+#[derive(Debug)]
+pub struct ByLabel<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> Default for ByLabel<N> {
+    fn default() -> Self {
+        ByLabel(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl<const N: usize> ByLabel<N> {
+    pub fn inc(&self, index: usize) {
+        if let Some(c) = self.0.get(index) {
+            c.fetch_add(1, Relaxed);
+        }
+    }
+    pub fn get(&self, index: usize) -> u64 {
+        self.0.get(index).map_or(0, |c| c.load(Relaxed))
+    }
+}
+
+/// Per-bidder figures.
+#[derive(Debug, Default)]
+pub struct BidderMetrics {
+    pub requests: AtomicU64,
+    pub outcomes: ByLabel<{ BidderOutcome::COUNT }>,
+    pub latency: Histogram,
+    /// Bids received (each bid of each seatbid).
+    pub bids: AtomicU64,
+    /// Bids dropped before the auction, by `auction::Rejection` label.
+    pub rejections: std::sync::Mutex<Vec<(&'static str, u64)>>,
+    pub wins: AtomicU64,
+    /// Sum of clearing prices of won imps, CPM micros.
+    pub cleared_micros: AtomicU64,
+}
+
+impl BidderMetrics {
+    pub fn outcome(&self, o: BidderOutcome) {
+        self.outcomes.inc(o as usize);
+    }
+
+    pub fn outcome_count(&self, o: BidderOutcome) -> u64 {
+        self.outcomes.get(o as usize)
+    }
+
+    /// Counts a rejected bid. Rejections are rare next to bids, and the list holds one entry per
+    /// distinct reason, so a short lock here is cheaper than a counter per (bidder, reason).
+    pub fn rejected(&self, label: &'static str) {
+        let Ok(mut list) = self.rejections.lock() else {
+            return;
+        };
+        match list.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => list.push((label, 1)),
+        }
+    }
+
+    pub fn rejections(&self) -> Vec<(&'static str, u64)> {
+        self.rejections
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// All exchange metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    pub requests: ByLabel<{ RequestOutcome::COUNT }>,
+    pub auction_latency: Histogram,
+    /// Auctions answered after their deadline (should stay 0).
+    pub late_answers: AtomicU64,
+    /// Requests answered at once because no time was left for bidders.
+    pub no_time_left: AtomicU64,
+    pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
+    pub bidder_names: Vec<String>,
+    pub bidders: Vec<BidderMetrics>,
+}
+
+impl Metrics {
+    pub fn new(bidder_names: Vec<String>) -> Self {
+        let bidders = bidder_names
+            .iter()
+            .map(|_| BidderMetrics::default())
+            .collect();
+        Metrics {
+            requests: ByLabel::default(),
+            auction_latency: Histogram::default(),
+            late_answers: AtomicU64::new(0),
+            no_time_left: AtomicU64::new(0),
+            notices: std::array::from_fn(|_| ByLabel::default()),
+            bidder_names,
+            bidders,
+        }
+    }
+
+    pub fn request(&self, o: RequestOutcome) {
+        self.requests.inc(o as usize);
+    }
+
+    pub fn request_count(&self, o: RequestOutcome) -> u64 {
+        self.requests.get(o as usize)
+    }
+
+    pub fn notice(&self, kind: NoticeKind, o: NoticeOutcome) {
+        self.notices[kind as usize].inc(o as usize);
+    }
+
+    pub fn notice_count(&self, kind: NoticeKind, o: NoticeOutcome) -> u64 {
+        self.notices[kind as usize].get(o as usize)
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        let o = &mut out;
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_requests_total Inbound auction requests by outcome."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_requests_total counter");
+        for r in RequestOutcome::ALL {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_requests_total{{outcome=\"{}\"}} {}",
+                r.label(),
+                self.request_count(*r)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_auction_duration_seconds Time from request read to answer."
+        );
+        let _ = writeln!(
+            o,
+            "# TYPE gavel_exchange_auction_duration_seconds histogram"
+        );
+        self.auction_latency
+            .render(o, "gavel_exchange_auction_duration_seconds", "");
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_late_answers_total Answers written after the deadline."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_late_answers_total counter");
+        let _ = writeln!(
+            o,
+            "gavel_exchange_late_answers_total {}",
+            self.late_answers.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_no_time_left_total Requests answered without fan-out because their deadline left no time."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_no_time_left_total counter");
+        let _ = writeln!(
+            o,
+            "gavel_exchange_no_time_left_total {}",
+            self.no_time_left.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_notices_total Notices fired by kind and outcome."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_notices_total counter");
+        for k in NoticeKind::ALL {
+            for n in NoticeOutcome::ALL {
+                let _ = writeln!(
+                    o,
+                    "gavel_exchange_notices_total{{kind=\"{}\",outcome=\"{}\"}} {}",
+                    k.label(),
+                    n.label(),
+                    self.notice_count(*k, *n)
+                );
+            }
+        }
+        self.render_bidders(o);
+        out
+    }
+
+    fn render_bidders(&self, o: &mut String) {
+        let pairs = || self.bidder_names.iter().zip(&self.bidders);
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_requests_total Bid requests sent per bidder."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_requests_total counter");
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_bidder_requests_total{{bidder=\"{name}\"}} {}",
+                b.requests.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_responses_total Bidder calls by outcome (timeouts and no-bids included)."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_responses_total counter");
+        for (name, b) in pairs() {
+            for r in BidderOutcome::ALL {
+                let _ = writeln!(
+                    o,
+                    "gavel_exchange_bidder_responses_total{{bidder=\"{name}\",outcome=\"{}\"}} {}",
+                    r.label(),
+                    b.outcome_count(*r)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_latency_seconds Bidder answer time (answered calls)."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_latency_seconds histogram");
+        for (name, b) in pairs() {
+            b.latency.render(
+                o,
+                "gavel_exchange_bidder_latency_seconds",
+                &format!("bidder=\"{name}\""),
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bids_total Bids received per bidder."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bids_total counter");
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_bids_total{{bidder=\"{name}\"}} {}",
+                b.bids.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bid_rejections_total Bids dropped before the auction, by reason."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bid_rejections_total counter");
+        for (name, b) in pairs() {
+            for (reason, n) in b.rejections() {
+                let _ = writeln!(
+                    o,
+                    "gavel_exchange_bid_rejections_total{{bidder=\"{name}\",reason=\"{reason}\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(o, "# HELP gavel_exchange_wins_total Imps won per bidder.");
+        let _ = writeln!(o, "# TYPE gavel_exchange_wins_total counter");
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_wins_total{{bidder=\"{name}\"}} {}",
+                b.wins.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_cleared_cpm_micros_total Sum of clearing prices (CPM micros) per bidder."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_cleared_cpm_micros_total counter");
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_cleared_cpm_micros_total{{bidder=\"{name}\"}} {}",
+                b.cleared_micros.load(Relaxed)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let h = Histogram::default();
+        h.observe(Duration::from_micros(300));
+        h.observe(Duration::from_millis(7));
+        h.observe(Duration::from_secs(5));
+        let mut out = String::new();
+        h.render(&mut out, "x", "");
+        assert!(out.contains("x_bucket{le=\"0.0005\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"0.01\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"1\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"), "{out}");
+        assert!(out.contains("x_count{} 3\n"), "{out}");
+    }
+
+    #[test]
+    fn render_names_every_bidder_and_outcome() {
+        let m = Metrics::new(vec!["a".into(), "b".into()]);
+        m.request(RequestOutcome::Bid);
+        m.bidders[1].outcome(BidderOutcome::Timeout);
+        m.bidders[1].rejected("below_floor");
+        m.bidders[1].rejected("below_floor");
+        let text = m.render();
+        assert!(text.contains("gavel_exchange_requests_total{outcome=\"bid\"} 1"));
+        assert!(
+            text.contains(
+                "gavel_exchange_bidder_responses_total{bidder=\"b\",outcome=\"timeout\"} 1"
+            )
+        );
+        assert!(text.contains(
+            "gavel_exchange_bid_rejections_total{bidder=\"b\",reason=\"below_floor\"} 2"
+        ));
+        assert!(text.contains("gavel_exchange_bidder_latency_seconds_count{bidder=\"a\"} 0"));
+    }
+}

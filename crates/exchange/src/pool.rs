@@ -1,0 +1,260 @@
+//! One HTTP/1.1 keep-alive connection pool per bidder, so that a slow bidder can use up only its
+//! own connections and never delay or starve another.
+//!
+//! Invariant: open connections (idle + busy) never exceed `max_connections`. A call holds a
+//! semaphore permit for its whole life; it takes an idle connection or, only when there is none,
+//! dials a new one. Since dialling happens only with the idle stack empty, idle + busy <= permits.
+//! When every permit is taken the call is refused at once (no queue): the bidder is skipped for
+//! that auction and counted, as the dispcount idea says.
+//!
+//! A call that misses the auction's deadline is not cut: it goes on in its own task, holding its
+//! permit, for up to `drain` longer. A bidder that answers a little late thus keeps its kept-alive
+//! connection instead of costing a new TCP handshake on every late answer; one that never answers
+//! loses the connection after `drain`, and its pool, not anyone else's, runs dry meanwhile.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+
+use crate::config::Endpoint;
+
+/// Why a call to a bidder produced no answer body.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no complete answer before the deadline")]
+    TimedOut,
+    #[error("all {0} connections busy")]
+    PoolExhausted(u32),
+    #[error("connect failed: {0}")]
+    Connect(std::io::Error),
+    #[error("HTTP error: {0}")]
+    Http(#[from] hyper::Error),
+    #[error("response body larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("reading the response body failed: {0}")]
+    Body(String),
+}
+
+impl CallError {
+    /// Bounded label for metrics and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CallError::TimedOut => "timeout",
+            CallError::PoolExhausted(_) => "pool_exhausted",
+            CallError::Connect(_) => "connect",
+            CallError::Http(_) => "http",
+            CallError::TooLarge(_) => "too_large",
+            CallError::Body(_) => "body",
+        }
+    }
+}
+
+/// A bidder's answer: status and complete body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Bytes,
+}
+
+/// The connection pool of one bidder.
+#[derive(Debug)]
+pub struct BidderPool {
+    endpoint: Endpoint,
+    max_connections: u32,
+    max_response_bytes: usize,
+    drain: Duration,
+    permits: Arc<Semaphore>,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+impl BidderPool {
+    pub fn new(
+        endpoint: Endpoint,
+        max_connections: u32,
+        max_response_bytes: usize,
+        drain: Duration,
+    ) -> Self {
+        BidderPool {
+            endpoint,
+            max_connections,
+            max_response_bytes,
+            drain,
+            permits: Arc::new(Semaphore::new(max_connections as usize)),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Connections currently idle in the pool (for tests and metrics).
+    pub fn idle_count(&self) -> usize {
+        self.idle.lock().map_or(0, |v| v.len())
+    }
+
+    /// POSTs `body` and reads the whole answer, giving up at `answer_by`. Never waits for a
+    /// connection: with every permit taken it fails at once with `PoolExhausted`.
+    pub async fn post(
+        self: &Arc<Self>,
+        body: Bytes,
+        answer_by: Instant,
+    ) -> Result<Answer, CallError> {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            return Err(CallError::PoolExhausted(self.max_connections));
+        };
+        let pool = Arc::clone(self);
+        let give_up_at = answer_by + self.drain;
+        let call = tokio::spawn(async move {
+            let _permit = permit;
+            tokio::time::timeout_at(give_up_at.into(), pool.call(body))
+                .await
+                .unwrap_or(Err(CallError::TimedOut))
+        });
+        match tokio::time::timeout_at(answer_by.into(), call).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => Err(CallError::Body(format!("call task failed: {join}"))),
+            // The task goes on until the answer arrives or `drain` runs out.
+            Err(_) => Err(CallError::TimedOut),
+        }
+    }
+
+    /// One request on an idle or new connection; the connection returns to the pool only after a
+    /// complete answer (anything else may leave it mid-message).
+    async fn call(&self, body: Bytes) -> Result<Answer, CallError> {
+        let (mut conn, reused) = match self.take_idle() {
+            Some(conn) => (conn, true),
+            None => (self.dial().await?, false),
+        };
+        let result = match self.exchange(&mut conn, body.clone()).await {
+            // A kept-alive connection may have been closed by the bidder just before we used it;
+            // the request never reached it, so one retry on a fresh connection is safe.
+            Err(CallError::Http(e))
+                if reused && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) =>
+            {
+                conn = self.dial().await?;
+                self.exchange(&mut conn, body).await
+            }
+            other => other,
+        };
+        if result.is_ok() {
+            self.put_idle(conn);
+        }
+        result
+    }
+
+    async fn exchange(
+        &self,
+        conn: &mut SendRequest<Full<Bytes>>,
+        body: Bytes,
+    ) -> Result<Answer, CallError> {
+        conn.ready().await?;
+        let request = Request::post(self.endpoint.path.as_str())
+            .header(header::HOST, self.endpoint.authority.as_str())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("x-openrtb-version", "2.6")
+            .body(Full::new(body))
+            .map_err(|e| CallError::Body(e.to_string()))?;
+        let response = conn.send_request(request).await?;
+        let status = response.status();
+        let limited = Limited::new(response.into_body(), self.max_response_bytes);
+        let body = match limited.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(CallError::TooLarge(self.max_response_bytes));
+            }
+            Err(e) => return Err(CallError::Body(e.to_string())),
+        };
+        Ok(Answer { status, body })
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().ok()?;
+        while let Some(conn) = idle.pop() {
+            if !conn.is_closed() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, conn: SendRequest<Full<Bytes>>) {
+        if conn.is_closed() {
+            return;
+        }
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(conn);
+        }
+    }
+
+    async fn dial(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
+        let stream = TcpStream::connect(self.endpoint.addr)
+            .await
+            .map_err(CallError::Connect)?;
+        // Bid requests are small and latency-bound: never wait for Nagle.
+        stream.set_nodelay(true).map_err(CallError::Connect)?;
+        let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            // Ends when the sender is dropped or the peer closes; its error is the call's error.
+            let _ = connection.await;
+        });
+        Ok(sender)
+    }
+}
+
+/// A one-off GET for notices and markup fetches, whose hosts are not configured bidders.
+pub(crate) async fn get_once(
+    uri: &http::Uri,
+    timeout: Duration,
+    max_bytes: usize,
+) -> Result<Answer, String> {
+    let authority = uri.authority().ok_or("no host")?.clone();
+    if uri.scheme_str() != Some("http") {
+        return Err("only http:// notice URLs are supported".to_owned());
+    }
+    let port = authority.port_u16().unwrap_or(80);
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let work = async move {
+        let stream = TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let (mut sender, connection) = http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let request = Request::get(path)
+            .header(header::HOST, authority.as_str())
+            .header(header::CONNECTION, "close")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let body = Limited::new(response.into_body(), max_bytes)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok(Answer { status, body })
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| "timed out".to_owned())?
+}

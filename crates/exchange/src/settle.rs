@@ -1,0 +1,287 @@
+//! From bidder replies to the seller's answer: runs the auction over every bid received, then
+//! rewrites each winning bid (clearing price, original price kept in `ext.origbidprice`, macros
+//! replaced) and prepares the loss notices. Synchronous and free of I/O.
+
+use std::borrow::Cow;
+
+use auction::{AuctionConfig, Candidate, DealRules, ImpRules, PriceRule, Rules};
+use openrtb::macros::{MacroValues, substitute};
+use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
+
+use crate::fanout::Reply;
+use crate::metrics::Metrics;
+
+/// Everything one auction's settlement reads (one context instead of many parameters).
+#[derive(Debug)]
+pub struct AuctionCtx<'a> {
+    /// The request as the bidders saw it (exchange auction id, enriched).
+    pub request: &'a BidRequest,
+    pub auction_id: &'a str,
+    pub currency: &'a str,
+    pub config: &'a AuctionConfig,
+    pub bidder_names: &'a [String],
+    /// Prepare `lurl` notices for losing and rejected bids.
+    pub loss_notices: bool,
+    /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}`.
+    pub now_ms: i64,
+}
+
+/// A winning bid, rewritten for the seller.
+#[derive(Debug)]
+pub struct Won {
+    pub bidder: u32,
+    /// Seat reported to the seller: the bidder's `seatbid.seat`, else the bidder's name.
+    pub seat: String,
+    pub bid: Bid,
+}
+
+/// The auction's result.
+#[derive(Debug, Default)]
+pub struct Settlement {
+    pub won: Vec<Won>,
+    /// Loss notice URLs with macros replaced.
+    pub loss_urls: Vec<String>,
+}
+
+fn empty() -> &'static [String] {
+    &[]
+}
+
+/// Builds the auction rules from the request.
+pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
+    let imps = request
+        .imp
+        .iter()
+        .map(|imp| {
+            let pmp = imp.pmp.as_ref();
+            let deals = pmp
+                .and_then(|p| p.deals.as_deref())
+                .unwrap_or(&[])
+                .iter()
+                .map(|d| DealRules {
+                    id: d.id.as_deref().unwrap_or(""),
+                    floor: d.bidfloor.unwrap_or(Price::ZERO),
+                    price_rule: PriceRule::from_deal_at(d.at.map(|at| at.0)),
+                    wseat: d.wseat.as_deref().unwrap_or(empty()),
+                    wadomain: d.wadomain.as_deref().unwrap_or(empty()),
+                })
+                .collect();
+            ImpRules {
+                id: imp.id.as_str(),
+                floor: imp.bidfloor.unwrap_or(Price::ZERO),
+                private_auction: pmp.and_then(|p| p.private_auction) == Some(1),
+                deals,
+            }
+        })
+        .collect();
+    Rules {
+        currency,
+        price_rule: PriceRule::from_at(request.at.map(|a| a.0)),
+        bcat: request.bcat.as_deref().unwrap_or(empty()),
+        badv: request.badv.as_deref().unwrap_or(empty()),
+        wseat: request.wseat.as_deref().unwrap_or(empty()),
+        bseat: request.bseat.as_deref().unwrap_or(empty()),
+        imps,
+    }
+}
+
+/// Runs the auction over `replies` (bidder index, reply) and rewrites the winners.
+pub fn settle(ctx: &AuctionCtx<'_>, replies: &[(u32, Reply)], metrics: &Metrics) -> Settlement {
+    let mut candidates = Vec::new();
+    // Index-aligned with `candidates`: the response and bid each candidate came from.
+    let mut sources: Vec<(&BidResponse, &Bid)> = Vec::new();
+    for (bidder, reply) in replies {
+        let Reply::Bids(response) = reply else {
+            continue;
+        };
+        let bidder_name = ctx
+            .bidder_names
+            .get(*bidder as usize)
+            .map_or("", String::as_str);
+        let currency = response.cur.as_deref().unwrap_or("USD");
+        for seatbid in response.seatbid.as_deref().unwrap_or(&[]) {
+            let seat = seatbid.seat.as_deref().unwrap_or(bidder_name);
+            for bid in &seatbid.bid {
+                candidates.push(Candidate {
+                    bidder: *bidder,
+                    seat,
+                    bid_id: bid.id.as_str(),
+                    imp_id: bid.impid.as_str(),
+                    price: bid.price,
+                    currency,
+                    deal_id: bid.dealid.as_deref(),
+                    adomain: bid.adomain.as_deref().unwrap_or(empty()),
+                    cat: bid.cat.as_deref().unwrap_or(empty()),
+                });
+                sources.push((response, bid));
+            }
+        }
+        if let Some(m) = metrics.bidders.get(*bidder as usize) {
+            let n = response
+                .seatbid
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .map(|s| s.bid.len())
+                .sum::<usize>();
+            m.bids
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    if candidates.is_empty() {
+        return Settlement::default();
+    }
+    let rules = rules(ctx.request, ctx.currency);
+    // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed within one.
+    let outcome = auction::run_seeded(
+        &rules,
+        &candidates,
+        ctx.config,
+        auction::tie_seed(ctx.auction_id),
+    );
+
+    let mut settlement = Settlement::default();
+    for rejected in &outcome.rejected {
+        if let Some(m) = metrics
+            .bidders
+            .get(candidates[rejected.candidate].bidder as usize)
+        {
+            m.rejected(rejected.reason.label());
+        }
+        if ctx.loss_notices {
+            let (response, bid) = sources[rejected.candidate];
+            let values = macro_values(
+                ctx,
+                response,
+                &candidates[rejected.candidate],
+                bid,
+                None,
+                rejected.reason.loss_reason(),
+                None,
+            );
+            if let Some(lurl) = &bid.lurl {
+                settlement
+                    .loss_urls
+                    .push(substitute(lurl, &values).into_owned());
+            }
+        }
+    }
+    for imp in &outcome.imps {
+        let Some(winner) = &imp.winner else { continue };
+        let cand = &candidates[winner.candidate];
+        let (response, bid) = sources[winner.candidate];
+        if ctx.loss_notices {
+            for loser in &imp.losers {
+                let (l_response, l_bid) = sources[loser.candidate];
+                let values = macro_values(
+                    ctx,
+                    l_response,
+                    &candidates[loser.candidate],
+                    l_bid,
+                    None,
+                    loser.reason,
+                    Some(loser.min_to_win),
+                );
+                if let Some(lurl) = &l_bid.lurl {
+                    settlement
+                        .loss_urls
+                        .push(substitute(lurl, &values).into_owned());
+                }
+            }
+        }
+        let clearing = winner.clearing_price;
+        let values = macro_values(
+            ctx,
+            response,
+            cand,
+            bid,
+            Some(clearing),
+            LossReason::BID_WON,
+            Some(winner.min_to_win),
+        );
+        let mut won = bid.clone();
+        won.price = clearing;
+        replace(&mut won.adm, &values);
+        replace(&mut won.nurl, &values);
+        replace(&mut won.burl, &values);
+        replace(&mut won.lurl, &values);
+        // A bid whose ext is not an object keeps its ext; the original price is then only in
+        // the exchange's metrics and logs.
+        if let Ok(ext) = RawJson::with_field(bid.ext.as_ref(), "origbidprice", bid.price) {
+            won.ext = Some(ext);
+        }
+        settlement.won.push(Won {
+            bidder: cand.bidder,
+            seat: cand.seat.to_owned(),
+            bid: won,
+        });
+    }
+    settlement
+}
+
+fn replace(field: &mut Option<String>, values: &MacroValues<'_>) {
+    if let Some(text) = field
+        && let Cow::Owned(replaced) = substitute(text, values)
+    {
+        *text = replaced;
+    }
+}
+
+fn macro_values<'a>(
+    ctx: &'a AuctionCtx<'a>,
+    response: &'a BidResponse,
+    cand: &'a Candidate<'a>,
+    bid: &'a Bid,
+    price: Option<Price>,
+    loss: LossReason,
+    min_to_win: Option<Price>,
+) -> MacroValues<'a> {
+    // "Market bid ratio": clearing price over bid price.
+    let mbr = price
+        .filter(|_| bid.price.is_positive())
+        .map(|p| p.micros() as f64 / bid.price.micros() as f64);
+    MacroValues {
+        auction_id: ctx.auction_id,
+        // The spec names BidResponse.bidid; many bidders leave it out, so fall back to bid.id.
+        bid_id: response.bidid.as_deref().unwrap_or(bid.id.as_str()),
+        imp_id: bid.impid.as_str(),
+        seat_id: cand.seat,
+        ad_id: bid.adid.as_deref().unwrap_or(""),
+        price,
+        currency: ctx.currency,
+        mbr,
+        loss: Some(loss),
+        min_to_win,
+        imp_ts_ms: Some(ctx.now_ms),
+    }
+}
+
+/// Groups winning bids into the seller's BidResponse.
+pub fn seller_response(
+    request_id: String,
+    auction_id: &str,
+    currency: &str,
+    won: Vec<Won>,
+) -> BidResponse {
+    let mut seatbids: Vec<SeatBid> = Vec::new();
+    for w in won {
+        match seatbids
+            .iter_mut()
+            .find(|s| s.seat.as_deref() == Some(w.seat.as_str()))
+        {
+            Some(s) => s.bid.push(w.bid),
+            None => seatbids.push(SeatBid {
+                seat: Some(w.seat),
+                bid: vec![w.bid],
+                ..Default::default()
+            }),
+        }
+    }
+    BidResponse {
+        id: request_id,
+        seatbid: Some(seatbids),
+        bidid: Some(auction_id.to_owned()),
+        cur: Some(currency.to_owned()),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,117 @@
+//! Per-bidder connection pools over real sockets: the cap holds, excess is refused at once, and
+//! a late answer keeps its connection.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::{Duration, Instant};
+
+use exchange::metrics::BidderOutcome;
+use serde_json::json;
+use support::*;
+
+fn slow_bid(r: &openrtb::BidRequest, delay: Duration) -> Script {
+    let mut s = bids(
+        r,
+        "slow",
+        |imp| json!({"id": "s", "impid": imp, "price": 1.0}),
+    );
+    s.delay = delay;
+    s
+}
+
+#[tokio::test]
+async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap() {
+    let slow = ScriptedBidder::start(|r| slow_bid(r, Duration::from_millis(300))).await;
+    let fast = ScriptedBidder::start(|r| {
+        bids(
+            r,
+            "fast",
+            |imp| json!({"id": "f", "impid": imp, "price": 0.5}),
+        )
+    })
+    .await;
+    let ex = exchange_from_toml(&format!(
+        "[http]\nbidder_drain_ms = 500\n\
+         [[bidders]]\nname = \"slow\"\nendpoint = \"{}\"\nmax_connections = 2\n\
+         [[bidders]]\nname = \"fast\"\nendpoint = \"{}\"\nmax_connections = 16\n",
+        slow.endpoint(),
+        fast.endpoint()
+    ))
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(60);
+    let started = Instant::now();
+    let answers = futures_util::future::join_all((0..5).map(|_| auction(ex.addr, &req))).await;
+    let took = started.elapsed();
+    for (status, body) in &answers {
+        assert_eq!(*status, 200);
+        assert_eq!(body.as_ref().unwrap()["seatbid"][0]["seat"], "fast");
+    }
+    // Server side, measured from when each request was read: no answer after its tmax.
+    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    // Client side, with slack for a loaded test machine: nobody waited for the 300 ms bidder.
+    assert!(
+        took < Duration::from_millis(200),
+        "5 concurrent auctions took {took:?}"
+    );
+    let m = &ex.metrics.bidders[0];
+    assert_eq!(
+        m.outcome_count(BidderOutcome::Timeout),
+        2,
+        "two calls got a connection"
+    );
+    assert_eq!(
+        m.outcome_count(BidderOutcome::Skipped),
+        3,
+        "three found the pool full"
+    );
+    assert!(
+        slow.connections.load(SeqCst) <= 2,
+        "opened {} connections, cap 2",
+        slow.connections.load(SeqCst)
+    );
+    assert_eq!(
+        ex.metrics.bidders[1].outcome_count(BidderOutcome::Bid),
+        5,
+        "the other bidder is untouched"
+    );
+}
+
+#[tokio::test]
+async fn a_late_answer_keeps_its_connection_for_the_next_auction() {
+    let late = ScriptedBidder::start(|r| slow_bid(r, Duration::from_millis(60))).await;
+    let ex = exchange("", &[("late", late.endpoint())]).await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(40);
+    for _ in 0..3 {
+        let (status, _) = auction(ex.addr, &req).await;
+        assert_eq!(status, 204, "the only bid arrives after the deadline");
+        // Give the late answer time to arrive and the connection time to return to the pool.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        ex.metrics.bidders[0].outcome_count(BidderOutcome::Timeout),
+        3
+    );
+    assert_eq!(
+        late.connections.load(SeqCst),
+        1,
+        "one kept-alive connection served all three"
+    );
+}
+
+#[tokio::test]
+async fn connections_are_reused_across_auctions() {
+    let a = ScriptedBidder::start(|r| {
+        bids(r, "a", |imp| json!({"id": "a", "impid": imp, "price": 1.0}))
+    })
+    .await;
+    let ex = exchange("", &[("a", a.endpoint())]).await;
+    for _ in 0..20 {
+        let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(a.connections.load(SeqCst), 1);
+}

@@ -1,0 +1,217 @@
+//! Test support: a scripted bidder (a real HTTP server on loopback whose answers a test
+//! chooses), an exchange started on port 0, and a minimal HTTP client.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use exchange::{Config, Exchange, Metrics};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use openrtb::BidRequest;
+use tokio::net::{TcpListener, TcpStream};
+
+/// What a scripted bidder answers to one bid request.
+pub struct Script {
+    pub delay: Duration,
+    pub status: u16,
+    pub body: String,
+}
+
+type Answer = dyn Fn(&BidRequest) -> Script + Send + Sync;
+
+/// A real HTTP bidder whose answers come from a closure. GETs (notices) are recorded.
+#[derive(Clone)]
+pub struct ScriptedBidder {
+    pub addr: SocketAddr,
+    pub notices: Arc<Mutex<Vec<String>>>,
+    pub requests: Arc<Mutex<Vec<BidRequest>>>,
+    /// TCP connections accepted so far.
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ScriptedBidder {
+    pub async fn start(answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let answer: Arc<Answer> = Arc::new(answer);
+        let notices = Arc::new(Mutex::new(Vec::new()));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let me = ScriptedBidder {
+            addr,
+            notices: notices.clone(),
+            requests: requests.clone(),
+            connections: connections.clone(),
+        };
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (answer, notices, requests) =
+                    (answer.clone(), notices.clone(), requests.clone());
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req: Request<Incoming>| {
+                        let (answer, notices, requests) =
+                            (answer.clone(), notices.clone(), requests.clone());
+                        async move {
+                            if req.method() == http::Method::GET {
+                                let pq = req
+                                    .uri()
+                                    .path_and_query()
+                                    .map(|p| p.to_string())
+                                    .unwrap_or_default();
+                                notices.lock().unwrap().push(pq);
+                                return Ok::<_, Infallible>(Response::new(Full::new(
+                                    Bytes::from_static(b"<div>markup from nurl</div>"),
+                                )));
+                            }
+                            let body = req.into_body().collect().await.unwrap().to_bytes();
+                            let request = BidRequest::from_slice(&body).unwrap();
+                            let script = answer(&request);
+                            requests.lock().unwrap().push(request);
+                            tokio::time::sleep(script.delay).await;
+                            let mut r = Response::new(Full::new(Bytes::from(script.body)));
+                            *r.status_mut() = StatusCode::from_u16(script.status).unwrap();
+                            Ok(r)
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        me
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}/bid", self.addr)
+    }
+
+    /// Waits up to a second for `n` notices to arrive.
+    pub async fn wait_notices(&self, n: usize) -> Vec<String> {
+        for _ in 0..100 {
+            if self.notices.lock().unwrap().len() >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.notices.lock().unwrap().clone()
+    }
+}
+
+/// Answers with one bid per imp of the request, each built by `bid(imp_id)` as a JSON object.
+pub fn bids(request: &BidRequest, seat: &str, bid: impl Fn(&str) -> serde_json::Value) -> Script {
+    let bids: Vec<_> = request.imp.iter().map(|imp| bid(&imp.id)).collect();
+    let body = serde_json::json!({ "id": request.id, "seatbid": [{ "seat": seat, "bid": bids }] });
+    Script {
+        delay: Duration::ZERO,
+        status: 200,
+        body: body.to_string(),
+    }
+}
+
+pub fn no_bid() -> Script {
+    Script {
+        delay: Duration::ZERO,
+        status: 204,
+        body: String::new(),
+    }
+}
+
+/// A running exchange on 127.0.0.1:0.
+pub struct RunningExchange {
+    pub addr: SocketAddr,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Starts an exchange whose config is `extra` followed by one [[bidders]] block per endpoint.
+pub async fn exchange(extra: &str, bidders: &[(&str, String)]) -> RunningExchange {
+    exchange_with_cap(extra, bidders, 16).await
+}
+
+/// Like [`exchange`], with `max_connections` for every bidder.
+pub async fn exchange_with_cap(
+    extra: &str,
+    bidders: &[(&str, String)],
+    cap: u32,
+) -> RunningExchange {
+    let mut text = String::from(extra);
+    for (name, endpoint) in bidders {
+        text.push_str(&format!(
+            "\n[[bidders]]\nname = \"{name}\"\nendpoint = \"{endpoint}\"\nmax_connections = {cap}\n"
+        ));
+    }
+    exchange_from_toml(&text).await
+}
+
+/// Starts an exchange from a whole configuration text.
+pub async fn exchange_from_toml(text: &str) -> RunningExchange {
+    let config = Config::from_toml(text).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let exchange = Exchange::new(config);
+    let metrics = exchange.metrics();
+    tokio::spawn(async move { exchange.serve(listener, std::future::pending()).await });
+    RunningExchange { addr, metrics }
+}
+
+/// One HTTP/1.1 request on a fresh connection; returns status, headers and body.
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: impl Into<Bytes>,
+) -> (StatusCode, http::HeaderMap, Bytes) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .body(Full::new(body.into()))
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, body)
+}
+
+pub async fn auction(
+    addr: SocketAddr,
+    request: &serde_json::Value,
+) -> (StatusCode, Option<serde_json::Value>) {
+    let (status, _, body) = send(addr, "POST", exchange::AUCTION_PATH, request.to_string()).await;
+    let json = if body.is_empty() {
+        None
+    } else {
+        Some(serde_json::from_slice(&body).unwrap())
+    };
+    (status, json)
+}
+
+/// A one-imp banner request.
+pub fn banner_request(floor: f64) -> serde_json::Value {
+    serde_json::json!({
+        "id": "req-1",
+        "tmax": 100,
+        "imp": [{ "id": "1", "bidfloor": floor, "banner": { "w": 300, "h": 250 } }],
+        "site": { "domain": "news.example" },
+        "ext": { "seller": { "kept": true } }
+    })
+}
