@@ -1,1 +1,53 @@
-fn main() {}
+//! `gavel`: one binary for the exchange, the simulated DSP fleet, the load generator and the
+//! demo that runs all three in one process. Thin: parsing and wiring only; the work lives in the
+//! library crates.
+
+mod cli;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_logging(cli.log.as_deref());
+    let runtime = match build_runtime(cli.threads) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gavel: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gavel: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn build_runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(n) = threads {
+        builder.worker_threads(n.max(1));
+    }
+    builder.build()
+}
+
+fn init_logging(filter: Option<&str>) {
+    let level = match filter.unwrap_or("warn") {
+        "error" => tracing::Level::ERROR,
+        "info" => tracing::Level::INFO,
+        "debug" => tracing::Level::DEBUG,
+        "trace" => tracing::Level::TRACE,
+        _ => tracing::Level::WARN,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,200 @@
+//! `gavel demo`: simulated DSPs, the exchange and the load generator in one process, then a
+//! report a person can read in ten seconds.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome};
+use exchange::{Config, Exchange, Metrics};
+use loadgen::{Corpus, LoadSpec, Report};
+use openrtb::Price;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::cli::DemoArgs;
+
+/// Most auctions per second the demo offers; beyond this a 2-core machine measures itself.
+const MAX_DEMO_RATE: f64 = 50_000.0;
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    if !(args.rate > 0.0 && args.rate <= MAX_DEMO_RATE) {
+        bail!("--rate must be more than 0 and at most {MAX_DEMO_RATE}");
+    }
+    if args.duration > Duration::from_secs(600) {
+        bail!("--duration must be at most 10m for the demo");
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+
+    let fleet = sim::start(
+        sim::FleetConfig {
+            seed: args.seed,
+            bind: std::net::IpAddr::from([127, 0, 0, 1]),
+            profiles: sim::demo_profiles(args.bidders),
+        },
+        stopped(stop_rx.clone()),
+    )
+    .await
+    .context("starting the simulated bidders")?;
+
+    // In flight at once ~ rate x tmax; give every bidder room for twice that.
+    let in_flight = (args.rate * f64::from(args.tmax) / 1000.0).ceil() as u32;
+    let per_bidder = (in_flight * 2).clamp(16, 4096);
+    let config_text = format!(
+        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\n{bidders}",
+        tmax = args.tmax,
+        bidders = fleet.exchange_bidders_toml(per_bidder),
+    );
+    let config = Config::from_toml(&config_text).context("the demo's exchange configuration")?;
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let url = format!(
+        "http://{}{}",
+        listener.local_addr()?,
+        exchange::AUCTION_PATH
+    );
+    let exchange = Exchange::new(config);
+    let metrics = exchange.metrics();
+    let server = tokio::spawn({
+        let stop = stopped(stop_rx.clone());
+        async move { exchange.serve(listener, stop).await }
+    });
+
+    println!(
+        "Gavel demo: {} simulated bidders, {} auctions/s for {:.0?}, tmax {} ms (seed {})...",
+        fleet.bidders.len(),
+        args.rate,
+        args.duration,
+        args.tmax,
+        args.seed
+    );
+    let spec = LoadSpec {
+        url,
+        rate: args.rate,
+        duration: args.duration,
+        connections: (in_flight as usize * 2).clamp(32, 4096),
+        timeout: Duration::from_millis(u64::from(args.tmax) * 10),
+        warmup: Duration::ZERO,
+    };
+    let corpus = Arc::new(Corpus::generated(args.seed, 1000, args.tmax));
+    let report = loadgen::run(&spec, corpus).await?;
+    // Let queued win and billing notices reach the bidders before counting them.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sim_stats = fleet.stats();
+    let _ = stop_tx.send(true);
+    let _ = server.await;
+
+    print!("{}", render(&args, &report, &metrics, &sim_stats));
+    Ok(())
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// Spend in currency units: a CPM is the price of a thousand impressions.
+fn spend(cpm_micros: u64) -> String {
+    let micros = i64::try_from(cpm_micros / 1000).unwrap_or(i64::MAX);
+    format!("{:.2}", Price::from_micros(micros).as_cpm_f64())
+}
+
+fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::BidderStats]) -> String {
+    let mut o = String::new();
+    let tmax = Duration::from_millis(u64::from(args.tmax));
+    let sold = report.status.ok_200;
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "auctions          {} sent, {} answered ({:.0}/s achieved)",
+        report.sent, report.completed, report.rate_achieved
+    );
+    let _ = writeln!(
+        o,
+        "within tmax       {:.2}% answered within {} ms",
+        100.0 * report.share_within(tmax),
+        args.tmax
+    );
+    let _ = writeln!(
+        o,
+        "fill rate         {:.1}% ({sold} auctions sold, {} no-bid)",
+        pct(sold, report.sent),
+        report.status.no_content_204
+    );
+    let _ = writeln!(
+        o,
+        "latency (client)  p50 {:.1} ms  p90 {:.1} ms  p99 {:.1} ms  p99.9 {:.1} ms  max {:.1} ms",
+        report.percentile_ms(50.0),
+        report.percentile_ms(90.0),
+        report.percentile_ms(99.0),
+        report.percentile_ms(99.9),
+        report.percentile_ms(100.0)
+    );
+    let failures = report
+        .sent
+        .saturating_sub(sold + report.status.no_content_204);
+    if failures > 0 {
+        let _ = writeln!(
+            o,
+            "not answered      {failures} (errors or client timeouts: {:?})",
+            report.status
+        );
+    }
+    let total_cleared: u64 = metrics
+        .bidders
+        .iter()
+        .map(|b| b.cleared_micros.load(Relaxed))
+        .sum();
+    let total_wins: u64 = metrics.bidders.iter().map(|b| b.wins.load(Relaxed)).sum();
+    let avg = total_cleared.checked_div(total_wins).unwrap_or(0);
+    let _ = writeln!(
+        o,
+        "cleared value     {} USD spent on {total_wins} impressions (average clearing CPM {})",
+        spend(total_cleared),
+        Price::from_micros(i64::try_from(avg).unwrap_or(0))
+    );
+    let told: i64 = sim.iter().map(|s| s.win_value.micros()).sum();
+    let win_notices: u64 = sim.iter().map(|s| s.win_notices).sum();
+    let fired = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
+        + metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Sent);
+    let agree = if u64::try_from(told).ok() == Some(total_cleared) {
+        "agrees"
+    } else {
+        "DIFFERS"
+    };
+    let _ = writeln!(
+        o,
+        "win notices       {fired} sent by the exchange, {win_notices} received by bidders; price told {} CPM total ({agree} with the exchange's books)",
+        Price::from_micros(told)
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>10}",
+        "bidder", "requests", "bids", "wins", "timeouts", "errors", "skipped", "spend USD"
+    );
+    for (name, b) in metrics.bidder_names.iter().zip(&metrics.bidders) {
+        let errors =
+            b.outcome_count(BidderOutcome::Error) + b.outcome_count(BidderOutcome::Invalid);
+        let _ = writeln!(
+            o,
+            "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>10}",
+            name,
+            b.requests.load(Relaxed),
+            b.bids.load(Relaxed),
+            b.wins.load(Relaxed),
+            b.outcome_count(BidderOutcome::Timeout),
+            errors,
+            b.outcome_count(BidderOutcome::Skipped),
+            spend(b.cleared_micros.load(Relaxed)),
+        );
+    }
+    o
+}

@@ -1,0 +1,59 @@
+//! One module per subcommand.
+
+mod baseline;
+mod demo;
+mod exchange;
+mod load;
+mod sim;
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+
+use crate::cli::Command;
+
+pub async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Exchange(args) => exchange::run(args).await,
+        Command::Sim(args) => sim::run(args).await,
+        Command::Load(args) => load::run(args).await,
+        Command::Demo(args) => demo::run(args).await,
+        Command::Baseline(args) => baseline::run(args).await,
+    }
+}
+
+/// Reads a configuration file, refusing anything larger than `limit` before reading it.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.len() > limit {
+        bail!(
+            "{} is {} bytes; the limit is {limit}",
+            path.display(),
+            meta.len()
+        );
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

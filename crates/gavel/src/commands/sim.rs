@@ -1,0 +1,57 @@
+//! `gavel sim [--bidders N | --profiles FILE] [--write-bidders FILE]`.
+
+use anyhow::Context;
+
+use crate::cli::SimArgs;
+
+/// Largest accepted profile file.
+const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
+
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let profiles = match &args.profiles {
+        Some(path) => {
+            let text = super::read_bounded(path, MAX_PROFILE_BYTES)?;
+            sim::load_profiles(&text).with_context(|| format!("{} refused", path.display()))?
+        }
+        None => sim::demo_profiles(args.bidders),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let config = sim::FleetConfig {
+        seed: args.seed,
+        bind: std::net::IpAddr::from([127, 0, 0, 1]),
+        profiles,
+    };
+    let fleet = sim::start(config, async {
+        let _ = stop_rx.await;
+    })
+    .await?;
+    for b in &fleet.bidders {
+        println!("{:<16} {}", b.name, b.endpoint);
+    }
+    let section = fleet.exchange_bidders_toml(64);
+    match &args.write_bidders {
+        Some(path) => {
+            std::fs::write(path, &section)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote the [[bidders]] section to {}", path.display());
+        }
+        None => println!("\n# paste into the exchange config:\n{section}"),
+    }
+    match args.duration {
+        Some(d) => {
+            tokio::select! {
+                () = tokio::time::sleep(d) => {}
+                () = super::shutdown_signal() => {}
+            }
+        }
+        None => super::shutdown_signal().await,
+    }
+    let _ = stop_tx.send(());
+    for s in fleet.stats() {
+        println!(
+            "{:<16} requests {:>8} bids {:>8} wins {:>7} win value {} CPM",
+            s.name, s.requests, s.bids, s.win_notices, s.win_value
+        );
+    }
+    Ok(())
+}
