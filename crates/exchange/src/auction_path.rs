@@ -11,7 +11,7 @@ use http_body_util::Full;
 use openrtb::BidRequest;
 
 use crate::enrich::enrich;
-use crate::fanout::{self, Reply};
+use crate::fanout;
 use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
 use crate::server::{State, json_error};
 use crate::settle::{self, AuctionCtx, Won};
@@ -75,18 +75,14 @@ pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Respons
         }
     };
 
-    let calls = state.bidders.iter().filter(|b| b.enabled).map(|b| {
-        let body = outgoing.clone();
-        let metrics = &state.metrics.bidders[b.index as usize];
-        let auction_id = auction_id.as_str();
-        async move {
-            (
-                b.index,
-                fanout::call(&b.pool, metrics, body, auction_id, deadline.answer_by).await,
-            )
-        }
-    });
-    let replies: Vec<(u32, Reply)> = join_all(calls).await;
+    let replies = fanout::fan_out(
+        &state.bidders,
+        &state.metrics.bidders,
+        &outgoing,
+        &auction_id,
+        deadline.answer_by,
+    )
+    .await;
 
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -2,7 +2,10 @@
 //! back, or doesn't, into a [`Reply`]. A bidder's failure is an outcome, never an error of the
 //! auction.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::task::Poll;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -10,7 +13,8 @@ use http::StatusCode;
 use openrtb::BidResponse;
 
 use crate::metrics::{BidderMetrics, BidderOutcome};
-use crate::pool::{BidderPool, CallError};
+use crate::pool::Call;
+use crate::server::Bidder;
 
 /// What one bidder contributed to one auction.
 #[derive(Debug)]
@@ -41,32 +45,90 @@ impl Reply {
     }
 }
 
-/// Calls one bidder, bounded by `answer_by`, and records its metrics.
-pub async fn call(
-    pool: &Arc<BidderPool>,
-    metrics: &BidderMetrics,
-    body: Bytes,
+/// One bidder of one auction.
+struct Slot<'a> {
+    bidder: &'a Bidder,
+    metrics: &'a BidderMetrics,
+    call: Option<Call>,
+    reply: Option<Reply>,
+}
+
+/// Calls every enabled bidder at once with the same body and waits until all have answered or
+/// `answer_by` has come, whichever is first. One task and one timer serve the whole fan-out;
+/// calls still in flight at the deadline are detached to drain (see `pool`).
+pub(crate) async fn fan_out(
+    bidders: &[Bidder],
+    metrics: &[BidderMetrics],
+    body: &Bytes,
     auction_id: &str,
     answer_by: Instant,
-) -> Reply {
+) -> Vec<(u32, Reply)> {
     let started = Instant::now();
-    metrics
-        .requests
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let reply = match pool.post(body, answer_by).await {
-        Err(CallError::TimedOut) => Reply::TimedOut,
-        Err(CallError::PoolExhausted(_)) => Reply::Skipped,
-        Err(e) => {
-            tracing::debug!(bidder = %pool.endpoint().authority, error = %e, "bidder call failed");
-            Reply::Failed(e.label())
+    let mut slots: Vec<Slot<'_>> = bidders
+        .iter()
+        .filter(|b| b.enabled)
+        .filter_map(|bidder| {
+            let metrics = metrics.get(bidder.index as usize)?;
+            metrics.requests.fetch_add(1, Relaxed);
+            let (call, reply) = match bidder.pool.start(body.clone()) {
+                Ok(call) => (Some(call), None),
+                Err(_) => (None, Some(Reply::Skipped)),
+            };
+            Some(Slot {
+                bidder,
+                metrics,
+                call,
+                reply,
+            })
+        })
+        .collect();
+
+    let deadline = tokio::time::sleep_until(answer_by.into());
+    tokio::pin!(deadline);
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in &mut slots {
+            let Some(call) = &mut slot.call else { continue };
+            match Pin::new(call).poll(cx) {
+                Poll::Ready(result) => {
+                    slot.call = None;
+                    slot.reply = Some(match result {
+                        Ok(answer) => {
+                            slot.metrics.latency.observe(started.elapsed());
+                            interpret(answer.status, &answer.body, auction_id)
+                        }
+                        Err(e) => {
+                            tracing::debug!(bidder = %slot.bidder.pool.endpoint().authority, error = %e, "bidder call failed");
+                            Reply::Failed(e.label())
+                        }
+                    });
+                }
+                Poll::Pending => pending = true,
+            }
         }
-        Ok(answer) => {
-            metrics.latency.observe(started.elapsed());
-            interpret(answer.status, &answer.body, auction_id)
+        if !pending || deadline.as_mut().poll(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
-    };
-    metrics.outcome(reply.outcome());
-    reply
+    })
+    .await;
+
+    slots
+        .into_iter()
+        .map(|slot| {
+            let reply = match (slot.reply, slot.call) {
+                (Some(reply), _) => reply,
+                (None, Some(call)) => {
+                    call.detach(answer_by);
+                    Reply::TimedOut
+                }
+                (None, None) => Reply::Failed("lost"),
+            };
+            slot.metrics.outcome(reply.outcome());
+            (slot.bidder.index, reply)
+        })
+        .collect()
 }
 
 /// Reads a bidder's HTTP answer as the OpenRTB 2.6 spec defines it.

@@ -28,8 +28,6 @@ use crate::config::Endpoint;
 /// Why a call to a bidder produced no answer body.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("no complete answer before the deadline")]
-    TimedOut,
     #[error("all {0} connections busy")]
     PoolExhausted(u32),
     #[error("connect failed: {0}")]
@@ -46,13 +44,46 @@ impl CallError {
     /// Bounded label for metrics and logs.
     pub fn label(&self) -> &'static str {
         match self {
-            CallError::TimedOut => "timeout",
             CallError::PoolExhausted(_) => "pool_exhausted",
             CallError::Connect(_) => "connect",
             CallError::Http(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
         }
+    }
+}
+
+/// A call in flight; it holds its connection permit until it completes or is dropped.
+pub struct Call {
+    future: std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, CallError>> + Send>>,
+    drain: Duration,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call").finish_non_exhaustive()
+    }
+}
+
+impl std::future::Future for Call {
+    type Output = Result<Answer, CallError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.future.as_mut().poll(cx)
+    }
+}
+
+impl Call {
+    /// Lets a call that missed its auction finish on its own task, for at most `drain` after
+    /// `deadline`, so that a late answer leaves its connection in the pool.
+    pub fn detach(self, deadline: Instant) {
+        let give_up_at = deadline + self.drain;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout_at(give_up_at.into(), self.future).await;
+        });
     }
 }
 
@@ -100,30 +131,21 @@ impl BidderPool {
         self.idle.lock().map_or(0, |v| v.len())
     }
 
-    /// POSTs `body` and reads the whole answer, giving up at `answer_by`. Never waits for a
-    /// connection: with every permit taken it fails at once with `PoolExhausted`.
-    pub async fn post(
-        self: &Arc<Self>,
-        body: Bytes,
-        answer_by: Instant,
-    ) -> Result<Answer, CallError> {
+    /// Starts a POST of `body`: takes a connection permit now, or fails at once with
+    /// `PoolExhausted` (never waits for one). The returned [`Call`] does the I/O when polled.
+    pub fn start(self: &Arc<Self>, body: Bytes) -> Result<Call, CallError> {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(CallError::PoolExhausted(self.max_connections));
         };
         let pool = Arc::clone(self);
-        let give_up_at = answer_by + self.drain;
-        let call = tokio::spawn(async move {
-            let _permit = permit;
-            tokio::time::timeout_at(give_up_at.into(), pool.call(body))
-                .await
-                .unwrap_or(Err(CallError::TimedOut))
-        });
-        match tokio::time::timeout_at(answer_by.into(), call).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(join)) => Err(CallError::Body(format!("call task failed: {join}"))),
-            // The task goes on until the answer arrives or `drain` runs out.
-            Err(_) => Err(CallError::TimedOut),
-        }
+        let drain = self.drain;
+        Ok(Call {
+            future: Box::pin(async move {
+                let _permit = permit;
+                pool.call(body).await
+            }),
+            drain,
+        })
     }
 
     /// One request on an idle or new connection; the connection returns to the pool only after a
