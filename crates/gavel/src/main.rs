@@ -9,6 +9,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The request path allocates many short-lived buffers across runtime threads; mimalloc's
+/// thread-local free lists cost far less there than glibc malloc (measured: BENCHMARKS.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(cli.log.as_deref());
