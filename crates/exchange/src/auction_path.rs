@@ -32,8 +32,26 @@ fn bad_request(state: &State, message: &str) -> Response<Full<Bytes>> {
     json_error(StatusCode::BAD_REQUEST, message)
 }
 
-/// Runs one auction over a request body read at `read_at`.
+/// Runs one auction over a request body read at `read_at`, counting an answer that is ready
+/// only after the request's `tmax` has expired.
 pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Response<Full<Bytes>> {
+    let mut expires_at = None;
+    let response = auction(state, body, read_at, &mut expires_at).await;
+    if expires_at.is_some_and(|at| Instant::now() > at) {
+        state
+            .metrics
+            .late_answers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    response
+}
+
+async fn auction(
+    state: &State,
+    body: &[u8],
+    read_at: Instant,
+    expires_at: &mut Option<Instant>,
+) -> Response<Full<Bytes>> {
     let mut request = match BidRequest::from_slice(body) {
         Ok(r) => r,
         Err(e) => return bad_request(state, &format!("invalid bid request: {e}")),
@@ -47,6 +65,7 @@ pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Respons
         Ok(d) => d,
         Err(e) => return bad_request(state, &format!("invalid bid request: tmax: {e}")),
     };
+    *expires_at = Some(deadline.expires_at);
 
     let auction_id = state.next_auction_id();
     let left = deadline.remaining(Instant::now());

@@ -93,7 +93,8 @@ pub struct AuctionSection {
     /// Cap on a request's `tmax`, in milliseconds. Default 1000.
     pub max_tmax_ms: u64,
     /// Time kept back from the deadline to run the auction and write the answer, in
-    /// milliseconds. Bidders get `tmax - answer_margin_ms`. Default 5.
+    /// milliseconds. Bidders get `tmax - answer_margin_ms`; half of the margin bounds a markup
+    /// fetch from a winner's `nurl`. Default 10.
     pub answer_margin_ms: u64,
     /// Amount added to the second price in second-price auctions, CPM in the request currency.
     /// Default 0.01.
@@ -107,7 +108,7 @@ impl Default for AuctionSection {
         AuctionSection {
             default_tmax_ms: 100,
             max_tmax_ms: 1_000,
-            answer_margin_ms: 5,
+            answer_margin_ms: 10,
             second_price_increment: 0.01,
             default_currency: "USD".to_owned(),
         }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome};
+use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome, RequestOutcome};
 use exchange::{Config, Exchange, Metrics};
 use loadgen::{Corpus, LoadSpec, Report};
 use openrtb::Price;
@@ -116,11 +116,16 @@ fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::Bidde
         "auctions          {} sent, {} answered ({:.0}/s achieved)",
         report.sent, report.completed, report.rate_achieved
     );
+    let bid_or_no_bid =
+        metrics.request_count(RequestOutcome::Bid) + metrics.request_count(RequestOutcome::NoBid);
+    let late = metrics.late_answers.load(Relaxed);
     let _ = writeln!(
         o,
-        "within tmax       {:.2}% answered within {} ms",
+        "within tmax       {:.2}% answered within {} ms at the client (from each scheduled send); \
+         exchange side {:.3}% ({late} of {bid_or_no_bid} ready after tmax)",
         100.0 * report.share_within(tmax),
-        args.tmax
+        args.tmax,
+        100.0 - pct(late, bid_or_no_bid)
     );
     let _ = writeln!(
         o,
@@ -160,20 +165,27 @@ fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::Bidde
         spend(total_cleared),
         Price::from_micros(i64::try_from(avg).unwrap_or(0))
     );
-    let told: i64 = sim.iter().map(|s| s.win_value.micros()).sum();
-    let win_notices: u64 = sim.iter().map(|s| s.win_notices).sum();
+    let told = Price::from_micros(sim.iter().map(|s| s.win_value.micros()).sum());
+    let received: u64 = sim.iter().map(|s| s.win_notices).sum();
     let fired = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
         + metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Sent);
-    let agree = if u64::try_from(told).ok() == Some(total_cleared) {
-        "agrees"
-    } else {
-        "DIFFERS"
-    };
+    let lost = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Dropped)
+        + metrics.notice_count(NoticeKind::Win, NoticeOutcome::Failed);
+    let books = Price::from_micros(i64::try_from(total_cleared).unwrap_or(i64::MAX));
     let _ = writeln!(
         o,
-        "win notices       {fired} sent by the exchange, {win_notices} received by bidders; price told {} CPM total ({agree} with the exchange's books)",
-        Price::from_micros(told)
+        "win notices       exchange sent {fired} ({lost} dropped or failed), bidders received {received}; \
+         clearing CPMs: exchange books {books}, bidders told {told}"
     );
+    let late_markup = metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Failed);
+    if received != fired || books != told {
+        let _ = writeln!(
+            o,
+            "                  (they differ by {} notices: {late_markup} markup fetches from nurl missed the deadline, and a \
+             bidder that saw such a fetch counts a win the exchange did not serve)",
+            received.abs_diff(fired)
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -196,5 +208,10 @@ fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::Bidde
             spend(b.cleared_micros.load(Relaxed)),
         );
     }
+    let _ = writeln!(
+        o,
+        "\ntimeouts: no complete answer by the deadline; errors: failed or unusable answers; \
+         skipped: every connection of that bidder busy (its pool is capped), so not called"
+    );
     o
 }
