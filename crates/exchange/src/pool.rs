@@ -231,7 +231,8 @@ impl BidderPool {
     }
 }
 
-/// A one-off GET for notices and markup fetches, whose hosts are not configured bidders.
+/// A one-off GET for a markup fetch from a winner's `nurl`, whose host need not be a configured
+/// bidder. A fresh connection each time (`Connection: close`): fetches are rare next to bid calls.
 pub(crate) async fn get_once(
     uri: &http::Uri,
     timeout: Duration,
