@@ -183,10 +183,13 @@ async fn fetch_missing_markup(state: &State, won: &mut Vec<Won>, by: Instant) ->
             return None;
         }
         let url = w.bid.nurl.as_deref().unwrap_or_default();
-        let result = match url.parse::<http::Uri>() {
-            Ok(uri) => crate::pool::get_once(&uri, timeout, MAX_MARKUP_BYTES).await,
-            Err(e) => Err(e.to_string()),
-        };
+        let result =
+            match tokio::time::timeout(timeout, state.notice_client.get(url, MAX_MARKUP_BYTES))
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => Err("timed out".to_owned()),
+            };
         Some(match result {
             Ok(a) if a.status.is_success() && !a.body.is_empty() => {
                 Ok(String::from_utf8_lossy(&a.body).into_owned())

@@ -17,6 +17,7 @@ pub mod deadline;
 pub mod enrich;
 pub mod fanout;
 pub mod metrics;
+pub mod notice_client;
 pub mod notices;
 pub mod pool;
 pub mod server;

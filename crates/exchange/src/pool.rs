@@ -217,67 +217,22 @@ impl BidderPool {
     }
 
     async fn dial(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
-        let stream = TcpStream::connect(self.endpoint.addr)
-            .await
-            .map_err(CallError::Connect)?;
-        // Bid requests are small and latency-bound: never wait for Nagle.
-        stream.set_nodelay(true).map_err(CallError::Connect)?;
-        let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            // Ends when the sender is dropped or the peer closes; its error is the call's error.
-            let _ = connection.await;
-        });
-        Ok(sender)
+        connect(self.endpoint.addr).await
     }
 }
 
-/// A one-off GET for a markup fetch from a winner's `nurl`, whose host need not be a configured
-/// bidder. A fresh connection each time (`Connection: close`): fetches are rare next to bid calls.
-pub(crate) async fn get_once(
-    uri: &http::Uri,
-    timeout: Duration,
-    max_bytes: usize,
-) -> Result<Answer, String> {
-    let authority = uri.authority().ok_or("no host")?.clone();
-    if uri.scheme_str() != Some("http") {
-        return Err("only http:// notice URLs are supported".to_owned());
-    }
-    let port = authority.port_u16().unwrap_or(80);
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    let work = async move {
-        let stream = TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let (mut sender, connection) = http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let request = Request::get(path)
-            .header(header::HOST, authority.as_str())
-            .header(header::CONNECTION, "close")
-            .body(Full::new(Bytes::new()))
-            .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let body = Limited::new(response.into_body(), max_bytes)
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok(Answer { status, body })
-    };
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| "timed out".to_owned())?
+/// Opens a kept-alive HTTP/1.1 connection; its I/O runs on a task of its own that ends when the
+/// returned sender is dropped or the peer closes.
+pub(crate) async fn connect(
+    addr: impl tokio::net::ToSocketAddrs,
+) -> Result<SendRequest<Full<Bytes>>, CallError> {
+    let stream = TcpStream::connect(addr).await.map_err(CallError::Connect)?;
+    // Bid requests and notices are small and latency-bound: never wait for Nagle.
+    stream.set_nodelay(true).map_err(CallError::Connect)?;
+    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        // Its error, if any, surfaces as the error of the request in flight.
+        let _ = connection.await;
+    });
+    Ok(sender)
 }

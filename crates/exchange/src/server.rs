@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use crate::config::Validated;
 use crate::deadline::DeadlinePolicy;
 use crate::metrics::{Metrics, RequestOutcome};
+use crate::notice_client::NoticeClient;
 use crate::notices::Notifier;
 use crate::pool::BidderPool;
 
@@ -45,6 +46,7 @@ pub(crate) struct State {
     pub(crate) bidder_names: Vec<String>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) notifier: Notifier,
+    pub(crate) notice_client: Arc<NoticeClient>,
     auction_seq: AtomicU64,
     /// Makes auction ids unique across restarts of the same node.
     id_prefix: String,
@@ -74,10 +76,12 @@ impl Exchange {
             .collect();
         let metrics = Arc::new(Metrics::new(bidder_names.clone()));
         let n = &config.config.notices;
+        let notice_client = Arc::new(NoticeClient::default());
         let notifier = Notifier::start(
             n.workers,
             n.queue,
             std::time::Duration::from_millis(n.timeout_ms),
+            notice_client.clone(),
             metrics.clone(),
         );
         let bidders = config
@@ -114,6 +118,7 @@ impl Exchange {
             bidder_names,
             metrics,
             notifier,
+            notice_client,
             auction_seq: AtomicU64::new(0),
             config,
         };

@@ -485,3 +485,47 @@ async fn fixed_price_deal_pays_the_deal_price() {
     assert_eq!(status, 200);
     assert_eq!(price_of(&body.unwrap()), 4_000_000);
 }
+
+#[tokio::test]
+async fn a_request_without_schain_gets_one_that_does_not_claim_completeness() {
+    let a = fixed_bidder("a", 1.0).await;
+    let ex = exchange("", &[("a", a.endpoint())]).await;
+    let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 200);
+    let seen = a.requests.lock().unwrap()[0].clone();
+    let chain = seen.source.unwrap().schain.unwrap();
+    assert_eq!(chain.complete, Some(0));
+    assert_eq!(chain.nodes.unwrap().len(), 1);
+    assert_eq!(
+        seen.tmax.map(|t| (1..=90).contains(&t)),
+        Some(true),
+        "tmax {:?}",
+        seen.tmax
+    );
+}
+
+#[tokio::test]
+async fn each_imp_has_its_own_auction_and_winners_are_grouped_by_seat() {
+    // a is strong on imp 1, b on imp 2; each pays the other's bid plus the increment.
+    let a = ScriptedBidder::start(|r| bids(r, "a", |imp| json!({"id": format!("a{imp}"), "impid": imp, "price": if imp == "1" { 3.0 } else { 1.0 }}))).await;
+    let b = ScriptedBidder::start(|r| bids(r, "b", |imp| json!({"id": format!("b{imp}"), "impid": imp, "price": if imp == "1" { 2.0 } else { 4.0 }}))).await;
+    let ex = exchange("", &[("a", a.endpoint()), ("b", b.endpoint())]).await;
+    let mut req = banner_request(0.1);
+    req["imp"] = json!([
+        { "id": "1", "bidfloor": 0.1, "banner": { "w": 300, "h": 250 } },
+        { "id": "2", "bidfloor": 0.1, "banner": { "w": 728, "h": 90 } }
+    ]);
+    let (status, body) = auction(ex.addr, &req).await;
+    assert_eq!(status, 200);
+    let body = body.unwrap();
+    let seatbids = body["seatbid"].as_array().unwrap();
+    assert_eq!(seatbids.len(), 2);
+    let win = |seat: &str| {
+        let sb = seatbids.iter().find(|s| s["seat"] == seat).unwrap();
+        let bid = &sb["bid"][0];
+        let price: openrtb::Price = serde_json::from_value(bid["price"].clone()).unwrap();
+        (bid["impid"].as_str().unwrap().to_owned(), price.micros())
+    };
+    assert_eq!(win("a"), ("1".to_owned(), 2_010_000));
+    assert_eq!(win("b"), ("2".to_owned(), 1_010_000));
+}

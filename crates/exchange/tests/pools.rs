@@ -115,3 +115,28 @@ async fn connections_are_reused_across_auctions() {
     }
     assert_eq!(a.connections.load(SeqCst), 1);
 }
+
+#[tokio::test]
+async fn notices_reuse_kept_alive_connections() {
+    let sink = ScriptedBidder::start(|_| no_bid()).await;
+    let host = sink.addr;
+    let a = ScriptedBidder::start(move |r| {
+        bids(r, "a", |imp| {
+            json!({"id": "a", "impid": imp, "price": 1.0, "adm": "<div/>",
+                   "nurl": format!("http://{host}/win?p=${{AUCTION_PRICE}}"),
+                   "burl": format!("http://{host}/bill?p=${{AUCTION_PRICE}}")})
+        })
+    })
+    .await;
+    let ex = exchange("", &[("a", a.endpoint())]).await;
+    for i in 1..=10 {
+        let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+        assert_eq!(status, 200);
+        // Let this auction's two notices land before the next, as in steady traffic.
+        sink.wait_notices(2 * i).await;
+    }
+    assert_eq!(sink.notices.lock().unwrap().len(), 20);
+    // Two notices per auction may go out at once on two connections; never one per notice.
+    let opened = sink.connections.load(SeqCst);
+    assert!(opened <= 2, "20 notices opened {opened} connections");
+}
