@@ -1,0 +1,85 @@
+//! The exchange's own work per auction, without I/O: enriching the seller's request and encoding
+//! it once for the whole fan-out, and settling ten bidders' replies (auction, winner rewrite,
+//! macros). Decoding is benchmarked in `openrtb`, the bare auction in `auction`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use auction::AuctionConfig;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use exchange::config::SchainConfig;
+use exchange::enrich::enrich;
+use exchange::fanout::{Reply, interpret};
+use exchange::metrics::Metrics;
+use exchange::settle::{AuctionCtx, settle};
+use openrtb::BidRequest;
+
+const REALISTIC: &[u8] = include_bytes!("../../openrtb/tests/fixtures/realistic-2.5k.json");
+
+fn enrich_and_encode(c: &mut Criterion) {
+    let request = BidRequest::from_slice(REALISTIC).unwrap();
+    let schain = SchainConfig::default();
+    let mut group = c.benchmark_group("fan-out");
+    group.throughput(Throughput::Bytes(REALISTIC.len() as u64));
+    group.bench_function("enrich+encode/realistic-2.5k", |b| {
+        b.iter_batched(
+            || request.clone(),
+            |mut r| {
+                enrich(&mut r, "gavel-1-2a".to_owned(), 90, &schain);
+                r.to_vec().unwrap()
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+/// Ten bidders, each bidding on every imp with its own price and full markup and notice URLs.
+fn replies(request: &BidRequest, auction_id: &str) -> Vec<(u32, Reply)> {
+    (0..10u32)
+        .map(|i| {
+            let bids: Vec<_> = request
+                .imp
+                .iter()
+                .map(|imp| {
+                    serde_json::json!({
+                        "id": format!("b{i}-{}", imp.id), "impid": imp.id, "price": 1.0 + f64::from(i) * 0.37,
+                        "adid": "ad-1", "crid": "cr-1", "adomain": [format!("brand{i}.example")], "cat": ["IAB1"],
+                        "adm": "<div><img src=\"https://cdn.example/a.png?p=${AUCTION_PRICE}\"></div>",
+                        "nurl": "http://dsp.example/win?a=${AUCTION_ID}&b=${AUCTION_BID_ID}&p=${AUCTION_PRICE}",
+                        "burl": "http://dsp.example/bill?a=${AUCTION_ID}&p=${AUCTION_PRICE}",
+                        "lurl": "http://dsp.example/loss?a=${AUCTION_ID}&r=${AUCTION_LOSS}"
+                    })
+                })
+                .collect();
+            let body = serde_json::json!({"id": auction_id, "cur": "USD", "seatbid": [{"seat": format!("seat{i}"), "bid": bids}]});
+            (i, interpret(http::StatusCode::OK, body.to_string().as_bytes(), auction_id))
+        })
+        .collect()
+}
+
+fn settle_ten_bidders(c: &mut Criterion) {
+    let request = BidRequest::from_slice(REALISTIC).unwrap();
+    let auction_id = "gavel-1-2a";
+    let replies = replies(&request, auction_id);
+    let names: Vec<String> = (0..10).map(|i| format!("dsp{i}")).collect();
+    let metrics = Metrics::new(names.clone());
+    let config = AuctionConfig::default();
+    let ctx = AuctionCtx {
+        request: &request,
+        auction_id,
+        currency: "USD",
+        config: &config,
+        bidder_names: &names,
+        loss_notices: true,
+        now_ms: 1_700_000_000_000,
+    };
+    let bids = (10 * request.imp.len()) as u64;
+    let mut group = c.benchmark_group("settle");
+    group.throughput(Throughput::Elements(bids));
+    group.bench_function(format!("10-bidders/{bids}-bids"), |b| {
+        b.iter(|| settle(&ctx, &replies, &metrics))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, enrich_and_encode, settle_ten_bidders);
+criterion_main!(benches);
