@@ -104,6 +104,12 @@ pub struct LoadArgs {
     /// Give up on a request this long after its scheduled send time.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Send for this long first and leave it out of every figure (e.g. 2s).
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Also report the share of requests answered within this latency (e.g. 100ms).
+    #[arg(long, value_parser = parse_duration)]
+    pub slo: Option<Duration>,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,

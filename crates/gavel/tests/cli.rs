@@ -99,3 +99,66 @@ fn bad_arguments_are_named() {
     assert!(!ok);
     assert!(stderr.to_lowercase().contains("url"), "{stderr}");
 }
+
+#[test]
+fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
+    // An exchange with no bidders answers every valid request 204 at once.
+    let dir = std::env::temp_dir().join(format!("gavel-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("exchange.toml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(&config, format!("listen = \"127.0.0.1:{port}\"\n")).unwrap();
+    let mut exchange = gavel()
+        .args(["exchange", "--config", config.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The exchange prints its address once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(exchange.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(
+        line.contains("listening"),
+        "exchange did not start: {line:?}"
+    );
+    let url = format!("http://127.0.0.1:{port}/openrtb2/auction");
+    let json = dir.join("out.json");
+    let (ok, stdout, stderr) = run(&[
+        "load",
+        "--url",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--slo",
+        "100ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    exchange.kill().unwrap();
+    let _ = exchange.wait();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("204: 200"),
+        "warm-up requests are left out of the figures:\n{stdout}"
+    );
+    assert!(stdout.contains("within 100ms: 100.000%"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["sent"], 200);
+    assert_eq!(report["slo"]["share"], 1.0);
+    for key in ["p50", "p90", "p99", "p999", "p9999", "max"] {
+        assert!(report["latency_ms"][key].is_number(), "latency_ms.{key}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
