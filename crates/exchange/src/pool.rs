@@ -126,11 +126,6 @@ impl BidderPool {
         &self.endpoint
     }
 
-    /// Connections currently idle in the pool (for tests and metrics).
-    pub fn idle_count(&self) -> usize {
-        self.idle.lock().map_or(0, |v| v.len())
-    }
-
     /// Starts a POST of `body`: takes a connection permit now, or fails at once with
     /// `PoolExhausted` (never waits for one). The returned [`Call`] does the I/O when polled.
     pub fn start(self: &Arc<Self>, body: Bytes) -> Result<Call, CallError> {
