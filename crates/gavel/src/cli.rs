@@ -32,7 +32,7 @@ pub enum Command {
     /// Run a fleet of simulated DSPs on loopback.
     Sim(SimArgs),
     /// Drive an HTTP endpoint with open-loop load and report latency percentiles.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
     /// Exchange, simulated DSPs and the load generator in one process; prints a report.
     Demo(DemoArgs),
     /// A bare HTTP server that reads each body and answers 204: the request-response ceiling
@@ -78,18 +78,32 @@ pub struct SimArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = LOAD_EXAMPLES)]
 pub struct LoadArgs {
     /// Target URL (http only), e.g. http://127.0.0.1:8080/openrtb2/auction.
     #[arg(long)]
     pub url: String,
-    /// Requests per second, on a fixed schedule.
-    #[arg(long, default_value_t = 1000.0)]
-    pub rate: f64,
-    /// How long to send (e.g. 10s, 500ms, 2m).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub duration: Duration,
+    /// Requests per second on a fixed schedule (open loop), or rate steps FROM:TO:STEP
+    /// (e.g. 1000:5000:1000), each step lasting --step-duration. With --find-capacity, the
+    /// first rate tried.
+    #[arg(long, default_value = "1000", value_parser = parse_rate)]
+    pub rate: RateArg,
+    /// Length of each rate step (default: --duration).
+    #[arg(long, value_parser = parse_duration)]
+    pub step_duration: Option<Duration>,
+    /// Ramp the rate linearly FROM:TO (e.g. 500:5000) across --duration instead of a fixed rate.
+    #[arg(long, value_parser = parse_ramp, conflicts_with_all = ["closed_loop", "find_capacity", "step_duration"])]
+    pub ramp: Option<(f64, f64)>,
+    /// Closed loop, for comparison with wrk: every connection sends its next request as soon
+    /// as the previous answer ends. Latency is then service time and hides queueing.
+    #[arg(long, conflicts_with_all = ["find_capacity", "step_duration"])]
+    pub closed_loop: bool,
+    /// How long to measure (e.g. 10s, 500ms, 2m); with --find-capacity, each trial's length
+    /// (default there: 5s).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// Connections (each carries one request at a time).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=10_000).map(usize::from))]
     pub connections: usize,
     /// Request bodies: a file of JSON lines, one JSON document, or a directory of *.json.
     /// Default: built-in seeded OpenRTB 2.6 requests.
@@ -101,18 +115,127 @@ pub struct LoadArgs {
     /// tmax written into generated requests, in milliseconds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=60_000))]
     pub tmax: u32,
-    /// Give up on a request this long after its scheduled send time.
+    /// Give up on a request this long after its scheduled send time (at most 60s).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Send for this long first and leave it out of every figure (e.g. 2s).
+    /// Send for this long first and leave it out of every figure (e.g. 2s; default 0, or 1s
+    /// per trial with --find-capacity).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Also report the share of requests answered within this latency (e.g. 100ms).
     #[arg(long, value_parser = parse_duration)]
     pub slo: Option<Duration>,
+    /// Check every 200 answer: bid-response (must decode as an OpenRTB 2.6 BidResponse).
+    #[arg(long, value_enum)]
+    pub check: Option<CheckArg>,
+    /// Search for the highest rate whose p99 stays within --slo-p99 with at least
+    /// --min-success answered 2xx.
+    #[arg(long, requires = "slo_p99")]
+    pub find_capacity: bool,
+    /// The p99 latency a rate must keep to pass (with --find-capacity), e.g. 10ms.
+    #[arg(long, value_parser = parse_duration)]
+    pub slo_p99: Option<Duration>,
+    /// Share of requests, in percent, that must be answered 2xx for a rate to pass.
+    #[arg(long, default_value_t = 99.9, value_parser = parse_percent)]
+    pub min_success: f64,
+    /// Highest rate --find-capacity may try.
+    #[arg(long, default_value_t = 200_000.0)]
+    pub max_rate: f64,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report with plots here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// No live progress line (it is shown only when stderr is a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+const LOAD_EXAMPLES: &str = "Examples:
+  gavel load --url http://127.0.0.1:8080/openrtb2/auction --rate 5000 --duration 30s --warmup 5s --html run.html
+  gavel load --url http://127.0.0.1:8080/openrtb2/auction --rate 1000:5000:1000 --step-duration 10s --json steps.json
+  gavel load --url http://127.0.0.1:8080/openrtb2/auction --find-capacity --slo-p99 10ms
+  gavel load --url http://127.0.0.1:8090/ --closed-loop --connections 16 --duration 10s";
+
+/// `--rate`: one rate, or steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateArg {
+    Fixed(f64),
+    Steps { from: f64, to: f64, step: f64 },
+}
+
+/// `--check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckArg {
+    BidResponse,
+}
+
+fn positive_rate(text: &str, what: &str) -> Result<f64, String> {
+    let r: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{what} {text:?} is not a number"))?;
+    if !(r.is_finite() && r > 0.0 && r <= loadgen::MAX_RATE) {
+        return Err(format!(
+            "{what} must be more than 0 and at most {} per second, got {text}",
+            loadgen::MAX_RATE
+        ));
+    }
+    Ok(r)
+}
+
+/// Parses `5000` or `1000:5000:1000` (from, to, step; rising; at most 100 steps).
+pub fn parse_rate(text: &str) -> Result<RateArg, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    match parts.as_slice() {
+        [one] => positive_rate(one, "the rate").map(RateArg::Fixed),
+        [from, to, step] => {
+            let (from, to) = (
+                positive_rate(from, "the first step")?,
+                positive_rate(to, "the last step")?,
+            );
+            let step = positive_rate(step, "the step")?;
+            if to < from {
+                return Err(format!("steps must rise: {from} is above {to}"));
+            }
+            let steps = ((to - from) / step + 1e-9).floor() + 1.0;
+            if steps > loadgen::MAX_STEPS as f64 {
+                return Err(format!(
+                    "{text} has {steps} steps, at most {} are allowed",
+                    loadgen::MAX_STEPS
+                ));
+            }
+            Ok(RateArg::Steps { from, to, step })
+        }
+        _ => Err(format!(
+            "{text:?}: expected a rate (5000) or steps FROM:TO:STEP (1000:5000:1000)"
+        )),
+    }
+}
+
+/// Parses `FROM:TO` rates of a ramp.
+pub fn parse_ramp(text: &str) -> Result<(f64, f64), String> {
+    match text.split(':').collect::<Vec<_>>().as_slice() {
+        [from, to] => Ok((
+            positive_rate(from, "the ramp's start")?,
+            positive_rate(to, "the ramp's end")?,
+        )),
+        _ => Err(format!("{text:?}: expected FROM:TO, e.g. 500:5000")),
+    }
+}
+
+/// Parses a percentage in 0..=100 into a share 0..=1.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let p: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{text:?} is not a percentage"))?;
+    if !(0.0..=100.0).contains(&p) {
+        return Err(format!("{text}: must be within 0 and 100"));
+    }
+    Ok(p / 100.0)
 }
 
 #[derive(Debug, Args)]
@@ -175,6 +298,34 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("48h").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn rates_parse_as_one_or_steps() {
+        assert_eq!(parse_rate("5000"), Ok(RateArg::Fixed(5000.0)));
+        assert_eq!(
+            parse_rate("1000:5000:1000"),
+            Ok(RateArg::Steps {
+                from: 1000.0,
+                to: 5000.0,
+                step: 1000.0
+            })
+        );
+        for (bad, why) in [
+            ("0", "more than 0"),
+            ("abc", "not a number"),
+            ("5000:1000:1000", "rise"),
+            ("1:1000:1", "at most 100"),
+            ("1:2", "expected"),
+            ("1e7", "at most"),
+        ] {
+            let e = parse_rate(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert_eq!(parse_ramp("500:5000"), Ok((500.0, 5000.0)));
+        assert!(parse_ramp("500").is_err());
+        assert_eq!(parse_percent("99.9"), Ok(0.999));
+        assert!(parse_percent("101").is_err());
     }
 
     #[test]

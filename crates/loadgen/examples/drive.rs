@@ -52,7 +52,8 @@ fn main() {
             print!("{}", report.render_text());
             if let (Some(a), Some(b)) = (cpu_before, cpu_seconds()) {
                 // Warm-up requests cost CPU too.
-                let requests = (spec.rate * (spec.warmup + spec.duration).as_secs_f64()).ceil();
+                let rate = spec.arrivals.peak_rate().unwrap_or(0.0);
+                let requests = (rate * (spec.warmup + spec.duration).as_secs_f64()).ceil();
                 println!(
                     "driver cpu  {:.2} s for {requests} requests: {:.1} us/request, ceiling ~{:.0} req/s per core",
                     b - a,

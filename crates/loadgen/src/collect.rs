@@ -6,12 +6,20 @@
 //! second as soon as all of its requests have ended.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::report::{HIST_HIGH_US, HIST_LOW_US, Outcome, Second, StatusCounts, new_histogram};
+use crate::progress::Progress;
+use crate::report::{
+    CheckCounts, HIST_HIGH_US, HIST_LOW_US, Outcome, Phase, Second, StatusCounts, new_histogram,
+};
+use crate::spec::PhasePlan;
+
+/// How often the live p99 is recomputed (it walks the histogram).
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// Significant figures of the per-second histograms (20 KB each instead of 140 KB).
 const SECOND_SIGFIG: u8 = 2;
@@ -33,6 +41,19 @@ pub(crate) struct Sample {
     pub outcome: Outcome,
     /// Service time (from hand-over to the connection), answered requests only.
     pub service: Option<Duration>,
+    /// Result of the response check, for answers that were checked.
+    pub check: Option<Result<(), String>>,
+}
+
+/// Where the count of sent requests comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counting {
+    /// From the scheduler's [`Event::Scheduled`] (open loop): a second closes when all of its
+    /// scheduled requests have ended.
+    Scheduled,
+    /// One per ended request (closed loop, where nothing is scheduled ahead); seconds close at
+    /// the end of the run.
+    Ended,
 }
 
 #[derive(Debug)]
@@ -55,10 +76,18 @@ pub(crate) struct Collected {
     pub last_end: Option<Instant>,
     /// Requests whose end was recorded (must equal `sent`).
     pub ended: u64,
+    pub phases: Vec<Phase>,
+    pub check: CheckCounts,
 }
 
 #[derive(Debug)]
 pub(crate) struct Collector {
+    counting: Counting,
+    measure_start: Instant,
+    progress: Arc<Progress>,
+    next_progress: Instant,
+    phases: Vec<Phase>,
+    check: CheckCounts,
     timeout_us: u64,
     sent: u64,
     ended: u64,
@@ -76,8 +105,30 @@ fn micros(d: Duration) -> u64 {
 }
 
 impl Collector {
-    pub fn new(timeout: Duration) -> Collector {
+    pub fn new(
+        timeout: Duration,
+        counting: Counting,
+        measure_start: Instant,
+        phases: &[PhasePlan],
+        progress: Arc<Progress>,
+    ) -> Collector {
         Collector {
+            counting,
+            measure_start,
+            progress,
+            next_progress: Instant::now(),
+            phases: phases
+                .iter()
+                .map(|p| Phase {
+                    rate_offered: p.rate,
+                    start: p.start,
+                    length: p.length,
+                    sent: 0,
+                    status: StatusCounts::default(),
+                    latency: new_histogram(),
+                })
+                .collect(),
+            check: CheckCounts::default(),
             timeout_us: micros(timeout),
             sent: 0,
             ended: 0,
@@ -95,8 +146,23 @@ impl Collector {
     pub async fn run(mut self, mut rx: UnboundedReceiver<Event>) -> Collected {
         let mut buf = Vec::with_capacity(512);
         while rx.recv_many(&mut buf, 512).await > 0 {
+            let (mut ended, mut errors) = (0, 0);
             for ev in buf.drain(..) {
+                if let Event::Done(s) = &ev {
+                    ended += 1;
+                    let measured = s.slot.is_some();
+                    let ok = matches!(s.outcome, Outcome::Answered(200..=299))
+                        && !matches!(s.check, Some(Err(_)));
+                    errors += u64::from(measured && !ok);
+                }
                 self.handle(ev);
+            }
+            self.progress.add_ended(ended, errors);
+            let now = Instant::now();
+            if now >= self.next_progress && !self.latency.is_empty() {
+                self.next_progress = now + PROGRESS_EVERY;
+                self.progress
+                    .set_p99_us(self.latency.value_at_percentile(99.0));
             }
         }
         self.finish()
@@ -126,7 +192,22 @@ impl Collector {
             Event::Done(s) => {
                 let Some(second) = s.slot else { return };
                 self.ended += 1;
+                if self.counting == Counting::Ended {
+                    self.sent += 1;
+                }
                 self.status.record(s.outcome);
+                if let Some(result) = &s.check {
+                    self.check.checked += 1;
+                    match result {
+                        Ok(()) => self.check.valid += 1,
+                        Err(why) => {
+                            self.check.invalid += 1;
+                            if self.check.first_error.is_none() {
+                                self.check.first_error = Some(why.clone());
+                            }
+                        }
+                    }
+                }
                 self.last_end = Some(self.last_end.map_or(s.ended, |t| t.max(s.ended)));
                 let latency_us = match s.outcome {
                     Outcome::Answered(_) => {
@@ -140,6 +221,13 @@ impl Collector {
                 }
                 if let Some(service) = s.service {
                     self.service_time.saturating_record(micros(service));
+                }
+                if let Some(phase) = self.phase_of(s.scheduled) {
+                    phase.sent += 1;
+                    phase.status.record(s.outcome);
+                    if let Some(us) = latency_us {
+                        phase.latency.saturating_record(us);
+                    }
                 }
                 let answered = matches!(s.outcome, Outcome::Answered(_));
                 let slot = self.slot(second);
@@ -155,6 +243,13 @@ impl Collector {
                 self.maybe_close(second);
             }
         }
+    }
+
+    /// The rate step a request scheduled at `at` belongs to, if the run has steps.
+    fn phase_of(&mut self, at: Instant) -> Option<&mut Phase> {
+        let offset = at.saturating_duration_since(self.measure_start);
+        let k = self.phases.partition_point(|p| p.start <= offset);
+        self.phases.get_mut(k.checked_sub(1)?)
     }
 
     /// Turns a second into its timeline entry once all its requests have ended.
@@ -211,6 +306,8 @@ impl Collector {
             timeline: self.closed.into_values().collect(),
             last_end: self.last_end,
             ended: self.ended,
+            phases: self.phases,
+            check: self.check,
         }
     }
 }

@@ -42,10 +42,13 @@
 //! # }
 //! ```
 
+pub mod capacity;
 mod collect;
 mod corpus;
 mod error;
 pub mod generate;
+mod html;
+mod progress;
 mod queue;
 mod report;
 mod schedule;
@@ -53,57 +56,52 @@ mod spec;
 mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 pub use corpus::Corpus;
 pub use error::LoadError;
+pub use html::render_html;
+pub use progress::{Progress, ProgressSnapshot};
 pub use report::{
-    HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG, Report, Second, StatusCounts, new_histogram,
+    CheckCounts, HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG, Phase, Report, Second, StatusCounts,
+    new_histogram,
 };
-pub use schedule::{ConstantRate, Schedule};
-pub use spec::{LoadSpec, MAX_CONNECTIONS, MAX_DURATION, MAX_RATE, MAX_TIMEOUT};
+pub use schedule::{ConstantRate, Schedule, Segment, Segments};
+pub use spec::{
+    Arrivals, LoadSpec, MAX_CONNECTIONS, MAX_DURATION, MAX_RATE, MAX_STEPS, MAX_TIMEOUT,
+    ResponseCheck,
+};
 
-use collect::{Collector, Event, Sample};
+use collect::{Collector, Counting, Event, Sample};
 use queue::{Job, JobQueue};
 use report::Outcome;
-use spec::Target;
-use worker::Shared;
+use spec::{PhasePlan, Target};
+use worker::{ClosedWindow, Shared};
 
 /// Most jobs that may wait for a free connection (about 24 MB).
 const MAX_QUEUE: usize = 1 << 20;
 
-/// Runs one open-loop load test on the caller's tokio runtime (any flavour) and reports on
-/// the measured window.
+/// Runs one load test on the caller's tokio runtime (any flavour) and reports on the
+/// measured window.
 ///
 /// Takes about `spec.warmup + spec.duration`, plus up to `spec.timeout` for the last answers,
 /// plus the time to open the connections (bounded by `spec.timeout`). Dropping the future
 /// stops the run.
 pub async fn run(spec: &LoadSpec, corpus: Arc<Corpus>) -> Result<Report, LoadError> {
-    spec.validate()?;
-    let schedule = ConstantRate::new(spec.rate, spec.warmup + spec.duration);
-    run_schedule(spec, Box::new(schedule), corpus).await
+    run_with_progress(spec, corpus, Progress::new()).await
 }
 
-/// Sets the flag when dropped: stops the scheduler thread if the run future is dropped.
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The engine behind [`run`], for any [`Schedule`]. The measured window is
-/// `[spec.warmup, spec.warmup + spec.duration)` of the schedule.
-async fn run_schedule(
+/// [`run`], updating `progress` as it goes (for a live display).
+pub async fn run_with_progress(
     spec: &LoadSpec,
-    schedule: Box<dyn Schedule>,
     corpus: Arc<Corpus>,
+    progress: Arc<Progress>,
 ) -> Result<Report, LoadError> {
+    spec.validate()?;
     if corpus.is_empty() {
         return Err(LoadError::EmptyCorpus {
             what: "the corpus given to the run has no request".to_owned(),
@@ -111,8 +109,11 @@ async fn run_schedule(
     }
     let target = Target::parse(&spec.url)?;
     let addr = target.resolve().await?;
+    let plan = spec.plan();
 
-    let backlog = (spec.rate * spec.timeout.as_secs_f64()).ceil() as usize;
+    // Room for every request that can be waiting at once: a timeout's worth at the peak rate.
+    let peak = spec.arrivals.peak_rate().unwrap_or(0.0);
+    let backlog = (peak * spec.timeout.as_secs_f64()).ceil() as usize;
     let queue = Arc::new(JobQueue::new(
         backlog.saturating_add(spec.connections).min(MAX_QUEUE),
     ));
@@ -122,42 +123,79 @@ async fn run_schedule(
         corpus,
         queue: Arc::clone(&queue),
         timeout: spec.timeout,
+        check: spec.check,
+        progress: Arc::clone(&progress),
     });
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let cancel = Arc::new(AtomicBool::new(false));
     let _cancel_guard = CancelOnDrop(Arc::clone(&cancel));
+    let (window_tx, window_rx) = watch::channel(None);
+    let seq = Arc::new(AtomicU64::new(0));
 
     // Workers open their connections first; the clock starts when all have tried.
     let mut workers = JoinSet::new();
     let (ready_tx, mut ready_rx) = mpsc::channel(spec.connections);
     for _ in 0..spec.connections {
-        workers.spawn(worker::worker(
-            Arc::clone(&shared),
-            events_tx.clone(),
-            ready_tx.clone(),
-        ));
+        let (shared, events, ready) = (Arc::clone(&shared), events_tx.clone(), ready_tx.clone());
+        if plan.is_some() {
+            workers.spawn(worker::worker(shared, events, ready));
+        } else {
+            let (window, seq) = (window_rx.clone(), Arc::clone(&seq));
+            workers.spawn(worker::closed_worker(shared, events, ready, window, seq));
+        }
     }
     drop(ready_tx);
     while ready_rx.recv().await.is_some() {}
 
     let start = Instant::now();
     let measure_start = start + spec.warmup;
-    let scheduler = {
-        let queue = Arc::clone(&queue);
-        let events = events_tx.clone();
-        let cancel = Arc::clone(&cancel);
-        let warmup = spec.warmup;
-        tokio::task::spawn_blocking(move || {
-            drive_schedule(schedule, start, warmup, &queue, &events, &cancel);
-        })
+    let seconds = (spec.duration.as_secs_f64().ceil() as u32).max(1);
+    let (scheduler, counting, phases) = match plan {
+        Some((segments, phases)) => {
+            let queue = Arc::clone(&queue);
+            let events = events_tx.clone();
+            let cancel = Arc::clone(&cancel);
+            let progress = Arc::clone(&progress);
+            let warmup = spec.warmup;
+            let schedule = Box::new(Segments::new(segments));
+            let handle = tokio::task::spawn_blocking(move || {
+                let clock = Clock {
+                    start,
+                    warmup,
+                    seconds,
+                };
+                drive_schedule(schedule, clock, &queue, &events, &cancel, &progress);
+            });
+            (Some(handle), Counting::Scheduled, phases)
+        }
+        None => {
+            queue.close();
+            let _ = window_tx.send(Some(ClosedWindow {
+                start,
+                measure_start,
+                end: measure_start + spec.duration,
+                seconds,
+            }));
+            (None, Counting::Ended, Vec::<PhasePlan>::new())
+        }
     };
     drop(events_tx);
+    drop(window_tx);
 
-    let collected = Collector::new(spec.timeout).run(events_rx).await;
+    let collector = Collector::new(
+        spec.timeout,
+        counting,
+        measure_start,
+        &phases,
+        Arc::clone(&progress),
+    );
+    let collected = collector.run(events_rx).await;
 
-    scheduler
-        .await
-        .map_err(|e| LoadError::Internal(format!("scheduler: {e}")))?;
+    if let Some(scheduler) = scheduler {
+        scheduler
+            .await
+            .map_err(|e| LoadError::Internal(format!("scheduler: {e}")))?;
+    }
     while let Some(res) = workers.join_next().await {
         res.map_err(|e| LoadError::Internal(format!("connection worker: {e}")))?;
     }
@@ -172,19 +210,42 @@ async fn run_schedule(
     let elapsed = collected.last_end.map_or(spec.duration, |t| {
         t.saturating_duration_since(measure_start)
     });
+    let secs = spec.duration.as_secs_f64();
     Ok(Report {
+        arrivals: spec.arrivals,
+        connections: spec.connections,
         sent: collected.sent,
         completed,
         status: collected.status,
         elapsed,
-        rate_achieved: completed as f64 / spec.duration.as_secs_f64(),
-        rate_offered: spec.rate,
+        rate_achieved: completed as f64 / secs,
+        rate_offered: (counting == Counting::Scheduled).then(|| collected.sent as f64 / secs),
         duration: spec.duration,
         timeout: spec.timeout,
         latency: collected.latency,
         service_time: collected.service_time,
         timeline: collected.timeline,
+        phases: collected.phases,
+        check: (spec.check != ResponseCheck::None).then_some(collected.check),
     })
+}
+
+/// Sets the flag when dropped: stops the scheduler thread if the run future is dropped.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The scheduler's frame of reference: when the run started, how long the warm-up lasts and
+/// how many seconds the measured window has.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    start: Instant,
+    warmup: Duration,
+    seconds: u32,
 }
 
 /// The scheduler loop, on its own thread: wait for each due instant, enqueue, account for the
@@ -196,16 +257,20 @@ async fn run_schedule(
 )]
 fn drive_schedule(
     mut schedule: Box<dyn Schedule>,
-    start: Instant,
-    warmup: Duration,
+    clock: Clock,
     queue: &JobQueue,
     events: &mpsc::UnboundedSender<Event>,
     cancel: &AtomicBool,
+    progress: &Progress,
 ) {
     const MAX_NAP: Duration = Duration::from_millis(50);
-    let measured = schedule.length().saturating_sub(warmup);
-    let seconds = (measured.as_secs_f64().ceil() as u32).max(1);
+    let Clock {
+        start,
+        warmup,
+        seconds,
+    } = clock;
     let mut second = 0u32;
+    let mut measuring = false;
     let mut in_second = 0u64;
     let mut seq = 0u64;
     'schedule: while let Some(offset) = schedule.next_offset() {
@@ -224,6 +289,10 @@ fn drive_schedule(
             .checked_sub(warmup)
             .map(|o| (o.as_secs() as u32).min(seconds - 1));
         if let Some(s) = slot {
+            if !measuring {
+                measuring = true;
+                progress.set_measuring();
+            }
             while second < s {
                 let _ = events.send(Event::Scheduled {
                     second,
@@ -240,6 +309,7 @@ fn drive_schedule(
             slot,
         };
         seq += 1;
+        progress.add_issued(1);
         if let Err(job) = queue.push(job) {
             let sample = Sample {
                 slot: job.slot,
@@ -247,6 +317,7 @@ fn drive_schedule(
                 ended: Instant::now(),
                 outcome: Outcome::Dropped,
                 service: None,
+                check: None,
             };
             let _ = events.send(Event::Done(sample));
         }

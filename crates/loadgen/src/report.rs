@@ -8,6 +8,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::spec::{Arrivals, num};
+
 /// Lowest value of the latency histograms, microseconds.
 pub const HIST_LOW_US: u64 = 1;
 /// Highest value of the latency histograms, microseconds (60 s).
@@ -60,6 +62,12 @@ impl StatusCounts {
             + self.client_4xx
             + self.server_5xx
             + self.other_status
+    }
+
+    /// Requests answered with a 2xx status (204 included): the answers a bidding client can
+    /// use.
+    pub fn successes(&self) -> u64 {
+        self.ok_200 + self.no_content_204 + self.other_2xx
     }
 
     /// Requests that got no answer.
@@ -119,9 +127,73 @@ pub struct Second {
     pub max_ms: f64,
 }
 
+/// One rate step of a stepped run, with its own figures.
+#[derive(Clone)]
+pub struct Phase {
+    /// Offered rate of the step, requests per second.
+    pub rate_offered: f64,
+    /// Start of the step, from the start of the measured window.
+    pub start: Duration,
+    pub length: Duration,
+    /// Requests scheduled in the step (each accounted for once in `status`).
+    pub sent: u64,
+    pub status: StatusCounts,
+    /// As [`Report::latency`], for this step's requests.
+    pub latency: Histogram<u64>,
+}
+
+impl std::fmt::Debug for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Phase")
+            .field("rate_offered", &self.rate_offered)
+            .field("start", &self.start)
+            .field("sent", &self.sent)
+            .field("status", &self.status)
+            .field("p99_ms", &self.percentile_ms(99.0))
+            .finish()
+    }
+}
+
+impl Phase {
+    /// Answered requests per second of the step.
+    pub fn rate_achieved(&self) -> f64 {
+        ratio(self.status.answered() as f64, self.length.as_secs_f64())
+    }
+
+    /// As [`Report::percentile_ms`], for this step.
+    pub fn percentile_ms(&self, q: f64) -> f64 {
+        hist_ms(&self.latency, q)
+    }
+
+    /// Share of the step's requests answered 2xx, 0..=1.
+    pub fn success_share(&self) -> f64 {
+        ratio(self.status.successes() as f64, self.sent as f64)
+    }
+}
+
+/// Counts of the optional response check ([`crate::ResponseCheck`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CheckCounts {
+    /// Answers checked (200s with the BidResponse check).
+    pub checked: u64,
+    pub valid: u64,
+    pub invalid: u64,
+    /// Why the first invalid answer was refused, to start debugging from.
+    pub first_error: Option<String>,
+}
+
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}
+
 /// The result of [`crate::run`]. Covers the measured window only (warm-up excluded).
 #[derive(Clone)]
 pub struct Report {
+    /// How requests arrived.
+    pub arrivals: Arrivals,
+    /// Connections used.
+    pub connections: usize,
     /// Requests the schedule issued in the measured window: `ceil(rate * duration)`. Each one
     /// is accounted for exactly once in `status`.
     pub sent: u64,
@@ -134,8 +206,9 @@ pub struct Report {
     pub elapsed: Duration,
     /// `completed / duration`: answered requests per second of the measured window.
     pub rate_achieved: f64,
-    /// Offered rate, requests per second (the spec's `rate`).
-    pub rate_offered: f64,
+    /// Offered rate, requests per second: `sent / duration` (the mean for steps and ramps).
+    /// `None` in closed loop, where nothing is offered independently of the answers.
+    pub rate_offered: Option<f64>,
     /// Length of the measured window (the spec's `duration`).
     pub duration: Duration,
     /// Per-request timeout (the spec's `timeout`).
@@ -152,6 +225,10 @@ pub struct Report {
     pub service_time: Histogram<u64>,
     /// One entry per second of the measured window, in order.
     pub timeline: Vec<Second>,
+    /// One entry per rate step ([`Arrivals::Steps`]); empty otherwise.
+    pub phases: Vec<Phase>,
+    /// Response check counts, when a check was asked for.
+    pub check: Option<CheckCounts>,
 }
 
 impl std::fmt::Debug for Report {
@@ -167,6 +244,8 @@ impl std::fmt::Debug for Report {
             )
         };
         f.debug_struct("Report")
+            .field("arrivals", &self.arrivals)
+            .field("connections", &self.connections)
             .field("sent", &self.sent)
             .field("completed", &self.completed)
             .field("status", &self.status)
@@ -181,6 +260,8 @@ impl std::fmt::Debug for Report {
                 &format_args!("{}", summary(&self.service_time)),
             )
             .field("timeline", &self.timeline)
+            .field("phases", &self.phases.len())
+            .field("check", &self.check)
             .finish()
     }
 }
@@ -209,6 +290,16 @@ impl Report {
         hist_ms(&self.latency, q)
     }
 
+    /// Share of `sent` requests answered 2xx (204 included) and, when a response check ran,
+    /// not refused by it; 0..=1.
+    pub fn success_share(&self) -> f64 {
+        let invalid = self.check.as_ref().map_or(0, |c| c.invalid);
+        ratio(
+            self.status.successes().saturating_sub(invalid) as f64,
+            self.sent as f64,
+        )
+    }
+
     /// Share of `sent` requests answered within `d` of their scheduled time, 0.0..=1.0
     /// (0 when nothing was sent). Precision: the histogram's, 0.1 %.
     pub fn share_within(&self, d: Duration) -> f64 {
@@ -229,14 +320,20 @@ impl Report {
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         let s = &self.status;
+        let offered = match self.rate_offered {
+            Some(r) if matches!(self.arrivals, Arrivals::Rate(_)) => {
+                format!("offered {}/s", num(r))
+            }
+            _ => self.arrivals.describe(),
+        };
         let _ = writeln!(
             out,
-            "sent {}  completed {}  rate {:.1}/s  (offered {}/s for {:.1} s)",
+            "sent {}  completed {}  rate {:.1}/s  ({offered} for {:.1} s, {} connections)",
             self.sent,
             self.completed,
             self.rate_achieved,
-            trim_float(self.rate_offered),
-            self.duration.as_secs_f64()
+            self.duration.as_secs_f64(),
+            self.connections,
         );
         let mut parts: Vec<String> = s
             .by_code
@@ -273,13 +370,48 @@ impl Report {
             "service ms  {}  (from send, not from schedule: hides queueing)",
             line(&self.service_time)
         );
+        if let Some(c) = &self.check {
+            let _ = writeln!(
+                out,
+                "check       {} answers checked: {} valid, {} invalid{}",
+                c.checked,
+                c.valid,
+                c.invalid,
+                c.first_error
+                    .as_deref()
+                    .map(|e| format!(" (first: {e})"))
+                    .unwrap_or_default()
+            );
+        }
+        if !self.phases.is_empty() {
+            let _ = writeln!(
+                out,
+                "at s   offered/s  achieved/s   p50 ms   p99 ms  p99.9 ms    max ms  2xx %"
+            );
+            for p in &self.phases {
+                let _ = writeln!(
+                    out,
+                    "{:>4} {:>11} {:>11.1} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>6.2}",
+                    num(p.start.as_secs_f64()),
+                    num(p.rate_offered),
+                    p.rate_achieved(),
+                    p.percentile_ms(50.0),
+                    p.percentile_ms(99.0),
+                    p.percentile_ms(99.9),
+                    p.percentile_ms(100.0),
+                    100.0 * p.success_share()
+                );
+            }
+        }
         out
     }
 
-    /// The report as JSON: `sent`, `completed`, `rate_achieved`, `rate_offered`,
-    /// `duration_s`, `elapsed_s`, `timeout_ms`, `status{..., by_code{"200": n}}`,
-    /// `latency_ms{p50,p90,p99,p999,p9999,max}`, `service_ms{...}` and
-    /// `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`.
+    /// The report as JSON: `mode`, `connections`, `sent`, `completed`, `rate_achieved`,
+    /// `rate_offered` (null in closed loop), `success_share`, `duration_s`, `elapsed_s`,
+    /// `timeout_ms`, `status{..., by_code{"200": n}}`, `latency_ms{p50,p90,p99,p999,p9999,max}`,
+    /// `service_ms{...}`, `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`,
+    /// `steps[{rate_offered,start_s,duration_s,sent,rate_achieved,success_share,status,
+    /// latency_ms}]` and `check{checked,valid,invalid,first_error}` (null without a check).
     pub fn to_json(&self) -> Value {
         let pct = |h: &Histogram<u64>| {
             json!({
@@ -291,11 +423,30 @@ impl Report {
                 "max": hist_max_ms(h),
             })
         };
+        let steps: Vec<Value> = self
+            .phases
+            .iter()
+            .map(|p| {
+                json!({
+                    "rate_offered": p.rate_offered,
+                    "start_s": p.start.as_secs_f64(),
+                    "duration_s": p.length.as_secs_f64(),
+                    "sent": p.sent,
+                    "rate_achieved": p.rate_achieved(),
+                    "success_share": p.success_share(),
+                    "status": serde_json::to_value(&p.status).unwrap_or(Value::Null),
+                    "latency_ms": pct(&p.latency),
+                })
+            })
+            .collect();
         json!({
+            "mode": self.arrivals.describe(),
+            "connections": self.connections,
             "sent": self.sent,
             "completed": self.completed,
             "rate_achieved": self.rate_achieved,
             "rate_offered": self.rate_offered,
+            "success_share": self.success_share(),
             "duration_s": self.duration.as_secs_f64(),
             "elapsed_s": self.elapsed.as_secs_f64(),
             "timeout_ms": self.timeout.as_secs_f64() * 1000.0,
@@ -303,16 +454,9 @@ impl Report {
             "latency_ms": pct(&self.latency),
             "service_ms": pct(&self.service_time),
             "timeline": serde_json::to_value(&self.timeline).unwrap_or(Value::Null),
+            "steps": steps,
+            "check": serde_json::to_value(&self.check).unwrap_or(Value::Null),
         })
-    }
-}
-
-/// `5000` rather than `5000.0`, `12.5` as is.
-fn trim_float(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
     }
 }
 
@@ -332,17 +476,21 @@ mod tests {
         latency.record(100_000).unwrap();
         status.record(Outcome::ConnectError);
         Report {
+            arrivals: Arrivals::Rate(100.0),
+            connections: 8,
             sent: 100,
             completed: 98,
             status,
             elapsed: Duration::from_secs(1),
             rate_achieved: 98.0,
-            rate_offered: 100.0,
+            rate_offered: Some(100.0),
             duration: Duration::from_secs(1),
             timeout: Duration::from_millis(100),
             latency,
             service_time: new_histogram(),
             timeline: vec![],
+            phases: vec![],
+            check: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use http::{HeaderValue, Uri};
 
 use crate::LoadError;
+use crate::schedule::Segment;
 
 /// Highest accepted request rate, requests per second.
 pub const MAX_RATE: f64 = 1_000_000.0;
@@ -15,17 +16,116 @@ pub const MAX_DURATION: Duration = Duration::from_secs(3600);
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// Longest accepted per-request timeout: the top of the latency histogram.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most rate steps in one run (each has its own histogram in the report).
+pub const MAX_STEPS: usize = 100;
 
-/// One open-loop run: `rate` requests per second for `warmup + duration`, measured over
-/// `duration`.
+/// How requests arrive. Every open-loop form fixes each request's send time in advance and
+/// measures its latency from that time; the closed loop is there to compare with tools that
+/// wait for an answer before sending the next request (wrk, ab).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrivals {
+    /// Open loop: `0 < rate <= 1_000_000` requests per second throughout.
+    Rate(f64),
+    /// Open loop: `from`, `from + step`, `from + 2·step`, ... while `<= to`, each rate held for
+    /// an equal share of the measured window (at most [`MAX_STEPS`] steps). The warm-up, if
+    /// any, runs at `from`. The report gives each step its own figures.
+    Steps { from: f64, to: f64, step: f64 },
+    /// Open loop: the rate moves linearly from `from` to `to` across the measured window. The
+    /// warm-up, if any, runs at `from`.
+    Ramp { from: f64, to: f64 },
+    /// Closed loop: each connection sends its next request as soon as the previous answer has
+    /// ended, so the rate is whatever the target sustains. Latency is then service time:
+    /// a stalled target slows the sender instead of showing in the percentiles.
+    Closed,
+}
+
+impl Arrivals {
+    /// The rates of a [`Arrivals::Steps`] plan (empty for the other forms).
+    pub fn step_rates(&self) -> Vec<f64> {
+        let Arrivals::Steps { from, to, step } = *self else {
+            return Vec::new();
+        };
+        if !(from > 0.0 && step > 0.0 && to >= from) {
+            return Vec::new();
+        }
+        // Tolerate rounding in `to`: 0.1:0.3:0.1 has three steps.
+        let n = ((to - from) / step + 1e-9).floor() as usize + 1;
+        (0..n.min(MAX_STEPS + 1))
+            .map(|k| from + step * k as f64)
+            .collect()
+    }
+
+    /// Highest rate of an open-loop plan; `None` for the closed loop.
+    pub fn peak_rate(&self) -> Option<f64> {
+        match *self {
+            Arrivals::Rate(r) => Some(r),
+            Arrivals::Steps { .. } => self.step_rates().last().copied(),
+            Arrivals::Ramp { from, to } => Some(from.max(to)),
+            Arrivals::Closed => None,
+        }
+    }
+
+    /// One line for reports: `open loop, 5000/s`, `open loop, steps 1000..5000 by 1000/s`...
+    pub fn describe(&self) -> String {
+        match *self {
+            Arrivals::Rate(r) => format!("open loop, {}/s", num(r)),
+            Arrivals::Steps { from, to, step } => {
+                format!(
+                    "open loop, steps {}..{} by {}/s",
+                    num(from),
+                    num(to),
+                    num(step)
+                )
+            }
+            Arrivals::Ramp { from, to } => {
+                format!("open loop, ramp {}/s to {}/s", num(from), num(to))
+            }
+            Arrivals::Closed => "closed loop".to_owned(),
+        }
+    }
+}
+
+/// `5000` rather than `5000.0`; `12.5` as is.
+pub(crate) fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// What to check in each answer, beyond its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResponseCheck {
+    /// Status only; bodies are read and discarded.
+    #[default]
+    None,
+    /// Every 200 answer must be a valid OpenRTB 2.6 `BidResponse` (decoded in full, at most
+    /// 1 MiB); 204 and other statuses are not checked. Counted in `Report::check`.
+    BidResponse,
+}
+
+/// A measured stretch with its own figures: one per rate step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PhasePlan {
+    /// Offered rate of the step.
+    pub rate: f64,
+    /// Start, from the start of the measured window.
+    pub start: Duration,
+    pub length: Duration,
+}
+
+/// One run: requests arrive as `arrivals` says for `warmup + duration`, and the figures cover
+/// the last `duration`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
     /// Target, `http://host[:port][/path]`. Only plain HTTP/1.1; the host may be a name,
     /// resolved once before the run.
     pub url: String,
-    /// Offered load, requests per second, `0 < rate <= 1_000_000`.
-    pub rate: f64,
-    /// Measured window, after the warm-up, `0 < duration <= 1 h`.
+    /// How requests arrive: a constant rate, rate steps, a ramp (open loop), or closed loop.
+    pub arrivals: Arrivals,
+    /// Measured window, after the warm-up, `0 < duration <= 1 h`. Rate steps share it
+    /// equally.
     pub duration: Duration,
     /// Keep-alive connections, each carrying one request at a time, `1..=10_000`.
     pub connections: usize,
@@ -34,32 +134,68 @@ pub struct LoadSpec {
     pub timeout: Duration,
     /// Load sent before the measured window and excluded from every figure, `<= 1 h`.
     pub warmup: Duration,
+    /// What to check in answers beyond their status.
+    pub check: ResponseCheck,
 }
 
 impl LoadSpec {
-    /// A spec with 32 connections, a 2 s timeout and no warm-up.
+    /// An open-loop spec at a constant `rate` with 32 connections, a 2 s timeout, no
+    /// warm-up and no response check.
     pub fn new(url: impl Into<String>, rate: f64, duration: Duration) -> LoadSpec {
         LoadSpec {
             url: url.into(),
-            rate,
+            arrivals: Arrivals::Rate(rate),
             duration,
             connections: 32,
             timeout: Duration::from_secs(2),
             warmup: Duration::ZERO,
+            check: ResponseCheck::None,
         }
     }
 
     /// Checks every field; the error names the first field out of range.
     pub fn validate(&self) -> Result<(), LoadError> {
         let bad = |field: &'static str, reason: String| LoadError::InvalidSpec { field, reason };
-        if !self.rate.is_finite() || self.rate <= 0.0 {
-            return Err(bad("rate", format!("must be > 0 req/s, got {}", self.rate)));
-        }
-        if self.rate > MAX_RATE {
-            return Err(bad(
+        let rate_ok = |r: f64| r.is_finite() && r > 0.0 && r <= MAX_RATE;
+        let rate_err = |what: &str, r: f64| {
+            bad(
                 "rate",
-                format!("must be <= {MAX_RATE} req/s, got {}", self.rate),
-            ));
+                format!("{what} must be > 0 and <= {MAX_RATE} req/s, got {r}"),
+            )
+        };
+        match self.arrivals {
+            Arrivals::Rate(r) if !rate_ok(r) => return Err(rate_err("the rate", r)),
+            Arrivals::Ramp { from, to } => {
+                for (what, r) in [("the ramp's start", from), ("the ramp's end", to)] {
+                    if !rate_ok(r) {
+                        return Err(rate_err(what, r));
+                    }
+                }
+            }
+            Arrivals::Steps { from, to, step } => {
+                for (what, r) in [("the first step", from), ("the last step", to)] {
+                    if !rate_ok(r) {
+                        return Err(rate_err(what, r));
+                    }
+                }
+                if !(step.is_finite() && step > 0.0) {
+                    return Err(bad("rate", format!("the step must be > 0, got {step}")));
+                }
+                if to < from {
+                    return Err(bad(
+                        "rate",
+                        format!("steps must rise: {from} is above {to}"),
+                    ));
+                }
+                let n = self.arrivals.step_rates().len();
+                if n > MAX_STEPS {
+                    return Err(bad(
+                        "rate",
+                        format!("at most {MAX_STEPS} steps, {from}..{to} by {step} has more"),
+                    ));
+                }
+            }
+            _ => {}
         }
         if self.duration.is_zero() || self.duration > MAX_DURATION {
             return Err(bad(
@@ -87,6 +223,53 @@ impl LoadSpec {
         }
         Target::parse(&self.url)?;
         Ok(())
+    }
+
+    /// The open-loop schedule (warm-up first) and the measured phases that get their own
+    /// figures; `None` for the closed loop.
+    pub(crate) fn plan(&self) -> Option<(Vec<Segment>, Vec<PhasePlan>)> {
+        let first = match self.arrivals {
+            Arrivals::Rate(r) => r,
+            Arrivals::Steps { from, .. } | Arrivals::Ramp { from, .. } => from,
+            Arrivals::Closed => return None,
+        };
+        let mut segments = Vec::new();
+        if !self.warmup.is_zero() {
+            segments.push(Segment::Constant {
+                rate: first,
+                length: self.warmup,
+            });
+        }
+        let mut phases = Vec::new();
+        match self.arrivals {
+            Arrivals::Rate(rate) => segments.push(Segment::Constant {
+                rate,
+                length: self.duration,
+            }),
+            Arrivals::Ramp { from, to } => segments.push(Segment::Ramp {
+                from,
+                to,
+                length: self.duration,
+            }),
+            Arrivals::Steps { .. } => {
+                let rates = self.arrivals.step_rates();
+                let n = rates.len().max(1) as u32;
+                for (k, rate) in rates.into_iter().enumerate() {
+                    // Boundaries from the total, so the steps add up to `duration` exactly.
+                    let start = self.duration * k as u32 / n;
+                    let end = self.duration * (k as u32 + 1) / n;
+                    let length = end - start;
+                    segments.push(Segment::Constant { rate, length });
+                    phases.push(PhasePlan {
+                        rate,
+                        start,
+                        length,
+                    });
+                }
+            }
+            Arrivals::Closed => {}
+        }
+        Some((segments, phases))
     }
 }
 
@@ -199,10 +382,49 @@ mod tests {
     fn each_field_is_named() {
         type Mutation = fn(&mut LoadSpec);
         let cases: Vec<(Mutation, &str)> = vec![
-            (|s| s.rate = 0.0, "rate"),
-            (|s| s.rate = -1.0, "rate"),
-            (|s| s.rate = f64::NAN, "rate"),
-            (|s| s.rate = 2e6, "rate"),
+            (|s| s.arrivals = Arrivals::Rate(0.0), "rate"),
+            (|s| s.arrivals = Arrivals::Rate(-1.0), "rate"),
+            (|s| s.arrivals = Arrivals::Rate(f64::NAN), "rate"),
+            (|s| s.arrivals = Arrivals::Rate(2e6), "rate"),
+            (
+                |s| {
+                    s.arrivals = Arrivals::Steps {
+                        from: 500.0,
+                        to: 100.0,
+                        step: 100.0,
+                    }
+                },
+                "rate",
+            ),
+            (
+                |s| {
+                    s.arrivals = Arrivals::Steps {
+                        from: 1.0,
+                        to: 1000.0,
+                        step: 1.0,
+                    }
+                },
+                "rate",
+            ),
+            (
+                |s| {
+                    s.arrivals = Arrivals::Steps {
+                        from: 1.0,
+                        to: 10.0,
+                        step: 0.0,
+                    }
+                },
+                "rate",
+            ),
+            (
+                |s| {
+                    s.arrivals = Arrivals::Ramp {
+                        from: 0.0,
+                        to: 10.0,
+                    }
+                },
+                "rate",
+            ),
             (|s| s.duration = Duration::ZERO, "duration"),
             (|s| s.duration = Duration::from_secs(3601), "duration"),
             (|s| s.warmup = Duration::from_secs(3601), "warmup"),
@@ -250,5 +472,43 @@ mod tests {
             assert!(msg.contains(why), "{url}: {msg}");
             assert!(msg.contains(url), "{url}: {msg}");
         }
+    }
+
+    #[test]
+    fn step_plans() {
+        let a = Arrivals::Steps {
+            from: 1000.0,
+            to: 5000.0,
+            step: 1000.0,
+        };
+        assert_eq!(a.step_rates(), vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0]);
+        assert_eq!(a.peak_rate(), Some(5000.0));
+        let b = Arrivals::Steps {
+            from: 0.1,
+            to: 0.3,
+            step: 0.1,
+        };
+        assert_eq!(b.step_rates().len(), 3);
+
+        let mut s = spec();
+        s.arrivals = a;
+        s.duration = Duration::from_secs(10);
+        s.warmup = Duration::from_secs(1);
+        let (segments, phases) = s.plan().unwrap();
+        assert_eq!(segments.len(), 6, "warm-up and five steps");
+        assert_eq!(
+            segments[0],
+            Segment::Constant {
+                rate: 1000.0,
+                length: Duration::from_secs(1)
+            }
+        );
+        assert_eq!(phases.len(), 5);
+        assert_eq!(phases[4].start, Duration::from_secs(8));
+        let total: Duration = phases.iter().map(|p| p.length).sum();
+        assert_eq!(total, Duration::from_secs(10));
+
+        s.arrivals = Arrivals::Closed;
+        assert!(s.plan().is_none());
     }
 }

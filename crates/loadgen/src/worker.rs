@@ -19,9 +19,13 @@ use tokio::time::timeout_at;
 
 use crate::collect::{Event, Sample};
 use crate::corpus::Corpus;
+use crate::progress::Progress;
 use crate::queue::{Job, JobQueue};
 use crate::report::Outcome;
-use crate::spec::Target;
+use crate::spec::{ResponseCheck, Target};
+
+/// Largest answer body kept for the response check; a longer one fails the check.
+const MAX_CHECKED_BODY: usize = 1 << 20;
 
 type Body = Full<Bytes>;
 type Driver = Pin<Box<Connection<TokioIo<TcpStream>, Body>>>;
@@ -34,6 +38,8 @@ pub(crate) struct Shared {
     pub corpus: Arc<Corpus>,
     pub queue: Arc<JobQueue>,
     pub timeout: Duration,
+    pub check: ResponseCheck,
+    pub progress: Arc<Progress>,
 }
 
 /// An open connection. The connection future (`driver`) is polled by the worker itself, in
@@ -71,18 +77,31 @@ impl Conn {
         !self.tx.is_closed()
     }
 
-    /// Sends one request and reads the whole answer; returns its status code.
-    async fn exchange(&mut self, req: Request<Body>) -> Result<u16, hyper::Error> {
+    /// Sends one request and reads the whole answer; returns its status code and, when
+    /// `keep` is true, its body (`Err` with the reason when the body is too long to keep).
+    async fn exchange(
+        &mut self,
+        req: Request<Body>,
+        keep: bool,
+    ) -> Result<(u16, Option<Result<Vec<u8>, String>>), hyper::Error> {
         let Conn { tx, driver } = self;
         let call = async move {
             tx.ready().await?;
             let resp = tx.send_request(req).await?;
             let status = resp.status().as_u16();
             let mut body = resp.into_body();
+            let mut kept = keep.then(|| Ok(Vec::new()));
             while let Some(frame) = body.frame().await {
-                frame?;
+                let frame = frame?;
+                if let (Some(Ok(buf)), Some(data)) = (kept.as_mut(), frame.data_ref()) {
+                    if buf.len() + data.len() > MAX_CHECKED_BODY {
+                        kept = Some(Err(format!("body over {MAX_CHECKED_BODY} bytes")));
+                    } else {
+                        buf.extend_from_slice(data);
+                    }
+                }
             }
-            Ok(status)
+            Ok((status, kept))
         };
         let mut call = pin!(call);
         loop {
@@ -116,14 +135,64 @@ pub(crate) async fn worker(
     let _ = ready.send(()).await;
     drop(ready);
     while let Some(job) = shared.queue.pop().await {
-        let (outcome, service, ended) = serve(&shared, &mut conn, &job).await;
-        let sample = Sample {
-            slot: job.slot,
-            scheduled: job.scheduled,
-            ended,
-            outcome,
-            service,
+        let sample = serve(&shared, &mut conn, &job).await;
+        if events.send(Event::Done(sample)).is_err() {
+            return;
+        }
+    }
+}
+
+/// When a closed-loop run sends and what it measures.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClosedWindow {
+    pub start: Instant,
+    pub measure_start: Instant,
+    pub end: Instant,
+    /// Seconds in the measured window (the last one takes any overrun).
+    pub seconds: u32,
+}
+
+/// A closed-loop worker: after connecting, waits for the start, then sends each request as
+/// soon as the previous one has ended, until the window ends. Each request counts as
+/// scheduled at the instant it is sent.
+pub(crate) async fn closed_worker(
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedSender<Event>,
+    ready: mpsc::Sender<()>,
+    mut start: tokio::sync::watch::Receiver<Option<ClosedWindow>>,
+    seq: Arc<std::sync::atomic::AtomicU64>,
+) {
+    let mut conn = match tokio::time::timeout(shared.timeout, Conn::open(shared.addr)).await {
+        Ok(Ok(c)) => Some(c),
+        _ => None,
+    };
+    let _ = ready.send(()).await;
+    drop(ready);
+    let Ok(window) = start.wait_for(Option::is_some).await.map(|w| *w) else {
+        return;
+    };
+    let Some(window) = window else { return };
+    tokio::time::sleep_until(tokio::time::Instant::from_std(window.start)).await;
+    loop {
+        let now = Instant::now();
+        if now >= window.end {
+            return;
+        }
+        let slot = now.checked_duration_since(window.measure_start).map(|d| {
+            u32::try_from(d.as_secs())
+                .unwrap_or(u32::MAX)
+                .min(window.seconds - 1)
+        });
+        if slot.is_some() {
+            shared.progress.set_measuring();
+        }
+        let job = Job {
+            seq: seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            scheduled: now,
+            slot,
         };
+        shared.progress.add_issued(1);
+        let sample = serve(&shared, &mut conn, &job).await;
         if events.send(Event::Done(sample)).is_err() {
             return;
         }
@@ -131,16 +200,31 @@ pub(crate) async fn worker(
 }
 
 /// One job: reuse or open the connection, send, read, classify.
-async fn serve(
-    shared: &Shared,
-    conn: &mut Option<Conn>,
-    job: &Job,
-) -> (Outcome, Option<Duration>, Instant) {
+async fn serve(shared: &Shared, conn: &mut Option<Conn>, job: &Job) -> Sample {
+    let (outcome, service, ended, check) = attempt(shared, conn, job).await;
+    Sample {
+        slot: job.slot,
+        scheduled: job.scheduled,
+        ended,
+        outcome,
+        service,
+        check,
+    }
+}
+
+type Attempt = (
+    Outcome,
+    Option<Duration>,
+    Instant,
+    Option<Result<(), String>>,
+);
+
+async fn attempt(shared: &Shared, conn: &mut Option<Conn>, job: &Job) -> Attempt {
     let deadline = job.scheduled + shared.timeout;
     let now = Instant::now();
     if now >= deadline {
         // Waited in the queue for a free connection past its whole budget.
-        return (Outcome::Dropped, None, now);
+        return (Outcome::Dropped, None, now, None);
     }
     let deadline_t = tokio::time::Instant::from_std(deadline);
 
@@ -152,34 +236,55 @@ async fn serve(
         *conn = None;
         match timeout_at(deadline_t, Conn::open(shared.addr)).await {
             Ok(Ok(c)) => *conn = Some(c),
-            Ok(Err(_)) | Err(_) => return (Outcome::ConnectError, None, Instant::now()),
+            Ok(Err(_)) | Err(_) => return (Outcome::ConnectError, None, Instant::now(), None),
         }
     }
     let Some(c) = conn.as_mut() else {
-        return (Outcome::OtherError, None, Instant::now());
+        return (Outcome::OtherError, None, Instant::now(), None);
     };
 
     let req = build_request(shared, job.seq);
+    let keep = shared.check != ResponseCheck::None;
     let sent_at = Instant::now();
-    let result = timeout_at(deadline_t, c.exchange(req)).await;
+    let result = timeout_at(deadline_t, c.exchange(req, keep)).await;
     let ended = Instant::now();
     match result {
-        Ok(Ok(code)) => {
+        Ok(Ok((code, body))) => {
             if c.driver.is_none() {
                 // Answered, then closed (e.g. `Connection: close`): reconnect next time.
                 *conn = None;
             }
-            (Outcome::Answered(code), Some(ended - sent_at), ended)
+            let check = check(shared.check, code, body);
+            (Outcome::Answered(code), Some(ended - sent_at), ended, check)
         }
         Ok(Err(_)) => {
             *conn = None;
-            (Outcome::OtherError, None, ended)
+            (Outcome::OtherError, None, ended, None)
         }
         Err(_) => {
             // The answer may still come: this connection cannot be reused.
             *conn = None;
-            (Outcome::Timeout, None, ended)
+            (Outcome::Timeout, None, ended, None)
         }
+    }
+}
+
+/// Applies the response check to one answer; `None` when the answer is not subject to it.
+fn check(
+    kind: ResponseCheck,
+    code: u16,
+    body: Option<Result<Vec<u8>, String>>,
+) -> Option<Result<(), String>> {
+    match kind {
+        ResponseCheck::None => None,
+        ResponseCheck::BidResponse if code != 200 => None,
+        ResponseCheck::BidResponse => Some(match body {
+            Some(Ok(bytes)) => openrtb::decode::<openrtb::BidResponse>(&bytes)
+                .map(drop)
+                .map_err(|e| format!("not a valid BidResponse: {e}")),
+            Some(Err(why)) => Err(why),
+            None => Err("body not kept".to_owned()),
+        }),
     }
 }
 

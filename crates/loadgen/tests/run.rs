@@ -338,7 +338,7 @@ async fn refuses_bad_input() {
         matches!(e, LoadError::InvalidSpec { field: "rate", .. }),
         "{e}"
     );
-    s.rate = 10.0;
+    s.arrivals = loadgen::Arrivals::Rate(10.0);
     s.connections = 0;
     let e = run(&s, tiny_corpus()).await.unwrap_err();
     assert!(e.to_string().contains("connections"), "{e}");

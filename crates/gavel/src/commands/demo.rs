@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome, RequestOutcome};
 use exchange::{Config, Exchange, Metrics};
-use loadgen::{Corpus, LoadSpec, Report};
+use loadgen::{Arrivals, Corpus, LoadSpec, Report, ResponseCheck};
 use openrtb::Price;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -74,11 +74,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     let spec = LoadSpec {
         url,
-        rate: args.rate,
+        arrivals: Arrivals::Rate(args.rate),
         duration: args.duration,
         connections: (in_flight as usize * 2).clamp(32, 4096),
         timeout: Duration::from_millis(u64::from(args.tmax) * 10),
         warmup: Duration::ZERO,
+        check: ResponseCheck::None,
     };
     let corpus = Arc::new(Corpus::generated(args.seed, 1000, args.tmax));
     let report = loadgen::run(&spec, corpus).await?;

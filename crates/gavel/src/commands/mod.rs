@@ -16,7 +16,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Exchange(args) => exchange::run(args).await,
         Command::Sim(args) => sim::run(args).await,
-        Command::Load(args) => load::run(args).await,
+        Command::Load(args) => load::run(*args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
     }

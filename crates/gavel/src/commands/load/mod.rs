@@ -1,0 +1,204 @@
+//! `gavel load`: one run (open loop at a rate, rate steps or a ramp; or closed loop), or a
+//! capacity search; figures as text, JSON and a self-contained HTML report.
+
+mod progress_line;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use loadgen::capacity::{self, CapacitySpec};
+use loadgen::{Arrivals, Corpus, LoadSpec, Progress, ResponseCheck};
+
+use crate::cli::{CheckArg, LoadArgs, RateArg};
+
+/// Generated corpus size: enough variety that caches see realistic diversity.
+const GENERATED_REQUESTS: usize = 1000;
+/// Measured length of a run when --duration is not given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Length and warm-up of each capacity trial when not given.
+const DEFAULT_TRIAL: Duration = Duration::from_secs(5);
+const DEFAULT_TRIAL_WARMUP: Duration = Duration::from_secs(1);
+
+pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
+    let corpus = match &args.requests {
+        Some(path) => Corpus::from_path(path)?,
+        None => Corpus::generated(args.seed, GENERATED_REQUESTS, args.tmax),
+    };
+    let corpus = Arc::new(corpus);
+    let spec = spec_of(&args)?;
+    if args.find_capacity {
+        return find_capacity(&args, spec, corpus).await;
+    }
+
+    let progress = Progress::new();
+    let line = progress_line::start(Arc::clone(&progress), !args.no_progress);
+    let result = loadgen::run_with_progress(&spec, corpus, progress).await;
+    line.stop().await;
+    let report = result?;
+
+    print!("{}", report.render_text());
+    let mut json = report.to_json();
+    if let Some(slo) = args.slo {
+        let share = report.share_within(slo);
+        println!("within {slo:?}: {:.3}% of requests sent", 100.0 * share);
+        json["slo"] = serde_json::json!({ "ms": slo.as_secs_f64() * 1000.0, "share": share });
+    }
+    if let Some(path) = &args.json {
+        write(path, &serde_json::to_string_pretty(&json)?)?;
+    }
+    if let Some(path) = &args.html {
+        let html = loadgen::render_html(&report, "gavel load", &params(&args, &spec));
+        write(path, &html)?;
+    }
+    Ok(())
+}
+
+/// The run described by the flags (for a capacity search: each trial's template).
+fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
+    let default_duration = if args.find_capacity {
+        DEFAULT_TRIAL
+    } else {
+        DEFAULT_DURATION
+    };
+    let mut duration = args.duration.unwrap_or(default_duration);
+    let arrivals = match (args.closed_loop, args.ramp, args.rate) {
+        (true, _, RateArg::Fixed(_)) => Arrivals::Closed,
+        (true, _, RateArg::Steps { .. }) => bail!("--closed-loop takes no rate steps"),
+        (false, Some((from, to)), RateArg::Fixed(_)) => Arrivals::Ramp { from, to },
+        (false, Some(_), RateArg::Steps { .. }) => {
+            bail!("--ramp and rate steps exclude each other")
+        }
+        (false, None, RateArg::Fixed(r)) => Arrivals::Rate(r),
+        (false, None, RateArg::Steps { from, to, step }) => {
+            if args.find_capacity {
+                bail!("--find-capacity takes one starting --rate, not steps");
+            }
+            let arrivals = Arrivals::Steps { from, to, step };
+            let steps = arrivals.step_rates().len() as u32;
+            duration = args.step_duration.unwrap_or(duration) * steps;
+            arrivals
+        }
+    };
+    if args.step_duration.is_some() && !matches!(arrivals, Arrivals::Steps { .. }) {
+        bail!("--step-duration needs rate steps, e.g. --rate 1000:5000:1000");
+    }
+    let default_warmup = if args.find_capacity {
+        DEFAULT_TRIAL_WARMUP
+    } else {
+        Duration::ZERO
+    };
+    let spec = LoadSpec {
+        url: args.url.clone(),
+        arrivals,
+        duration,
+        connections: args.connections,
+        timeout: args.timeout,
+        warmup: args.warmup.unwrap_or(default_warmup),
+        check: match args.check {
+            Some(CheckArg::BidResponse) => ResponseCheck::BidResponse,
+            None => ResponseCheck::None,
+        },
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> anyhow::Result<()> {
+    let Some(slo) = args.slo_p99 else {
+        bail!("--find-capacity needs --slo-p99, e.g. --slo-p99 10ms");
+    };
+    let mut cap = CapacitySpec::new(slo);
+    cap.min_success = args.min_success;
+    cap.max_rate = args.max_rate;
+    cap.start_rate = match args.rate {
+        RateArg::Fixed(r) => r.min(args.max_rate),
+        RateArg::Steps { from, .. } => from,
+    };
+    cap.min_rate = cap.min_rate.min(cap.start_rate);
+    println!(
+        "searching for the highest rate with p99 <= {slo:?} and >= {}% answered 2xx \
+         ({:?} per trial after {:?} of warm-up)",
+        100.0 * cap.min_success,
+        base.duration,
+        base.warmup
+    );
+    let result = capacity::find_capacity(&base, corpus, &cap, |trial| {
+        if trial.report.sent > 0 {
+            println!("{}", capacity::trial_line(trial));
+        }
+    })
+    .await?;
+    let text = result.render_text();
+    // The trial lines were printed as they came; the verdict is the last line.
+    if let Some(verdict) = text.lines().last() {
+        println!("{verdict}");
+    }
+    if let Some(path) = &args.json {
+        write(path, &serde_json::to_string_pretty(&result.to_json())?)?;
+    }
+    if let Some(path) = &args.html {
+        let Some(at) = result.at_capacity() else {
+            bail!(
+                "no rate passed, so there is no run to draw in {}",
+                path.display()
+            );
+        };
+        let mut params = params(args, &base);
+        params.push((
+            "capacity".to_owned(),
+            text.lines().last().unwrap_or_default().to_owned(),
+        ));
+        params.push(("trials".to_owned(), trials_summary(&result.trials)));
+        write(
+            path,
+            &loadgen::render_html(&at.report, "gavel load: run at capacity", &params),
+        )?;
+    }
+    Ok(())
+}
+
+fn trials_summary(trials: &[capacity::Trial]) -> String {
+    trials
+        .iter()
+        .map(|t| {
+            format!(
+                "{}/s {} (p99 {:.2} ms)",
+                t.rate,
+                if t.passed { "pass" } else { "fail" },
+                t.report.percentile_ms(99.0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The run's parameters, for the HTML report.
+fn params(args: &LoadArgs, spec: &LoadSpec) -> Vec<(String, String)> {
+    let corpus = match &args.requests {
+        Some(p) => format!("{}", p.display()),
+        None => format!(
+            "{GENERATED_REQUESTS} generated OpenRTB 2.6 requests (seed {}, tmax {} ms)",
+            args.seed, args.tmax
+        ),
+    };
+    vec![
+        ("url".to_owned(), spec.url.clone()),
+        ("arrivals".to_owned(), spec.arrivals.describe()),
+        ("duration".to_owned(), format!("{:?}", spec.duration)),
+        ("warm-up".to_owned(), format!("{:?}", spec.warmup)),
+        ("connections".to_owned(), spec.connections.to_string()),
+        ("timeout".to_owned(), format!("{:?}", spec.timeout)),
+        ("requests".to_owned(), corpus),
+        ("check".to_owned(), format!("{:?}", spec.check)),
+        (
+            "generator".to_owned(),
+            format!("gavel {}", env!("CARGO_PKG_VERSION")),
+        ),
+    ]
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

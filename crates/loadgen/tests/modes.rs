@@ -1,0 +1,305 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Rate steps, ramps, closed loop, the response check, live progress and the capacity search,
+//! each against a real hyper server on 127.0.0.1.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{ok_json, serve, status};
+use http::Response;
+use http_body_util::Full;
+use loadgen::capacity::{CapacitySpec, find_capacity};
+use loadgen::{Arrivals, Corpus, LoadSpec, Progress, ResponseCheck, run, run_with_progress};
+
+fn spec(url: String, arrivals: Arrivals, secs: f64) -> LoadSpec {
+    let mut s = LoadSpec::new(url, 1.0, Duration::from_secs_f64(secs));
+    s.arrivals = arrivals;
+    s.connections = 8;
+    s
+}
+
+fn corpus() -> Arc<Corpus> {
+    Arc::new(Corpus::from_bodies(vec![Bytes::from_static(
+        b"{\"id\":\"x\",\"imp\":[]}",
+    )]))
+}
+
+/// A server that notes when each request arrived, relative to the first.
+async fn recording_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<Instant>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = Arc::clone(&seen);
+    let addr = serve(move |_| {
+        s2.lock().unwrap().push(Instant::now());
+        async { status(204) }
+    })
+    .await;
+    (addr, seen)
+}
+
+/// Three steps of 0.5 s: exact counts per step, each step with its own figures, and the
+/// server sees the rate change at the step boundaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_steps_have_their_own_figures() {
+    let (addr, seen) = recording_server().await;
+    let arrivals = Arrivals::Steps {
+        from: 200.0,
+        to: 600.0,
+        step: 200.0,
+    };
+    let r = run(&spec(format!("http://{addr}/"), arrivals, 1.5), corpus())
+        .await
+        .unwrap();
+    assert_eq!(r.sent, 100 + 200 + 300);
+    assert_eq!(r.status.no_content_204, 600);
+    assert_eq!(r.phases.len(), 3);
+    let sent: Vec<u64> = r.phases.iter().map(|p| p.sent).collect();
+    assert_eq!(sent, vec![100, 200, 300]);
+    let offered: Vec<f64> = r.phases.iter().map(|p| p.rate_offered).collect();
+    assert_eq!(offered, vec![200.0, 400.0, 600.0]);
+    for p in &r.phases {
+        assert_eq!(p.latency.len(), p.sent);
+        assert!((p.rate_achieved() - p.rate_offered).abs() < 1e-6);
+        assert!((p.success_share() - 1.0).abs() < 1e-9);
+    }
+    // Server side: arrivals per step, within a generous margin for scheduling noise.
+    let times = seen.lock().unwrap().clone();
+    let t0 = times[0];
+    let in_window = |a: f64, b: f64| {
+        times
+            .iter()
+            .filter(|t| {
+                let s = t.duration_since(t0).as_secs_f64();
+                s >= a && s < b
+            })
+            .count()
+    };
+    // The middle of each step, away from the boundaries: 0.1..0.4 s of each.
+    for (k, rate) in [200.0, 400.0, 600.0].into_iter().enumerate() {
+        let base = 0.5 * k as f64;
+        let n = in_window(base + 0.1, base + 0.4) as f64;
+        let expect = rate * 0.3;
+        assert!(
+            (n - expect).abs() <= expect * 0.35,
+            "step {k}: {n} requests in 0.3 s, expected about {expect}"
+        );
+    }
+    let json = r.to_json();
+    assert_eq!(json["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(json["steps"][2]["sent"], 300);
+    assert!(json["steps"][1]["latency_ms"]["p99"].is_f64());
+    assert!(r.render_text().contains("offered/s"), "{}", r.render_text());
+}
+
+/// A ramp from 100/s to 500/s over 1 s sends the area under the line, more in its second
+/// half than in its first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramp_rises() {
+    let (addr, seen) = recording_server().await;
+    let arrivals = Arrivals::Ramp {
+        from: 100.0,
+        to: 500.0,
+    };
+    let r = run(&spec(format!("http://{addr}/"), arrivals, 1.0), corpus())
+        .await
+        .unwrap();
+    assert_eq!(r.sent, 300);
+    assert_eq!(r.completed, 300);
+    assert!(r.phases.is_empty());
+    // By the schedule, 125 requests fall in the first half and 175 in the second.
+    let times = seen.lock().unwrap().clone();
+    let t0 = times[0];
+    let first_half = times
+        .iter()
+        .filter(|t| t.duration_since(t0) < Duration::from_millis(500))
+        .count();
+    assert!((100..=150).contains(&first_half), "{first_half}");
+}
+
+/// Closed loop: no schedule, every connection sends back to back; nothing is dropped and the
+/// offered rate is not defined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_sends_back_to_back() {
+    let (addr, seen) = recording_server().await;
+    let mut s = spec(format!("http://{addr}/"), Arrivals::Closed, 0.5);
+    s.connections = 4;
+    s.warmup = Duration::from_millis(200);
+    let r = run(&s, corpus()).await.unwrap();
+    assert!(r.sent > 100, "{r:?}");
+    assert_eq!(r.completed, r.sent);
+    assert_eq!(r.status.dropped, 0);
+    assert_eq!(r.rate_offered, None);
+    assert_eq!(r.latency.len(), r.sent);
+    // The server saw the warm-up requests too.
+    assert!(seen.lock().unwrap().len() as u64 > r.sent);
+    assert!(r.to_json()["rate_offered"].is_null());
+    assert!(
+        r.render_text().contains("closed loop"),
+        "{}",
+        r.render_text()
+    );
+}
+
+/// The contrast behind open loop: one 1 s stall, one connection. Closed loop waits politely
+/// and its p99 stays small; open loop counts every request that was due during the stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_hides_a_stall_that_open_loop_shows() {
+    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = {
+        let (start, stalled) = (Arc::clone(&start), Arc::clone(&stalled));
+        serve(move |_| {
+            let t0 = *start.get_or_init(Instant::now);
+            let stall = t0.elapsed() >= Duration::from_millis(200)
+                && !stalled.swap(true, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if stall {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                ok_json()
+            }
+        })
+        .await
+    };
+    let mut s = spec(format!("http://{addr}/"), Arrivals::Closed, 2.0);
+    s.connections = 1;
+    s.timeout = Duration::from_secs(5);
+    let closed = run(&s, corpus()).await.unwrap();
+    assert!(closed.percentile_ms(100.0) >= 950.0, "{closed:?}");
+    assert!(closed.percentile_ms(99.0) < 100.0, "{closed:?}");
+
+    // Same server shape, open loop at 300/s: a third of a second's worth waited the stall out.
+    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = {
+        let (start, stalled) = (Arc::clone(&start), Arc::clone(&stalled));
+        serve(move |_| {
+            let t0 = *start.get_or_init(Instant::now);
+            let stall = t0.elapsed() >= Duration::from_millis(200)
+                && !stalled.swap(true, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if stall {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                ok_json()
+            }
+        })
+        .await
+    };
+    s.url = format!("http://{addr}/");
+    s.arrivals = Arrivals::Rate(300.0);
+    let open = run(&s, corpus()).await.unwrap();
+    assert!(open.percentile_ms(99.0) >= 500.0, "{open:?}");
+    assert!(open.percentile_ms(99.9) >= 900.0, "{open:?}");
+}
+
+/// The BidResponse check counts valid and invalid 200s and ignores 204s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_check_counts_invalid_answers() {
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let n2 = Arc::clone(&n);
+    let addr = serve(move |_| {
+        let i = n2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async move {
+            match i % 4 {
+                0 => Response::new(Full::new(Bytes::from_static(
+                    b"{\"id\":\"1\",\"seatbid\":[{\"bid\":[{\"id\":\"b\",\"impid\":\"1\",\"price\":1.5}]}]}",
+                ))),
+                1 => Response::new(Full::new(Bytes::from_static(b"{\"id\":\"1\"}"))),
+                2 => Response::new(Full::new(Bytes::from_static(
+                    b"{\"seatbid\":[{\"bid\":[{\"id\":\"b\",\"price\":1}]}]}",
+                ))),
+                _ => status(204),
+            }
+        }
+    })
+    .await;
+    let mut s = spec(format!("http://{addr}/"), Arrivals::Rate(400.0), 0.5);
+    s.connections = 1;
+    s.check = ResponseCheck::BidResponse;
+    let r = run(&s, corpus()).await.unwrap();
+    assert_eq!(r.sent, 200);
+    let c = r.check.clone().unwrap();
+    assert_eq!((c.checked, c.valid, c.invalid), (150, 100, 50));
+    let why = c.first_error.unwrap();
+    assert!(why.contains("BidResponse"), "{why}");
+    // 2xx answers that failed the check are not successes.
+    assert!((r.success_share() - 0.75).abs() < 1e-9);
+    assert_eq!(r.to_json()["check"]["invalid"], 50);
+    assert!(r.render_text().contains("50 invalid"));
+
+    // Without a check, nothing is counted.
+    s.check = ResponseCheck::None;
+    let r = run(&s, corpus()).await.unwrap();
+    assert!(r.check.is_none());
+    assert!(r.to_json()["check"].is_null());
+}
+
+/// The live counters end consistent with the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_everything() {
+    let addr = serve(|_| async { ok_json() }).await;
+    let mut s = spec(format!("http://{addr}/"), Arrivals::Rate(500.0), 0.4);
+    s.warmup = Duration::from_millis(200);
+    let progress = Progress::new();
+    let r = run_with_progress(&s, corpus(), Arc::clone(&progress))
+        .await
+        .unwrap();
+    let snap = progress.snapshot();
+    assert_eq!(r.sent, 200);
+    assert_eq!(snap.issued, 300, "warm-up included");
+    assert_eq!(snap.ended, 300);
+    assert_eq!(snap.in_flight, 0);
+    assert_eq!(snap.errors, 0);
+    assert!(snap.measuring);
+    assert!(snap.p99_ms.is_some());
+}
+
+fn quick_capacity(slo_ms: u64) -> CapacitySpec {
+    let mut c = CapacitySpec::new(Duration::from_millis(slo_ms));
+    c.start_rate = 100.0;
+    c.max_rate = 400.0;
+    c.min_rate = 50.0;
+    c.pause = Duration::from_millis(50);
+    c
+}
+
+/// A fast server passes every rate up to the ceiling: 100, 200, 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_search_climbs_to_the_ceiling() {
+    let addr = serve(|_| async { status(204) }).await;
+    let base = spec(format!("http://{addr}/"), Arrivals::Rate(1.0), 0.3);
+    let mut lines = Vec::new();
+    let result = find_capacity(&base, corpus(), &quick_capacity(500), |t| {
+        lines.push(t.rate);
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines, vec![100.0, 200.0, 400.0]);
+    assert_eq!(result.capacity, Some(400.0));
+    assert_eq!(result.at_capacity().unwrap().report.sent, 120);
+    let json = result.to_json();
+    assert_eq!(json["capacity"], 400.0);
+    assert_eq!(json["trials"].as_array().unwrap().len(), 3);
+    assert_eq!(json["at_capacity"]["sent"], 120);
+    assert!(result.render_text().contains("capacity: 400/s"));
+}
+
+/// A server that fails every request has no capacity: the search walks down to the floor,
+/// trying each failed rate twice, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_search_reports_none_when_everything_fails() {
+    let addr = serve(|_| async { status(503) }).await;
+    let base = spec(format!("http://{addr}/"), Arrivals::Rate(1.0), 0.2);
+    let result = find_capacity(&base, corpus(), &quick_capacity(500), |_| {})
+        .await
+        .unwrap();
+    let rates: Vec<f64> = result.trials.iter().map(|t| t.rate).collect();
+    assert_eq!(rates, vec![100.0, 100.0, 50.0, 50.0]);
+    assert_eq!(result.capacity, None);
+    assert!(result.at_capacity().is_none());
+    assert!(result.to_json()["capacity"].is_null());
+    assert!(result.render_text().contains("none found"));
+}
