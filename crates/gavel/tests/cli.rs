@@ -162,3 +162,152 @@ fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `gavel baseline` on a free port of 127.0.0.1, killed when dropped.
+struct Baseline {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Baseline {
+    fn start() -> Baseline {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = gavel()
+            .args(["baseline", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(
+            line.contains("listening"),
+            "baseline did not start: {line:?}"
+        );
+        Baseline {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for Baseline {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gavel-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn load_steps_write_json_and_an_html_report() {
+    let server = Baseline::start();
+    let dir = temp_dir("steps");
+    let (json, html) = (dir.join("steps.json"), dir.join("steps.html"));
+    let (ok, stdout, stderr) = run(&[
+        "load",
+        "--url",
+        &server.url,
+        "--rate",
+        "200:400:200",
+        "--step-duration",
+        "500ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("sent 300"), "{stdout}");
+    assert!(stdout.contains("offered/s"), "{stdout}");
+    // stderr is not a terminal here: no progress line.
+    assert!(!stderr.contains("req/s"), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(report["steps"][1]["rate_offered"], 400.0);
+    assert_eq!(report["status"]["no_content_204"], 300);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{}", &page[..100]);
+    assert_eq!(page.matches("<svg").count(), 3);
+    assert!(page.contains(&server.url));
+    assert!(page.contains("Rate steps"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn load_finds_capacity_up_to_the_ceiling() {
+    let server = Baseline::start();
+    let dir = temp_dir("capacity");
+    let json = dir.join("capacity.json");
+    let (ok, stdout, stderr) = run(&[
+        "load",
+        "--url",
+        &server.url,
+        "--find-capacity",
+        "--slo-p99",
+        "500ms",
+        "--rate",
+        "100",
+        "--max-rate",
+        "400",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("capacity: 400/s"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["capacity"], 400.0);
+    assert_eq!(report["trials"].as_array().unwrap().len(), 3);
+    assert_eq!(report["at_capacity"]["sent"], 120);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn load_closed_loop_and_flag_conflicts() {
+    let server = Baseline::start();
+    let (ok, stdout, stderr) = run(&[
+        "load",
+        "--url",
+        &server.url,
+        "--closed-loop",
+        "--connections",
+        "2",
+        "--duration",
+        "300ms",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("closed loop"), "{stdout}");
+    for (args, flag) in [
+        (
+            vec!["--closed-loop", "--find-capacity", "--slo-p99", "5ms"],
+            "--find-capacity",
+        ),
+        (vec!["--find-capacity"], "--slo-p99"),
+        (vec!["--rate", "100:50:10"], "rise"),
+        (vec!["--step-duration", "1s"], "--step-duration"),
+    ] {
+        let mut all = vec!["load", "--url", server.url.as_str()];
+        all.extend(args);
+        let (ok, _, stderr) = run(&all);
+        assert!(!ok, "{all:?} was accepted");
+        assert!(stderr.contains(flag), "{all:?}: {stderr}");
+    }
+}

@@ -3,20 +3,23 @@
 //!
 //! # Open loop, no coordinated omission
 //!
-//! Requests are due on a fixed schedule, request `i` at `start + i / rate` (absolute instants,
-//! never accumulated sleeps), whatever the target does. Latency is measured from that
+//! Requests are due on a fixed schedule ([`Arrivals`]: a constant rate, rate steps or a
+//! ramp), request `i` at an instant computed from `i` alone (never accumulated sleeps),
+//! whatever the target does. Latency is measured from that
 //! *scheduled* instant to the end of the answer. When the target stalls, requests keep coming
 //! due, wait for a free connection, and their waiting time is part of their latency: a stall
 //! shows in the percentiles instead of being skipped by a client that politely waits (the
 //! "coordinated omission" of closed-loop tools). [`Report::service_time`] keeps the naive
-//! send-to-answer figure for comparison.
+//! send-to-answer figure for comparison, and [`Arrivals::Closed`] runs the closed loop itself,
+//! to compare with wrk.
 //!
 //! # Engine
 //!
-//! * A scheduler on a dedicated blocking thread sleeps (with the OS timer, tens of µs
-//!   precise; tokio's timer wheel has a 1 ms tick that would add up to 1 ms to every
-//!   measurement) until each due instant and pushes a job into a bounded queue; it never
-//!   blocks on the workers. A full queue drops the job (counted in `status.dropped`).
+//! * A scheduler task waits for each due instant on a `timerfd` registered with the runtime
+//!   (tens of µs precise, on the runtime's own thread; tokio's timer wheel has a 1 ms tick
+//!   that would add up to 1 ms to every measurement) and pushes a job into a bounded queue;
+//!   it never blocks on the workers. A full queue drops the job (counted in
+//!   `status.dropped`). How late it ran is [`Report::schedule_lag`].
 //! * `connections` workers each own one keep-alive HTTP/1.1 connection (hyper, TCP_NODELAY)
 //!   and take jobs from the queue one at a time. A job still waiting at
 //!   `scheduled + timeout` is dropped; a request not answered by then is a timeout and its
@@ -25,6 +28,10 @@
 //!   including the per-second timeline.
 //! * After the schedule ends, in-flight requests get until their own deadline; the run is
 //!   over by `warmup + duration + timeout` plus a little.
+//! * In closed loop there is no scheduler: each worker sends its next request when the
+//!   previous one ends, until the window closes.
+//! * On one core, run it on a current-thread runtime (as `gavel --threads 1` does): every
+//!   wake-up then stays on one thread. [`capacity`] searches for the highest sustainable rate.
 //!
 //! # Example
 //!
@@ -52,12 +59,14 @@ mod progress;
 mod queue;
 mod report;
 mod schedule;
+mod scheduler;
 mod spec;
+mod timer;
 mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -76,9 +85,9 @@ pub use spec::{
     ResponseCheck,
 };
 
-use collect::{Collector, Counting, Event, Sample};
-use queue::{Job, JobQueue};
-use report::Outcome;
+use collect::{Collector, Counting};
+use queue::JobQueue;
+use scheduler::Clock;
 use spec::{PhasePlan, Target};
 use worker::{ClosedWindow, Shared};
 
@@ -127,8 +136,6 @@ pub async fn run_with_progress(
         progress: Arc::clone(&progress),
     });
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let _cancel_guard = CancelOnDrop(Arc::clone(&cancel));
     let (window_tx, window_rx) = watch::channel(None);
     let seq = Arc::new(AtomicU64::new(0));
 
@@ -152,21 +159,19 @@ pub async fn run_with_progress(
     let seconds = (spec.duration.as_secs_f64().ceil() as u32).max(1);
     let (scheduler, counting, phases) = match plan {
         Some((segments, phases)) => {
-            let queue = Arc::clone(&queue);
-            let events = events_tx.clone();
-            let cancel = Arc::clone(&cancel);
-            let progress = Arc::clone(&progress);
-            let warmup = spec.warmup;
-            let schedule = Box::new(Segments::new(segments));
-            let handle = tokio::task::spawn_blocking(move || {
-                let clock = Clock {
-                    start,
-                    warmup,
-                    seconds,
-                };
-                drive_schedule(schedule, clock, &queue, &events, &cancel, &progress);
-            });
-            (Some(handle), Counting::Scheduled, phases)
+            let clock = Clock {
+                start,
+                warmup: spec.warmup,
+                seconds,
+            };
+            let handle = tokio::spawn(scheduler::drive(
+                Box::new(Segments::new(segments)),
+                clock,
+                Arc::clone(&queue),
+                events_tx.clone(),
+                Arc::clone(&progress),
+            ));
+            (Some(AbortOnDrop(handle)), Counting::Scheduled, phases)
         }
         None => {
             queue.close();
@@ -191,11 +196,13 @@ pub async fn run_with_progress(
     );
     let collected = collector.run(events_rx).await;
 
-    if let Some(scheduler) = scheduler {
-        scheduler
+    let schedule_lag = match scheduler {
+        Some(mut scheduler) => (&mut scheduler.0)
             .await
-            .map_err(|e| LoadError::Internal(format!("scheduler: {e}")))?;
-    }
+            .map_err(|e| LoadError::Internal(format!("scheduler: {e}")))?
+            .map_err(|e| LoadError::Internal(format!("scheduler timer: {e}")))?,
+        None => new_histogram(),
+    };
     while let Some(res) = workers.join_next().await {
         res.map_err(|e| LoadError::Internal(format!("connection worker: {e}")))?;
     }
@@ -226,111 +233,16 @@ pub async fn run_with_progress(
         service_time: collected.service_time,
         timeline: collected.timeline,
         phases: collected.phases,
+        schedule_lag,
         check: (spec.check != ResponseCheck::None).then_some(collected.check),
     })
 }
 
-/// Sets the flag when dropped: stops the scheduler thread if the run future is dropped.
-struct CancelOnDrop(Arc<AtomicBool>);
+/// Aborts the task when dropped: stops the scheduler if the run future is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
-impl Drop for CancelOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.abort();
     }
-}
-
-/// The scheduler's frame of reference: when the run started, how long the warm-up lasts and
-/// how many seconds the measured window has.
-#[derive(Debug, Clone, Copy)]
-struct Clock {
-    start: Instant,
-    warmup: Duration,
-    seconds: u32,
-}
-
-/// The scheduler loop, on its own thread: wait for each due instant, enqueue, account for the
-/// seconds of the measured window.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "a dedicated blocking thread, not a runtime worker: std's sleep is ~50 µs \
-              precise where tokio's timer has a 1 ms tick that would bias every latency"
-)]
-fn drive_schedule(
-    mut schedule: Box<dyn Schedule>,
-    clock: Clock,
-    queue: &JobQueue,
-    events: &mpsc::UnboundedSender<Event>,
-    cancel: &AtomicBool,
-    progress: &Progress,
-) {
-    const MAX_NAP: Duration = Duration::from_millis(50);
-    let Clock {
-        start,
-        warmup,
-        seconds,
-    } = clock;
-    let mut second = 0u32;
-    let mut measuring = false;
-    let mut in_second = 0u64;
-    let mut seq = 0u64;
-    'schedule: while let Some(offset) = schedule.next_offset() {
-        let due = start + offset;
-        loop {
-            if cancel.load(Ordering::Relaxed) {
-                break 'schedule;
-            }
-            let now = Instant::now();
-            if now >= due {
-                break;
-            }
-            std::thread::sleep((due - now).min(MAX_NAP));
-        }
-        let slot = offset
-            .checked_sub(warmup)
-            .map(|o| (o.as_secs() as u32).min(seconds - 1));
-        if let Some(s) = slot {
-            if !measuring {
-                measuring = true;
-                progress.set_measuring();
-            }
-            while second < s {
-                let _ = events.send(Event::Scheduled {
-                    second,
-                    count: in_second,
-                });
-                second += 1;
-                in_second = 0;
-            }
-            in_second += 1;
-        }
-        let job = Job {
-            seq,
-            scheduled: due,
-            slot,
-        };
-        seq += 1;
-        progress.add_issued(1);
-        if let Err(job) = queue.push(job) {
-            let sample = Sample {
-                slot: job.slot,
-                scheduled: job.scheduled,
-                ended: Instant::now(),
-                outcome: Outcome::Dropped,
-                service: None,
-                check: None,
-            };
-            let _ = events.send(Event::Done(sample));
-        }
-    }
-    if !cancel.load(Ordering::Relaxed) {
-        while second < seconds {
-            let _ = events.send(Event::Scheduled {
-                second,
-                count: in_second,
-            });
-            second += 1;
-            in_second = 0;
-        }
-    }
-    queue.close();
 }

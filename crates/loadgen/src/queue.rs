@@ -1,4 +1,4 @@
-//! The bounded multi-consumer queue between the scheduler thread and the connection workers.
+//! The bounded multi-consumer queue between the scheduler task and the connection workers.
 //!
 //! A job waits here while every connection is busy: its latency keeps growing from its
 //! scheduled instant, which is the open-loop accounting we want. The producer never blocks:

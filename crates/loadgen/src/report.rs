@@ -227,6 +227,11 @@ pub struct Report {
     pub timeline: Vec<Second>,
     /// One entry per rate step ([`Arrivals::Steps`]); empty otherwise.
     pub phases: Vec<Phase>,
+    /// How late the generator itself issued each measured request, in µs from its scheduled
+    /// instant (open loop; empty in closed loop). This lag is part of `latency`: a p99 here
+    /// that is not small next to the target's means the generator, not the target, is the
+    /// bottleneck.
+    pub schedule_lag: Histogram<u64>,
     /// Response check counts, when a check was asked for.
     pub check: Option<CheckCounts>,
 }
@@ -370,6 +375,21 @@ impl Report {
             "service ms  {}  (from send, not from schedule: hides queueing)",
             line(&self.service_time)
         );
+        if !self.schedule_lag.is_empty() {
+            let lag = |q| hist_ms(&self.schedule_lag, q);
+            let _ = writeln!(
+                out,
+                "sched lag   p50 {:.2}  p99 {:.2}  max {:.2}  (generator behind its own schedule{})",
+                lag(50.0),
+                lag(99.0),
+                hist_max_ms(&self.schedule_lag),
+                if lag(99.0) > 1.0 {
+                    ": the generator may be the bottleneck"
+                } else {
+                    ""
+                }
+            );
+        }
         if let Some(c) = &self.check {
             let _ = writeln!(
                 out,
@@ -453,6 +473,7 @@ impl Report {
             "status": serde_json::to_value(&self.status).unwrap_or(Value::Null),
             "latency_ms": pct(&self.latency),
             "service_ms": pct(&self.service_time),
+            "schedule_lag_ms": pct(&self.schedule_lag),
             "timeline": serde_json::to_value(&self.timeline).unwrap_or(Value::Null),
             "steps": steps,
             "check": serde_json::to_value(&self.check).unwrap_or(Value::Null),
@@ -490,6 +511,7 @@ mod tests {
             service_time: new_histogram(),
             timeline: vec![],
             phases: vec![],
+            schedule_lag: new_histogram(),
             check: None,
         }
     }

@@ -91,6 +91,27 @@ async fn rate_steps_have_their_own_figures() {
     assert_eq!(json["steps"][2]["sent"], 300);
     assert!(json["steps"][1]["latency_ms"]["p99"].is_f64());
     assert!(r.render_text().contains("offered/s"), "{}", r.render_text());
+    // The HTML report has a row per step and stays well-formed.
+    let html = loadgen::render_html(&r, "steps", &[]);
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&html, opt).unwrap();
+    assert!(html.contains("Rate steps"));
+    let rows: Vec<Vec<String>> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("tr"))
+        .map(|tr| {
+            tr.children()
+                .filter(|c| c.has_tag_name("td"))
+                .map(|td| td.text().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.len() == 8)
+        .collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[2][..3], ["1", "600", "600"], "{rows:?}");
 }
 
 /// A ramp from 100/s to 500/s over 1 s sends the area under the line, more in its second

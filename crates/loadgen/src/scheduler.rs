@@ -1,0 +1,98 @@
+//! The scheduler task: waits for each due instant of the schedule, hands the request to the
+//! connection workers, and tells the collector how many requests each measured second issued.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::sync::mpsc;
+
+use crate::collect::{Event, Sample};
+use crate::progress::Progress;
+use crate::queue::{Job, JobQueue};
+use crate::report::{Outcome, new_histogram};
+use crate::schedule::Schedule;
+use crate::timer::Timer;
+
+/// The scheduler's frame of reference: when the run started, how long the warm-up lasts and
+/// how many seconds the measured window has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub start: Instant,
+    pub warmup: Duration,
+    pub seconds: u32,
+}
+
+/// Runs `schedule` to its end, then closes the queue. Returns how late, in µs, each measured
+/// request was handed over compared with its due instant: the generator's own lag.
+pub(crate) async fn drive(
+    mut schedule: Box<dyn Schedule>,
+    clock: Clock,
+    queue: Arc<JobQueue>,
+    events: mpsc::UnboundedSender<Event>,
+    progress: Arc<Progress>,
+) -> std::io::Result<Histogram<u64>> {
+    let mut timer = Timer::new()?;
+    let mut lag = new_histogram();
+    let Clock {
+        start,
+        warmup,
+        seconds,
+    } = clock;
+    let mut second = 0u32;
+    let mut measuring = false;
+    let mut in_second = 0u64;
+    let mut seq = 0u64;
+    while let Some(offset) = schedule.next_offset() {
+        let due = start + offset;
+        timer.sleep_until(due).await?;
+        let slot = offset
+            .checked_sub(warmup)
+            .map(|o| (o.as_secs() as u32).min(seconds - 1));
+        if let Some(s) = slot {
+            if !measuring {
+                measuring = true;
+                progress.set_measuring();
+            }
+            while second < s {
+                let _ = events.send(Event::Scheduled {
+                    second,
+                    count: in_second,
+                });
+                second += 1;
+                in_second = 0;
+            }
+            in_second += 1;
+            let late = Instant::now().saturating_duration_since(due);
+            lag.saturating_record(u64::try_from(late.as_micros()).unwrap_or(u64::MAX));
+        }
+        let job = Job {
+            seq,
+            scheduled: due,
+            slot,
+        };
+        seq += 1;
+        progress.add_issued(1);
+        if let Err(job) = queue.push(job) {
+            let sample = Sample {
+                slot: job.slot,
+                scheduled: job.scheduled,
+                ended: Instant::now(),
+                outcome: Outcome::Dropped,
+                service: None,
+                check: None,
+            };
+            let _ = events.send(Event::Done(sample));
+        }
+    }
+    while second < seconds {
+        let _ = events.send(Event::Scheduled {
+            second,
+            count: in_second,
+        });
+        second += 1;
+        in_second = 0;
+    }
+    queue.close();
+    Ok(lag)
+}
