@@ -22,12 +22,14 @@
 //!   `status.dropped`). How late it ran is [`Report::schedule_lag`].
 //! * `connections` workers each own one keep-alive HTTP/1.1 connection (hyper, TCP_NODELAY)
 //!   and take jobs from the queue one at a time. A job still waiting at
-//!   `scheduled + timeout` is dropped; a request not answered by then is a timeout and its
-//!   connection is closed and reopened.
+//!   `scheduled + timeout` is dropped; a request not answered by then is a timeout, and its
+//!   late answer is read and discarded for up to one more timeout (at least 1 s) so that the connection
+//!   survives (reconnecting per timeout would collapse the generator under overload).
 //! * One collector task receives one event per request and owns every histogram and counter,
 //!   including the per-second timeline.
 //! * After the schedule ends, in-flight requests get until their own deadline; the run is
-//!   over by `warmup + duration + timeout` plus a little.
+//!   over by `warmup + duration + timeout` plus a little (plus up to `max(timeout, 1 s)` while
+//!   late answers drain).
 //! * In closed loop there is no scheduler: each worker sends its next request when the
 //!   previous one ends, until the window closes.
 //! * On one core, run it on a current-thread runtime (as `gavel --threads 1` does): every

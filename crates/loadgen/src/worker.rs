@@ -24,6 +24,10 @@ use crate::queue::{Job, JobQueue};
 use crate::report::Outcome;
 use crate::spec::{ResponseCheck, Target};
 
+/// Shortest time a timed-out request's late answer is waited for before its connection is
+/// given up.
+const MIN_DRAIN: Duration = Duration::from_secs(1);
+
 /// Largest answer body kept for the response check; a longer one fails the check.
 const MAX_CHECKED_BODY: usize = 1 << 20;
 
@@ -135,8 +139,7 @@ pub(crate) async fn worker(
     let _ = ready.send(()).await;
     drop(ready);
     while let Some(job) = shared.queue.pop().await {
-        let sample = serve(&shared, &mut conn, &job).await;
-        if events.send(Event::Done(sample)).is_err() {
+        if !serve(&shared, &mut conn, &job, &events).await {
             return;
         }
     }
@@ -192,24 +195,54 @@ pub(crate) async fn closed_worker(
             slot,
         };
         shared.progress.add_issued(1);
-        let sample = serve(&shared, &mut conn, &job).await;
-        if events.send(Event::Done(sample)).is_err() {
+        if !serve(&shared, &mut conn, &job, &events).await {
             return;
         }
     }
 }
 
-/// One job: reuse or open the connection, send, read, classify.
-async fn serve(shared: &Shared, conn: &mut Option<Conn>, job: &Job) -> Sample {
-    let (outcome, service, ended, check) = attempt(shared, conn, job).await;
-    Sample {
-        slot: job.slot,
-        scheduled: job.scheduled,
-        ended,
-        outcome,
-        service,
-        check,
+/// One job: reuse or open the connection, send, read, classify, report. False once the
+/// collector is gone.
+async fn serve(
+    shared: &Shared,
+    conn: &mut Option<Conn>,
+    job: &Job,
+    events: &mpsc::UnboundedSender<Event>,
+) -> bool {
+    let report = |(outcome, service, ended, check): Attempt| {
+        let sample = Sample {
+            slot: job.slot,
+            scheduled: job.scheduled,
+            ended,
+            outcome,
+            service,
+            check,
+        };
+        events.send(Event::Done(sample)).is_ok()
+    };
+    let (timeout, call) = match attempt(shared, &mut *conn, job).await {
+        Ok(done) => return report(done),
+        Err(Late { timeout, call }) => (timeout, call),
+    };
+    // Timed out: the request counts as a timeout now. Its answer is still read and discarded,
+    // for up to one more timeout (at least 1 s), so that the connection survives: under overload, closing a
+    // connection per timeout turns into a storm of reconnections that starves the generator
+    // and collapses the rate it can offer.
+    let ok = report(timeout);
+    let reusable = tokio::time::timeout(shared.timeout.max(MIN_DRAIN), call)
+        .await
+        .unwrap_or(false);
+    if !reusable {
+        *conn = None;
     }
+    ok
+}
+
+/// A request that timed out, with its connection still reading the answer: `call` ends true
+/// if the connection is reusable afterwards.
+struct Late<'c> {
+    timeout: Attempt,
+    call: Pin<Box<dyn Future<Output = bool> + Send + 'c>>,
 }
 
 type Attempt = (
@@ -219,12 +252,16 @@ type Attempt = (
     Option<Result<(), String>>,
 );
 
-async fn attempt(shared: &Shared, conn: &mut Option<Conn>, job: &Job) -> Attempt {
+async fn attempt<'c>(
+    shared: &Shared,
+    conn: &'c mut Option<Conn>,
+    job: &Job,
+) -> Result<Attempt, Late<'c>> {
     let deadline = job.scheduled + shared.timeout;
     let now = Instant::now();
     if now >= deadline {
         // Waited in the queue for a free connection past its whole budget.
-        return (Outcome::Dropped, None, now, None);
+        return Ok((Outcome::Dropped, None, now, None));
     }
     let deadline_t = tokio::time::Instant::from_std(deadline);
 
@@ -236,37 +273,59 @@ async fn attempt(shared: &Shared, conn: &mut Option<Conn>, job: &Job) -> Attempt
         *conn = None;
         match timeout_at(deadline_t, Conn::open(shared.addr)).await {
             Ok(Ok(c)) => *conn = Some(c),
-            Ok(Err(_)) | Err(_) => return (Outcome::ConnectError, None, Instant::now(), None),
+            Ok(Err(_)) | Err(_) => {
+                return Ok((Outcome::ConnectError, None, Instant::now(), None));
+            }
         }
     }
-    let Some(c) = conn.as_mut() else {
-        return (Outcome::OtherError, None, Instant::now(), None);
-    };
+    if conn.is_none() {
+        return Ok((Outcome::OtherError, None, Instant::now(), None));
+    }
 
     let req = build_request(shared, job.seq);
     let keep = shared.check != ResponseCheck::None;
     let sent_at = Instant::now();
-    let result = timeout_at(deadline_t, c.exchange(req, keep)).await;
+    // The call owns the connection while it runs, and hands it back (or not) when it ends;
+    // boxed so that a timed-out call can outlive this function and be drained.
+    let mut call: Pin<Box<dyn Future<Output = CallEnd> + Send + 'c>> = Box::pin(async move {
+        let Some(c) = conn.as_mut() else {
+            return CallEnd::Failed;
+        };
+        let result = c.exchange(req, keep).await;
+        let closed = c.driver.is_none();
+        match result {
+            Ok((code, body)) => {
+                if closed {
+                    // Answered, then closed (e.g. `Connection: close`): reconnect next time.
+                    *conn = None;
+                }
+                CallEnd::Answered(code, body)
+            }
+            Err(_) => {
+                *conn = None;
+                CallEnd::Failed
+            }
+        }
+    });
+    let result = timeout_at(deadline_t, &mut call).await;
     let ended = Instant::now();
     match result {
-        Ok(Ok((code, body))) => {
-            if c.driver.is_none() {
-                // Answered, then closed (e.g. `Connection: close`): reconnect next time.
-                *conn = None;
-            }
+        Ok(CallEnd::Answered(code, body)) => {
             let check = check(shared.check, code, body);
-            (Outcome::Answered(code), Some(ended - sent_at), ended, check)
+            Ok((Outcome::Answered(code), Some(ended - sent_at), ended, check))
         }
-        Ok(Err(_)) => {
-            *conn = None;
-            (Outcome::OtherError, None, ended, None)
-        }
-        Err(_) => {
-            // The answer may still come: this connection cannot be reused.
-            *conn = None;
-            (Outcome::Timeout, None, ended, None)
-        }
+        Ok(CallEnd::Failed) => Ok((Outcome::OtherError, None, ended, None)),
+        Err(_) => Err(Late {
+            timeout: (Outcome::Timeout, None, ended, None),
+            call: Box::pin(async move { matches!(call.await, CallEnd::Answered(..)) }),
+        }),
     }
+}
+
+/// How a call on a connection ended.
+enum CallEnd {
+    Answered(u16, Option<Result<Vec<u8>, String>>),
+    Failed,
 }
 
 /// Applies the response check to one answer; `None` when the answer is not subject to it.

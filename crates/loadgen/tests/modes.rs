@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{ok_json, serve, status};
+use common::{ok_json, serve, serve_counted, status};
 use http::Response;
 use http_body_util::Full;
 use loadgen::capacity::{CapacitySpec, find_capacity};
@@ -323,4 +323,27 @@ async fn capacity_search_reports_none_when_everything_fails() {
     assert!(result.at_capacity().is_none());
     assert!(result.to_json()["capacity"].is_null());
     assert!(result.render_text().contains("none found"));
+}
+
+/// A timed-out request keeps its connection: the late answer is read and discarded, so an
+/// overloaded target does not make the generator reconnect once per timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_keep_their_connections() {
+    let (addr, accepted) = serve_counted(|_| async {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        ok_json()
+    })
+    .await;
+    let mut s = spec(format!("http://{addr}/"), Arrivals::Rate(40.0), 0.5);
+    s.connections = 4;
+    s.timeout = Duration::from_millis(30);
+    let r = run(&s, corpus()).await.unwrap();
+    assert_eq!(r.sent, 20);
+    assert_eq!(r.status.timeout + r.status.dropped, 20, "{r:?}");
+    assert!(r.status.timeout > 0, "{r:?}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::Relaxed),
+        4,
+        "no reconnection after a timeout"
+    );
 }

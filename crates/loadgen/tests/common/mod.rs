@@ -28,14 +28,26 @@ where
     F: Fn(Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
+    serve_counted(handler).await.0
+}
+
+/// [`serve`], also counting the connections it accepts.
+pub async fn serve_counted<F, Fut>(handler: F) -> (SocketAddr, Arc<std::sync::atomic::AtomicU64>)
+where
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handler = Arc::new(handler);
+    let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = Arc::clone(&accepted);
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             stream.set_nodelay(true).unwrap();
             let handler = Arc::clone(&handler);
             tokio::spawn(async move {
@@ -57,7 +69,7 @@ where
             });
         }
     });
-    addr
+    (addr, accepted)
 }
 
 pub fn status(code: u16) -> Response<Full<Bytes>> {
