@@ -74,7 +74,10 @@ def section(results):
     real = load(results, "realistic-20")
     if real:
         out.append(f"### Fan-out 20, bidder latency p50 20 ms / p99 80 ms, tmax {real['tmax_ms']} ms\n")
-        out.append(f"Capacity with p99 within tmax: {n(real['capacity_p99_within_tmax'])}/s "
+        b = base["capacity"] if base else None
+        c = real["capacity_p99_within_tmax"]
+        ratio = f"; ratio to the same-run baseline {c / b:.3f}" if b and c else ""
+        out.append(f"Capacity with p99 within tmax: {n(c)}/s{ratio} "
                    f"(trials: {trials(real['search'])}). Then 10 s at fixed shares of it:\n")
         out.append("| share of capacity | offered/s | achieved/s | p50 ms | p99 ms | p99.9 ms | answered within tmax | bidder calls timed out |")
         out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -85,6 +88,8 @@ def section(results):
     sil = load(results, "silent-bidder")
     if sil:
         out.append(f"### One bidder that never answers (ten instant bidders beside it, {n(sil['rate'])}/s, tmax {sil['tmax_ms']} ms)\n")
+        if base and base["capacity"]:
+            out.append(f"The rate is {sil['rate'] / base['capacity']:.3f} of the same-run baseline's capacity.\n")
         out.append("| run | achieved/s | p50 ms | p99 ms | within tmax | other bidders: calls | bid share | timeouts | wins | silent bidder: calls sent / timed out / skipped |")
         out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for label in ("without", "with"):
