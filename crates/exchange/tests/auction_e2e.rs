@@ -169,13 +169,14 @@ async fn slow_bidder_is_excluded_and_the_answer_stays_inside_tmax() {
             "slow",
             |imp| json!({"id": "s", "impid": imp, "price": 9.0}),
         );
-        s.delay = Duration::from_millis(400);
+        s.delay = Duration::from_millis(1500);
         s
     })
     .await;
     let ex = exchange("", &[("fast", fast.endpoint()), ("slow", slow.endpoint())]).await;
     let mut req = banner_request(0.1);
-    req["tmax"] = json!(80);
+    // Wide enough that a loaded CI machine cannot make the fast bidder miss it.
+    req["tmax"] = json!(200);
     let started = Instant::now();
     let (status, body) = auction(ex.addr, &req).await;
     let took = started.elapsed();
@@ -188,10 +189,10 @@ async fn slow_bidder_is_excluded_and_the_answer_stays_inside_tmax() {
             .load(std::sync::atomic::Ordering::SeqCst),
         0
     );
-    // Client side, with slack for a loaded test machine: it did not wait for the 400 ms bidder.
+    // Client side, with slack for a loaded test machine: it did not wait for the 1.5 s bidder.
     assert!(
-        took < Duration::from_millis(200),
-        "answered in {took:?}, tmax 80 ms"
+        took < Duration::from_millis(1000),
+        "answered in {took:?}, tmax 200 ms"
     );
     assert_eq!(
         ex.metrics.bidders[1].outcome_count(BidderOutcome::Timeout),
@@ -199,7 +200,7 @@ async fn slow_bidder_is_excluded_and_the_answer_stays_inside_tmax() {
     );
     // The slow bidder was told how long it really had.
     let seen = slow.requests.lock().unwrap()[0].tmax.unwrap();
-    assert!((1..=75).contains(&seen), "tmax sent to bidders: {seen}");
+    assert!((1..=190).contains(&seen), "tmax sent to bidders: {seen}");
 }
 
 #[tokio::test]

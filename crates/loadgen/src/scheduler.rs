@@ -54,14 +54,7 @@ pub(crate) async fn drive(
                 measuring = true;
                 progress.set_measuring();
             }
-            while second < s {
-                let _ = events.send(Event::Scheduled {
-                    second,
-                    count: in_second,
-                });
-                second += 1;
-                in_second = 0;
-            }
+            close_seconds(&events, &mut second, &mut in_second, s);
             in_second += 1;
             let late = Instant::now().saturating_duration_since(due);
             lag.saturating_record(u64::try_from(late.as_micros()).unwrap_or(u64::MAX));
@@ -85,14 +78,25 @@ pub(crate) async fn drive(
             let _ = events.send(Event::Done(sample));
         }
     }
-    while second < seconds {
-        let _ = events.send(Event::Scheduled {
-            second,
-            count: in_second,
-        });
-        second += 1;
-        in_second = 0;
-    }
+    close_seconds(&events, &mut second, &mut in_second, seconds);
     queue.close();
     Ok(lag)
+}
+
+/// Tells the collector how many requests each measured second before `until` issued, starting
+/// with the current `second` (which issued `in_second`); seconds without requests report 0.
+fn close_seconds(
+    events: &mpsc::UnboundedSender<Event>,
+    second: &mut u32,
+    in_second: &mut u64,
+    until: u32,
+) {
+    while *second < until {
+        let _ = events.send(Event::Scheduled {
+            second: *second,
+            count: *in_second,
+        });
+        *second += 1;
+        *in_second = 0;
+    }
 }

@@ -163,27 +163,29 @@ async fn closed_loop_sends_back_to_back() {
     );
 }
 
+/// A server that stalls once for 1 s, 200 ms after its first request.
+async fn stalls_once() -> std::net::SocketAddr {
+    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    serve(move |_| {
+        let t0 = *start.get_or_init(Instant::now);
+        let stall = t0.elapsed() >= Duration::from_millis(200)
+            && !stalled.swap(true, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if stall {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            ok_json()
+        }
+    })
+    .await
+}
+
 /// The contrast behind open loop: one 1 s stall, one connection. Closed loop waits politely
 /// and its p99 stays small; open loop counts every request that was due during the stall.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_hides_a_stall_that_open_loop_shows() {
-    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
-    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let addr = {
-        let (start, stalled) = (Arc::clone(&start), Arc::clone(&stalled));
-        serve(move |_| {
-            let t0 = *start.get_or_init(Instant::now);
-            let stall = t0.elapsed() >= Duration::from_millis(200)
-                && !stalled.swap(true, std::sync::atomic::Ordering::SeqCst);
-            async move {
-                if stall {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                ok_json()
-            }
-        })
-        .await
-    };
+    let addr = stalls_once().await;
     let mut s = spec(format!("http://{addr}/"), Arrivals::Closed, 2.0);
     s.connections = 1;
     s.timeout = Duration::from_secs(5);
@@ -192,23 +194,7 @@ async fn closed_loop_hides_a_stall_that_open_loop_shows() {
     assert!(closed.percentile_ms(99.0) < 100.0, "{closed:?}");
 
     // Same server shape, open loop at 300/s: a third of a second's worth waited the stall out.
-    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
-    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let addr = {
-        let (start, stalled) = (Arc::clone(&start), Arc::clone(&stalled));
-        serve(move |_| {
-            let t0 = *start.get_or_init(Instant::now);
-            let stall = t0.elapsed() >= Duration::from_millis(200)
-                && !stalled.swap(true, std::sync::atomic::Ordering::SeqCst);
-            async move {
-                if stall {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                ok_json()
-            }
-        })
-        .await
-    };
+    let addr = stalls_once().await;
     s.url = format!("http://{addr}/");
     s.arrivals = Arrivals::Rate(300.0);
     let open = run(&s, corpus()).await.unwrap();
