@@ -81,7 +81,7 @@ pub use report::{
     CheckCounts, HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG, Phase, Report, Second, StatusCounts,
     new_histogram,
 };
-pub use schedule::{ConstantRate, Schedule, Segment, Segments};
+pub use schedule::{Segment, Segments};
 pub use spec::{
     Arrivals, LoadSpec, MAX_CONNECTIONS, MAX_DURATION, MAX_RATE, MAX_STEPS, MAX_TIMEOUT,
     ResponseCheck,
@@ -167,7 +167,7 @@ pub async fn run_with_progress(
                 seconds,
             };
             let handle = tokio::spawn(scheduler::drive(
-                Box::new(Segments::new(segments)),
+                Segments::new(segments),
                 clock,
                 Arc::clone(&queue),
                 events_tx.clone(),

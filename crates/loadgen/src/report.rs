@@ -271,7 +271,7 @@ impl std::fmt::Debug for Report {
     }
 }
 
-fn us_to_ms(us: u64) -> f64 {
+pub(crate) fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
@@ -283,7 +283,7 @@ fn hist_ms(h: &Histogram<u64>, percentile: f64) -> f64 {
     }
 }
 
-fn hist_max_ms(h: &Histogram<u64>) -> f64 {
+pub(crate) fn hist_max_ms(h: &Histogram<u64>) -> f64 {
     if h.is_empty() { 0.0 } else { us_to_ms(h.max()) }
 }
 

@@ -1,63 +1,11 @@
-//! When requests are due: a [`Schedule`] yields send offsets from the start of a run.
+//! When requests are due: [`Segments`] yields send offsets from the start of a run.
 //!
 //! The engine asks for offsets one by one and never accumulates sleeps: request `i` is due
-//! at `start + offset_i`, whatever happened before it. [`ConstantRate`] is one rate over the
-//! whole run; [`Segments`] chains constant stretches and linear ramps (a warm-up, rate steps,
-//! a ramp), each offset still computed from its index alone.
+//! at `start + offset_i`, whatever happened before it. A run is a chain of constant stretches
+//! and linear ramps (a warm-up, one rate, rate steps, a ramp), each offset computed from its
+//! index in its segment alone.
 
 use std::time::Duration;
-
-/// A sequence of send offsets, non-decreasing, measured from the start of the run.
-pub trait Schedule: Send {
-    /// The offset of the next request, or `None` when the schedule is over.
-    fn next_offset(&mut self) -> Option<Duration>;
-
-    /// Total length of the schedule: no offset is at or beyond it.
-    fn length(&self) -> Duration;
-}
-
-/// `rate` requests per second over `length`: request `i` is due at `i / rate` seconds, for
-/// every `i` with `i / rate < length`, i.e. `ceil(rate * length)` requests.
-#[derive(Debug, Clone)]
-pub struct ConstantRate {
-    rate: f64,
-    length: Duration,
-    next: u64,
-}
-
-impl ConstantRate {
-    /// `rate` must be finite and positive (a [`crate::LoadSpec`] is validated before use).
-    pub fn new(rate: f64, length: Duration) -> ConstantRate {
-        ConstantRate {
-            rate,
-            length,
-            next: 0,
-        }
-    }
-
-    /// Offset of request `i`, computed from `i` alone.
-    pub fn offset_of(&self, i: u64) -> Duration {
-        Duration::from_secs_f64(i as f64 / self.rate)
-    }
-}
-
-impl Schedule for ConstantRate {
-    fn next_offset(&mut self) -> Option<Duration> {
-        // Compare in f64 seconds so that e.g. 2000/s over 1 s gives exactly 2000 requests,
-        // whatever the rounding of the Duration conversion.
-        let secs = self.next as f64 / self.rate;
-        if secs >= self.length.as_secs_f64() {
-            return None;
-        }
-        let offset = self.offset_of(self.next);
-        self.next += 1;
-        Some(offset)
-    }
-
-    fn length(&self) -> Duration {
-        self.length
-    }
-}
 
 /// One stretch of a [`Segments`] schedule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,16 +33,6 @@ impl Segment {
             Segment::Constant { rate, .. } => rate,
             Segment::Ramp { from, to, .. } => from.max(to),
         }
-    }
-
-    /// Requests the segment issues: `rate * length` for a constant rate, the area under the
-    /// ramp for a ramp, each rounded up (the first request is due at the segment's start).
-    pub fn expected_count(&self) -> u64 {
-        let mut n = 0;
-        while self.offset_of(n).is_some() {
-            n += 1;
-        }
-        n
     }
 
     /// Seconds from the segment's start to its request `i`, or `None` when that request would
@@ -147,6 +85,11 @@ impl Segments {
         }
     }
 
+    /// Total length: no offset is at or beyond it.
+    pub fn length(&self) -> Duration {
+        self.segments.iter().map(Segment::length).sum()
+    }
+
     /// Offsets at which each segment starts, from the start of the run.
     pub fn starts(&self) -> Vec<Duration> {
         let mut at = Duration::ZERO;
@@ -161,8 +104,11 @@ impl Segments {
     }
 }
 
-impl Schedule for Segments {
-    fn next_offset(&mut self) -> Option<Duration> {
+impl Iterator for Segments {
+    type Item = Duration;
+
+    /// The offset of the next request, or `None` when the schedule is over.
+    fn next(&mut self) -> Option<Duration> {
         loop {
             let seg = self.segments.get(self.current)?;
             if let Some(t) = seg.offset_of(self.next) {
@@ -174,18 +120,24 @@ impl Schedule for Segments {
             self.next = 0;
         }
     }
-
-    fn length(&self) -> Duration {
-        self.segments.iter().map(Segment::length).sum()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn all(mut s: impl Schedule) -> Vec<Duration> {
-        std::iter::from_fn(|| s.next_offset()).collect()
+    fn all(s: Segments) -> Vec<Duration> {
+        s.collect()
+    }
+
+    /// One constant rate over `length`.
+    fn constant(rate: f64, length: Duration) -> Segments {
+        Segments::new(vec![Segment::Constant { rate, length }])
+    }
+
+    /// How many requests one segment issues.
+    fn count(seg: Segment) -> usize {
+        all(Segments::new(vec![seg])).len()
     }
 
     #[test]
@@ -200,14 +152,14 @@ mod tests {
             (7.0, 1.5, 11),
             (100_000.0, 0.25, 25_000),
         ] {
-            let got = all(ConstantRate::new(rate, Duration::from_secs_f64(secs))).len();
+            let got = all(constant(rate, Duration::from_secs_f64(secs))).len();
             assert_eq!(got, n, "rate {rate} over {secs} s");
         }
     }
 
     #[test]
     fn offsets_are_absolute_and_monotone() {
-        let offs = all(ConstantRate::new(3000.0, Duration::from_secs(2)));
+        let offs = all(constant(3000.0, Duration::from_secs(2)));
         assert_eq!(offs[0], Duration::ZERO);
         assert!(offs.windows(2).all(|w| w[0] <= w[1]));
         // No drift: the 3000th request is due at exactly 1 s.
@@ -254,7 +206,7 @@ mod tests {
             to: 3000.0,
             length: secs(2.0),
         };
-        assert_eq!(ramp.expected_count(), 4000);
+        assert_eq!(count(ramp), 4000);
         let offs = all(Segments::new(vec![ramp]));
         assert_eq!(offs.len(), 4000);
         // The instantaneous rate follows the line: count the requests of each half-second.
@@ -274,23 +226,13 @@ mod tests {
             to: 1000.0,
             length: secs(2.0),
         };
-        assert_eq!(down.expected_count(), 4000);
+        assert_eq!(count(down), 4000);
         // A flat ramp is a constant rate.
         let flat = Segment::Ramp {
             from: 500.0,
             to: 500.0,
             length: secs(1.0),
         };
-        assert_eq!(flat.expected_count(), 500);
-    }
-
-    #[test]
-    fn constant_segment_matches_constant_rate() {
-        let seg = all(Segments::new(vec![Segment::Constant {
-            rate: 7.0,
-            length: secs(1.5),
-        }]));
-        let plain = all(ConstantRate::new(7.0, secs(1.5)));
-        assert_eq!(seg, plain);
+        assert_eq!(count(flat), 500);
     }
 }

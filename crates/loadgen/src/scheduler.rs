@@ -11,7 +11,7 @@ use crate::collect::{Event, Sample};
 use crate::progress::Progress;
 use crate::queue::{Job, JobQueue};
 use crate::report::{Outcome, new_histogram};
-use crate::schedule::Schedule;
+use crate::schedule::Segments;
 use crate::timer::Timer;
 
 /// The scheduler's frame of reference: when the run started, how long the warm-up lasts and
@@ -26,7 +26,7 @@ pub(crate) struct Clock {
 /// Runs `schedule` to its end, then closes the queue. Returns how late, in µs, each measured
 /// request was handed over compared with its due instant: the generator's own lag.
 pub(crate) async fn drive(
-    mut schedule: Box<dyn Schedule>,
+    schedule: Segments,
     clock: Clock,
     queue: Arc<JobQueue>,
     events: mpsc::UnboundedSender<Event>,
@@ -42,8 +42,7 @@ pub(crate) async fn drive(
     let mut second = 0u32;
     let mut measuring = false;
     let mut in_second = 0u64;
-    let mut seq = 0u64;
-    while let Some(offset) = schedule.next_offset() {
+    for (seq, offset) in (0u64..).zip(schedule) {
         let due = start + offset;
         timer.sleep_until(due).await?;
         let slot = offset
@@ -64,7 +63,6 @@ pub(crate) async fn drive(
             scheduled: due,
             slot,
         };
-        seq += 1;
         progress.add_issued(1);
         if let Err(job) = queue.push(job) {
             let sample = Sample {

@@ -176,6 +176,7 @@ pub(crate) async fn closed_worker(
     };
     let Some(window) = window else { return };
     tokio::time::sleep_until(tokio::time::Instant::from_std(window.start)).await;
+    let mut measuring = false;
     loop {
         let now = Instant::now();
         if now >= window.end {
@@ -186,7 +187,8 @@ pub(crate) async fn closed_worker(
                 .unwrap_or(u32::MAX)
                 .min(window.seconds - 1)
         });
-        if slot.is_some() {
+        if slot.is_some() && !measuring {
+            measuring = true;
             shared.progress.set_measuring();
         }
         let job = Job {

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
+use crate::report::{hist_max_ms as max_ms, us_to_ms};
 use crate::{Report, StatusCounts};
 use svg::{Axis, Chart, Series};
 
@@ -447,10 +448,6 @@ pub(super) fn esc(s: &str) -> String {
     out
 }
 
-fn us_to_ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
-
 fn duration_ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -458,10 +455,6 @@ fn duration_ms(d: std::time::Duration) -> f64 {
 /// Latency at `p` percent in ms, or `None` for an empty histogram (where a 0 would lie).
 fn pct_ms(h: &Histogram<u64>, p: f64) -> Option<f64> {
     (!h.is_empty()).then(|| us_to_ms(h.value_at_percentile(p)))
-}
-
-fn max_ms(h: &Histogram<u64>) -> f64 {
-    if h.is_empty() { 0.0 } else { us_to_ms(h.max()) }
 }
 
 fn ms_or_dash(v: Option<f64>) -> String {
