@@ -22,7 +22,8 @@ pub mod notices;
 pub mod pool;
 pub mod server;
 pub mod settle;
-pub mod validate;
+/// Request validation lives in `openrtb` (the bidder applies the same rules).
+pub use openrtb::validate;
 
 pub use config::{Config, ConfigError, Validated};
 pub use metrics::Metrics;

@@ -19,14 +19,15 @@
 //!   accept any value, because OpenRTB requires tolerating codes one does not know.
 //! - **Decoding is strict about shape, lenient about content.** A wrong JSON type, a duplicate
 //!   key, a missing required field or nesting deeper than 128 levels is an error that names the
-//!   JSON path ([`DecodeError`]); semantic checks (at least one imp, `site` xor `app`, floors
-//!   in range...) belong to the exchange.
+//!   JSON path ([`DecodeError`]); semantic checks (at least one imp, floors in range,
+//!   currencies...) are a separate step, [`validate`], which the exchange and the bidder share.
 //!
 //! # Layout
 //!
 //! [`request`] (with `imp`, `media`, `context`, `device`, `user`), [`response`], [`codec`]
 //! (entry points and errors), [`raw`] (verbatim JSON), [`enums`], [`codes`], [`price`],
-//! [`macros`] (`${AUCTION_PRICE}` and friends). All object types are re-exported at the root.
+//! [`macros`] (`${AUCTION_PRICE}` and friends), [`query`] (notice URL parameters, exact decimal
+//! prices), [`validate`] (semantic checks of a request). All object types are re-exported at the root.
 
 mod object;
 
@@ -35,9 +36,11 @@ pub mod codes;
 pub mod enums;
 pub mod macros;
 pub mod price;
+pub mod query;
 pub mod raw;
 pub mod request;
 pub mod response;
+pub mod validate;
 
 pub use codec::{DecodeError, decode};
 pub use codes::{LossReason, NoBidReason};

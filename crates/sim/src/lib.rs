@@ -58,7 +58,7 @@ mod stats;
 mod wire;
 
 pub use dist::{LatencyDist, MAX_LATENCY, PriceDist};
-pub use notice::parse_cpm;
+pub use openrtb::query::parse_cpm;
 pub use profile::{
     BidderProfile, DEFAULT_HANG_MS, MAX_HANG_MS, MAX_NAME_LEN, Markup, demo_profiles,
     load_profiles, validate_profiles,

@@ -168,7 +168,7 @@ fn handle_notice(ctx: &BidderCtx, kind: NoticeKind, query: &str) -> Response<Bod
     // The markup of an on-win-notice bid is served even on a bad notice: a real ad server
     // would not know the exchange got its macros wrong.
     let adm = (kind == NoticeKind::Win)
-        .then(|| crate::notice::query_pairs(query))
+        .then(|| openrtb::query::query_pairs(query))
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "adm").map(|(_, v)| v));
     let body = adm.map(|token| {
         let (media, creative) = bidder::parse_adm_token(&token);

@@ -1,9 +1,10 @@
-//! Checks a decoded bid request before any bidder sees it. Only bad input from the seller fails
-//! the whole request; each message names the field at fault and is safe to send back.
+//! Semantic checks of a decoded bid request, shared by the exchange and the bidder so that both
+//! refuse the same input the same way. Each message names the field at fault and is safe to send
+//! back to the seller (answered 400).
 
 use std::collections::HashSet;
 
-use openrtb::BidRequest;
+use crate::BidRequest;
 
 /// Most imps one request may carry; beyond this it is an abuse, not an ad slot list.
 pub const MAX_IMPS: usize = 64;
