@@ -1,0 +1,94 @@
+//! Metric primitives shared by Gavel's servers: lock-free counters and a fixed-bucket latency
+//! histogram, rendered in the Prometheus text format. Label sets are bounded by construction:
+//! outcomes are enums declared with [`labelled_counters!`], never strings from a request.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the latency histogram buckets: fine below 10 ms where a fast
+/// auction lives, coarse up to the largest deadline.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0,
+];
+
+/// A fixed-bucket latency histogram.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|&b| secs <= b) {
+            self.buckets[i].fetch_add(1, Relaxed);
+        }
+        self.count.fetch_add(1, Relaxed);
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+
+    /// Appends the histogram in the Prometheus text format.
+    pub fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            cumulative += bucket.load(Relaxed);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let count = self.count.load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
+        let sum = self.sum_micros.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+    }
+}
+
+/// Declares an enum of outcomes with a bounded metric label per variant, `ALL` and `COUNT`.
+#[macro_export]
+macro_rules! labelled_counters {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $label:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name { $($variant,)* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            pub const COUNT: usize = [$($label,)*].len();
+            pub fn label(self) -> &'static str {
+                match self { $($name::$variant => $label,)* }
+            }
+        }
+    };
+}
+
+/// A counter per `E` variant.
+#[derive(Debug)]
+pub struct ByLabel<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> Default for ByLabel<N> {
+    fn default() -> Self {
+        ByLabel(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl<const N: usize> ByLabel<N> {
+    pub fn inc(&self, index: usize) {
+        if let Some(c) = self.0.get(index) {
+            c.fetch_add(1, Relaxed);
+        }
+    }
+    pub fn get(&self, index: usize) -> u64 {
+        self.0.get(index).map_or(0, |c| c.load(Relaxed))
+    }
+}
