@@ -1,0 +1,17 @@
+-- set_limits: ARGV = prefix, campaign, total, daily ('' for none), day.
+-- Creates the campaign or replaces its configured limits. Limits are stored as configured; the
+-- budget in force (see load_campaign) never drops below what is already spent or reserved.
+local c = ARGV[2]
+local day = tonumber(ARGV[5])
+local C = load_campaign(c, day)
+if not C then
+  C = { key = ckey(c), name = c, spent = 0, reserved = 0, day = day, day_spent = 0,
+    day_reserved = 0 }
+end
+C.total = tonumber(ARGV[3])
+C.daily = nil
+if ARGV[4] ~= '' then C.daily = tonumber(ARGV[4]) end
+local err = save_all({ C })
+if err then return err end
+redis.call('SADD', CAMPAIGNS, c)
+return { 'ok' }
