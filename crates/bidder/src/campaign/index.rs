@@ -1,0 +1,871 @@
+//! [`CampaignSet`]: the validated campaigns of one file and the index built over them once, at
+//! load. Immutable afterwards: a reload builds a new set aside and swaps it in whole.
+//!
+//! # Index
+//!
+//! One posting per (dimension, value): the campaigns that name the value. Dimensions: media
+//! (banner size of any creative, within the campaign's `sizes`; or video), deal, country,
+//! domain allow list, publisher, segment, content category, region, OS, device type, hour.
+//! Each dimension also has an `any` posting: the campaigns that do not restrict it. A posting
+//! is a sorted `u32` list when sparse, a bitset over all campaigns when it holds at least one
+//! campaign in 32 (where the bitset is no larger than the list).
+//!
+//! For an impression, each dimension's candidates are the union of `any` and the postings of
+//! the request's values (for domains, the domain and each parent; for deals, `any` only outside
+//! a private auction; for media, the impression's sizes and video). Their size is known from one
+//! hash lookup per value. [`CampaignSet::candidates`] then:
+//! 1. orders the dimensions by that size and returns at once if one is empty;
+//! 2. when the smallest is tiny (under a quarter of the bitset's word count) and all lists,
+//!    gathers it, sorts and deduplicates it, and verifies those campaigns only;
+//! 3. otherwise intersects dimensions word by word in a bitset, smallest first, until the
+//!    survivors are few (fewer than one per 32 words) or the dimensions run out, clears the
+//!    campaigns whose `block_domains` postings hold a request domain or parent, and verifies
+//!    the survivors in campaign order.
+//!
+//! Verification reads a packed per-campaign record first (flight, creative media keys, whether
+//! it has deals) and runs the predicate of [`super::targeting`] without the checks the
+//! intersection already made exactly; when every dimension was intersected, a banner campaign
+//! without deals on a request without `bcat`/`badv` is settled without reading the campaign.
+//!
+//! So the work is a few passes over `n / 64` words plus verification of about as many
+//! campaigns as match, never the predicate on every campaign. Correctness rests on one
+//! property, tested against the brute-force scan: the union of a dimension's postings is
+//! exactly the set of campaigns that pass that dimension's check.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
+
+use super::error::{CampaignError, Problem};
+use super::facts::{ImpFacts, RequestFacts};
+use super::limits::MAX_CAMPAIGNS;
+use super::model::{Campaign, Country, Media};
+use super::parse;
+use super::targeting::{Done, campaign_matches_unchecked, creative_fits, parent_domains};
+use super::validate::validate_all;
+
+/// One way a campaign may answer an impression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Candidate {
+    /// Index into [`CampaignSet::campaigns`].
+    pub campaign: u32,
+    /// Index into that campaign's [`Campaign::creatives`].
+    pub creative: u32,
+    /// Position in `imp.pmp.deals` of the deal the campaign bids through (`None`: open
+    /// auction).
+    pub deal: Option<u32>,
+}
+
+/// Validated campaigns and their index; see the module documentation.
+#[derive(Debug)]
+pub struct CampaignSet {
+    campaigns: Vec<Campaign>,
+    by_id: FxHashMap<Box<str>, u32>,
+    index: Index,
+}
+
+impl CampaignSet {
+    /// Reads, parses (by extension, `.json` or `.toml`), validates and indexes a campaign file.
+    pub fn load(path: impl AsRef<Path>) -> Result<CampaignSet, CampaignError> {
+        Self::from_campaigns(validate_all(parse::read_file(path.as_ref())?)?)
+    }
+
+    /// From JSON: an array of campaigns, or `{"campaign": [...]}`.
+    pub fn from_json_bytes(bytes: &[u8]) -> Result<CampaignSet, CampaignError> {
+        Self::from_campaigns(validate_all(parse::parse_json(bytes)?)?)
+    }
+
+    /// From TOML: `[[campaign]]` tables.
+    pub fn from_toml_str(text: &str) -> Result<CampaignSet, CampaignError> {
+        Self::from_campaigns(validate_all(parse::parse_toml(text)?)?)
+    }
+
+    /// Indexes already validated campaigns; refuses duplicate ids and more than
+    /// [`MAX_CAMPAIGNS`].
+    pub fn from_campaigns(campaigns: Vec<Campaign>) -> Result<CampaignSet, CampaignError> {
+        if campaigns.len() > MAX_CAMPAIGNS {
+            return Err(CampaignError::invalid(
+                "campaigns",
+                Problem::TooMany(MAX_CAMPAIGNS),
+            ));
+        }
+        let mut by_id = FxHashMap::default();
+        by_id.reserve(campaigns.len());
+        for (i, c) in campaigns.iter().enumerate() {
+            // i < MAX_CAMPAIGNS < u32::MAX by the check above.
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            if by_id.insert(Box::from(c.id()), i).is_some() {
+                return Err(CampaignError::invalid(
+                    format!("campaigns[{i}].id"),
+                    Problem::Duplicate(c.id().to_owned()),
+                ));
+            }
+        }
+        let index = Index::build(&campaigns);
+        Ok(CampaignSet {
+            campaigns,
+            by_id,
+            index,
+        })
+    }
+
+    /// The campaigns, in file order; [`Candidate::campaign`] indexes this slice.
+    pub fn campaigns(&self) -> &[Campaign] {
+        &self.campaigns
+    }
+
+    pub fn len(&self) -> usize {
+        self.campaigns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.campaigns.is_empty()
+    }
+
+    /// The campaign with this id.
+    pub fn get(&self, id: &str) -> Option<&Campaign> {
+        let &i = self.by_id.get(id)?;
+        self.campaigns.get(i as usize)
+    }
+
+    /// Index into [`CampaignSet::campaigns`] of the campaign with this id.
+    pub fn position(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Appends to `out` every (campaign, creative) that may bid on `imp`, sorted by campaign
+    /// then creative, each once. Uses the index (see the module documentation).
+    pub fn candidates(&self, req: &RequestFacts<'_>, imp: &ImpFacts<'_>, out: &mut Vec<Candidate>) {
+        let n = self.campaigns.len();
+        if n == 0 {
+            return;
+        }
+        let idx = &self.index;
+        // Size of each restricting dimension's candidate union (an upper bound: postings may
+        // overlap). A dimension no campaign restricts needs neither intersecting nor checking.
+        let mut costs = [(0usize, Dim::Media); Dim::ALL.len()];
+        let mut restricting = 0;
+        let mut done = Done::NONE;
+        for dim in Dim::ALL {
+            if idx.unrestricted(dim, n, imp) {
+                done = done.with(dim.done());
+                continue;
+            }
+            let mut cost = 0;
+            idx.parts(dim, req, imp, |p| cost += p.len());
+            if cost == 0 {
+                return;
+            }
+            costs[restricting] = (cost, dim);
+            restricting += 1;
+        }
+        let costs = &mut costs[..restricting];
+        costs.sort_unstable_by_key(|&(cost, _)| cost);
+        let Some(&(smallest, first)) = costs.first() else {
+            return;
+        };
+        // The union of a dimension's postings is exactly the campaigns that pass its check.
+        done = done.with(first.done());
+        SCRATCH.with(|cell| {
+            let mut fresh = Scratch::default();
+            let mut guard = cell.try_borrow_mut();
+            let scratch = match guard.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut fresh,
+            };
+            let words = idx.words;
+            if smallest <= words / 4 {
+                let mut all_sparse = true;
+                idx.parts(first, req, imp, |p| {
+                    all_sparse &= matches!(p, Posting::Sparse(_))
+                });
+                if all_sparse {
+                    let ids = &mut scratch.ids;
+                    ids.clear();
+                    idx.parts(first, req, imp, |p| {
+                        if let Posting::Sparse(list) = p {
+                            ids.extend_from_slice(list);
+                        }
+                    });
+                    ids.sort_unstable();
+                    ids.dedup();
+                    for &ci in ids.iter() {
+                        self.verify(ci, req, imp, done, out);
+                    }
+                    return;
+                }
+            }
+            let Scratch { acc, tmp, .. } = scratch;
+            acc.clear();
+            acc.resize(words, 0);
+            idx.parts(first, req, imp, |p| p.or_into(acc));
+            let mut survivors: usize = acc.iter().map(|w| w.count_ones() as usize).sum();
+            // Intersect while a pass over the words costs less than checking the survivors.
+            for &(_, dim) in &costs[1..] {
+                if survivors * 32 <= words {
+                    break;
+                }
+                tmp.clear();
+                tmp.resize(words, 0);
+                idx.parts(dim, req, imp, |p| p.or_into(tmp));
+                survivors = 0;
+                for (a, t) in acc.iter_mut().zip(tmp.iter()) {
+                    *a &= *t;
+                    survivors += a.count_ones() as usize;
+                }
+                if survivors == 0 {
+                    return;
+                }
+                done = done.with(dim.done());
+            }
+            idx.remove_blocked(req, acc);
+            done = done.with(Done::BLOCK_DOMAIN);
+            for (w, &word) in acc.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let ci = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    self.verify(u32::try_from(ci).unwrap_or(u32::MAX), req, imp, done, out);
+                }
+            }
+        });
+    }
+
+    /// Runs the predicate, less the checks in `done`, on campaign `ci`; appends what fits.
+    fn verify(
+        &self,
+        ci: u32,
+        req: &RequestFacts<'_>,
+        imp: &ImpFacts<'_>,
+        done: Done,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Some(hot) = self.index.hot.get(ci as usize) else {
+            return;
+        };
+        let now = req.now.0;
+        // `end == u64::MAX` stands for "no end" (an RFC 3339 end is far below it).
+        if now < hot.start || (now >= hot.end && hot.end != u64::MAX) {
+            return;
+        }
+        let Some(c) = self.campaigns.get(ci as usize) else {
+            return;
+        };
+        if done != Done::ALL {
+            push_fitting(ci, c, req, imp, done, out);
+            return;
+        }
+        // Every targeting check is done: only the deal choice and the creatives remain, and
+        // both can often be settled from the compact arrays without reading the campaign.
+        let deal = if hot.deals || imp.private_auction {
+            match campaign_matches_unchecked(c, req, imp, done) {
+                Some(deal) => deal,
+                None => return,
+            }
+        } else {
+            None
+        };
+        let first = hot.first_creative as usize;
+        let keys = self
+            .index
+            .creative_keys
+            .get(first..first + usize::from(hot.creatives))
+            .unwrap_or_default();
+        let unblocked = req.bcat.is_empty() && req.badv.is_empty();
+        for (j, &key) in keys.iter().enumerate() {
+            let fits = match key {
+                EXCLUDED_KEY => false,
+                VIDEO_KEY => {
+                    imp.video.is_some()
+                        && c.creatives()
+                            .get(j)
+                            .is_some_and(|cr| creative_fits(c, cr, req, imp))
+                }
+                size => {
+                    imp.sizes.iter().any(|s| s.key() == size)
+                        && (unblocked
+                            || c.creatives()
+                                .get(j)
+                                .is_some_and(|cr| creative_fits(c, cr, req, imp)))
+                }
+            };
+            if fits {
+                out.push(Candidate {
+                    campaign: ci,
+                    creative: u32::try_from(j).unwrap_or(u32::MAX),
+                    deal,
+                });
+            }
+        }
+    }
+
+    /// The reference the index is tested against: the same predicate over every campaign.
+    /// Same output as [`CampaignSet::candidates`], at a cost proportional to the set's size.
+    pub fn candidates_scan(
+        &self,
+        req: &RequestFacts<'_>,
+        imp: &ImpFacts<'_>,
+        out: &mut Vec<Candidate>,
+    ) {
+        for (i, c) in self.campaigns.iter().enumerate() {
+            // Fewer than u32::MAX campaigns, checked at construction.
+            let ci = u32::try_from(i).unwrap_or(u32::MAX);
+            push_fitting(ci, c, req, imp, Done::NONE, out);
+        }
+    }
+}
+
+/// Per-thread buffers of [`CampaignSet::candidates`], kept between calls so that matching
+/// allocates nothing once warm.
+#[derive(Debug, Default)]
+struct Scratch {
+    acc: Vec<u64>,
+    tmp: Vec<u64>,
+    ids: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+fn push_fitting(
+    ci: u32,
+    c: &Campaign,
+    req: &RequestFacts<'_>,
+    imp: &ImpFacts<'_>,
+    done: Done,
+    out: &mut Vec<Candidate>,
+) {
+    let Some(deal) = campaign_matches_unchecked(c, req, imp, done) else {
+        return;
+    };
+    for (j, cr) in c.creatives().iter().enumerate() {
+        if creative_fits(c, cr, req, imp) {
+            out.push(Candidate {
+                campaign: ci,
+                // At most MAX_CREATIVES creatives.
+                creative: u32::try_from(j).unwrap_or(u32::MAX),
+                deal,
+            });
+        }
+    }
+}
+
+/// The dimensions that have postings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dim {
+    Media,
+    Deal,
+    Country,
+    Domain,
+    Publisher,
+    Segment,
+    Category,
+    Region,
+    Os,
+    DeviceType,
+    Hour,
+}
+
+impl Dim {
+    const ALL: [Dim; 11] = [
+        Dim::Media,
+        Dim::Deal,
+        Dim::Country,
+        Dim::Domain,
+        Dim::Publisher,
+        Dim::Segment,
+        Dim::Category,
+        Dim::Region,
+        Dim::Os,
+        Dim::DeviceType,
+        Dim::Hour,
+    ];
+
+    /// The predicate check an exact intersection on this dimension makes redundant (the
+    /// media and deal checks are still needed: they choose the creative and the deal).
+    fn done(self) -> Done {
+        match self {
+            Dim::Media | Dim::Deal => Done::NONE,
+            Dim::Country => Done::COUNTRY,
+            Dim::Domain => Done::DOMAIN,
+            Dim::Publisher => Done::PUBLISHER,
+            Dim::Segment => Done::SEGMENT,
+            Dim::Category => Done::CATEGORY,
+            Dim::Region => Done::REGION,
+            Dim::Os => Done::OS,
+            Dim::DeviceType => Done::DEVICE_TYPE,
+            Dim::Hour => Done::HOUR,
+        }
+    }
+}
+
+/// A set of campaign indices: a sorted list, or a bitset of `words` words with its count.
+#[derive(Debug)]
+enum Posting {
+    Sparse(Box<[u32]>),
+    Dense { bits: Box<[u64]>, count: usize },
+}
+
+impl Posting {
+    /// Dense when the bitset is no larger than the list (at least one campaign in 32).
+    fn new(list: Vec<u32>, n: usize, words: usize) -> Posting {
+        if list.len().saturating_mul(32) >= n && !list.is_empty() {
+            let mut bits = vec![0u64; words];
+            for &ci in &list {
+                set_bit(&mut bits, ci);
+            }
+            Posting::Dense {
+                bits: bits.into_boxed_slice(),
+                count: list.len(),
+            }
+        } else {
+            Posting::Sparse(list.into_boxed_slice())
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Posting::Sparse(list) => list.len(),
+            Posting::Dense { count, .. } => *count,
+        }
+    }
+
+    fn or_into(&self, acc: &mut [u64]) {
+        match self {
+            Posting::Sparse(list) => {
+                for &ci in list.iter() {
+                    set_bit(acc, ci);
+                }
+            }
+            Posting::Dense { bits, .. } => {
+                for (a, b) in acc.iter_mut().zip(bits.iter()) {
+                    *a |= *b;
+                }
+            }
+        }
+    }
+}
+
+fn set_bit(bits: &mut [u64], ci: u32) {
+    if let Some(word) = bits.get_mut(ci as usize / 64) {
+        *word |= 1 << (ci % 64);
+    }
+}
+
+/// The postings of one dimension.
+#[derive(Debug)]
+struct Postings<K> {
+    values: FxHashMap<K, Posting>,
+    any: Posting,
+}
+
+/// Collects lists while the index is built; [`Lists::finish`] turns them into postings.
+#[derive(Debug)]
+struct Lists<K> {
+    values: FxHashMap<K, Vec<u32>>,
+    any: Vec<u32>,
+}
+
+impl<K> Default for Lists<K> {
+    fn default() -> Self {
+        Lists {
+            values: FxHashMap::default(),
+            any: Vec::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Lists<K> {
+    /// Campaigns are added in index order, so every list comes out sorted.
+    fn add<'v, Q>(&mut self, campaign: u32, values: Option<impl IntoIterator<Item = &'v Q>>)
+    where
+        Q: ToKey<K> + ?Sized + 'v,
+    {
+        match values {
+            None => self.any.push(campaign),
+            Some(values) => {
+                for v in values {
+                    let list = self.values.entry(v.to_key()).or_default();
+                    // Values are deduplicated by validation; guard anyway.
+                    if list.last() != Some(&campaign) {
+                        list.push(campaign);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self, n: usize, words: usize) -> Postings<K> {
+        let mut values: FxHashMap<K, Posting> = self
+            .values
+            .into_iter()
+            .map(|(k, list)| (k, Posting::new(list, n, words)))
+            .collect();
+        values.shrink_to_fit();
+        Postings {
+            values,
+            any: Posting::new(self.any, n, words),
+        }
+    }
+}
+
+impl<K> Postings<K> {
+    fn get<Q>(&self, key: &Q) -> Option<&Posting>
+    where
+        K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.values.get(key)
+    }
+}
+
+trait ToKey<K> {
+    fn to_key(&self) -> K;
+}
+
+impl ToKey<Box<str>> for String {
+    fn to_key(&self) -> Box<str> {
+        Box::from(self.as_str())
+    }
+}
+
+impl<T: Copy> ToKey<T> for T {
+    fn to_key(&self) -> T {
+        *self
+    }
+}
+
+/// What verification needs first about a campaign, packed (24 bytes) so that survivors of an
+/// intersection cost one cache line or less before the campaign is read.
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    /// Flight `[start, end)` in ms; `end == u64::MAX` means no end.
+    start: u64,
+    end: u64,
+    /// Position of the campaign's first creative in [`Index::creative_keys`].
+    first_creative: u32,
+    /// Number of creatives (at most [`super::limits::MAX_CREATIVES`]).
+    creatives: u8,
+    /// Whether the campaign has `deals` targeting.
+    deals: bool,
+}
+
+/// [`Index::creative_keys`] of a video creative; size keys are below 2^47.
+const VIDEO_KEY: u64 = u64::MAX;
+/// [`Index::creative_keys`] of a banner whose size the campaign's `sizes` excludes.
+const EXCLUDED_KEY: u64 = u64::MAX - 1;
+
+#[derive(Debug)]
+struct Index {
+    /// Words of a bitset over all campaigns.
+    words: usize,
+    /// By banner size (`Size::key`); `any` holds the campaigns with a video creative.
+    media: Postings<u64>,
+    deal: Postings<Box<str>>,
+    country: Postings<Country>,
+    domain: Postings<Box<str>>,
+    /// `block_domains` (`any` unused): removed from the survivors of an intersection.
+    block: Postings<Box<str>>,
+    /// Per campaign, what verification reads before (often instead of) the campaign itself.
+    hot: Box<[Hot]>,
+    /// Per creative (campaign after campaign, see [`Hot::first_creative`]): the banner size
+    /// key, [`VIDEO_KEY`], or [`EXCLUDED_KEY`] for a size outside the campaign's `sizes`.
+    creative_keys: Box<[u64]>,
+    publisher: Postings<Box<str>>,
+    segment: Postings<Box<str>>,
+    category: Postings<Box<str>>,
+    region: Postings<Box<str>>,
+    os: Postings<Box<str>>,
+    device_type: Postings<i32>,
+    hour: Postings<u8>,
+}
+
+impl Index {
+    fn build(campaigns: &[Campaign]) -> Index {
+        let n = campaigns.len();
+        let words = n.div_ceil(64);
+        let mut media = Lists::<u64>::default();
+        let mut deal = Lists::default();
+        let mut country = Lists::default();
+        let mut domain = Lists::default();
+        let mut block = Lists::default();
+        let mut hot = Vec::with_capacity(n);
+        let mut creative_keys = Vec::new();
+        let mut publisher = Lists::default();
+        let mut segment = Lists::default();
+        let mut category = Lists::default();
+        let mut region = Lists::default();
+        let mut os = Lists::default();
+        let mut device_type = Lists::default();
+        let mut hour = Lists::default();
+        for (i, c) in campaigns.iter().enumerate() {
+            let ci = u32::try_from(i).unwrap_or(u32::MAX);
+            let t = c.targeting();
+            let mut sizes = Vec::new();
+            let mut video = false;
+            for cr in c.creatives() {
+                match cr.media() {
+                    Media::Banner(size) => {
+                        if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) {
+                            sizes.push(size.key());
+                        }
+                    }
+                    Media::Video(_) => video = true,
+                }
+            }
+            sizes.sort_unstable();
+            sizes.dedup();
+            media.add(ci, Some(&sizes));
+            if video {
+                media.any.push(ci);
+            }
+            deal.add(ci, t.deals());
+            country.add(ci, t.countries());
+            domain.add(ci, t.domains());
+            block.add(ci, t.block_domains());
+            let f = c.flight();
+            hot.push(Hot {
+                start: f.start.map_or(0, |s| s.0),
+                end: f.end.map_or(u64::MAX, |e| e.0),
+                first_creative: u32::try_from(creative_keys.len()).unwrap_or(u32::MAX),
+                creatives: u8::try_from(c.creatives().len()).unwrap_or(u8::MAX),
+                deals: t.deals().is_some(),
+            });
+            creative_keys.extend(c.creatives().iter().map(|cr| match cr.media() {
+                Media::Banner(size) if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) => {
+                    size.key()
+                }
+                Media::Banner(_) => EXCLUDED_KEY,
+                Media::Video(_) => VIDEO_KEY,
+            }));
+            publisher.add(ci, t.publishers());
+            segment.add(ci, t.segments());
+            category.add(ci, t.categories());
+            region.add(ci, t.regions());
+            os.add(ci, t.os());
+            device_type.add(ci, t.device_types());
+            let hours: Option<Vec<u8>> = t
+                .hours_mask()
+                .map(|mask| (0u8..24).filter(|h| mask & (1 << h) != 0).collect());
+            hour.add(ci, hours.as_deref());
+        }
+        Index {
+            words,
+            media: media.finish(n, words),
+            deal: deal.finish(n, words),
+            country: country.finish(n, words),
+            domain: domain.finish(n, words),
+            block: block.finish(n, words),
+            hot: hot.into_boxed_slice(),
+            creative_keys: creative_keys.into_boxed_slice(),
+            publisher: publisher.finish(n, words),
+            segment: segment.finish(n, words),
+            category: category.finish(n, words),
+            region: region.finish(n, words),
+            os: os.finish(n, words),
+            device_type: device_type.finish(n, words),
+            hour: hour.finish(n, words),
+        }
+    }
+
+    /// Clears from `acc` the campaigns whose `block_domains` block the request's domain.
+    fn remove_blocked(&self, req: &RequestFacts<'_>, acc: &mut [u64]) {
+        if self.block.values.is_empty() {
+            return;
+        }
+        for d in &req.domains {
+            for parent in parent_domains(d) {
+                match self.block.get(parent) {
+                    None => {}
+                    Some(Posting::Sparse(list)) => {
+                        for &ci in list.iter() {
+                            if let Some(word) = acc.get_mut(ci as usize / 64) {
+                                *word &= !(1 << (ci % 64));
+                            }
+                        }
+                    }
+                    Some(Posting::Dense { bits, .. }) => {
+                        for (a, b) in acc.iter_mut().zip(bits.iter()) {
+                            *a &= !*b;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether no campaign restricts `dim` (so every campaign passes it).
+    fn unrestricted(&self, dim: Dim, n: usize, imp: &ImpFacts<'_>) -> bool {
+        let any = match dim {
+            Dim::Media => return false,
+            Dim::Deal if imp.private_auction => return false,
+            Dim::Deal => &self.deal.any,
+            Dim::Country => &self.country.any,
+            Dim::Domain => &self.domain.any,
+            Dim::Publisher => &self.publisher.any,
+            Dim::Segment => &self.segment.any,
+            Dim::Category => &self.category.any,
+            Dim::Region => &self.region.any,
+            Dim::Os => &self.os.any,
+            Dim::DeviceType => &self.device_type.any,
+            Dim::Hour => &self.hour.any,
+        };
+        any.len() == n
+    }
+
+    /// Calls `f` with each posting whose union is a superset of the campaigns matching `dim`
+    /// for this request and impression.
+    fn parts<'s>(
+        &'s self,
+        dim: Dim,
+        req: &RequestFacts<'_>,
+        imp: &ImpFacts<'_>,
+        mut f: impl FnMut(&'s Posting),
+    ) {
+        fn strings<'s>(
+            p: &'s Postings<Box<str>>,
+            values: &[&str],
+            f: &mut impl FnMut(&'s Posting),
+        ) {
+            f(&p.any);
+            for v in values {
+                if let Some(posting) = p.get(*v) {
+                    f(posting);
+                }
+            }
+        }
+        match dim {
+            Dim::Media => {
+                for size in &imp.sizes {
+                    if let Some(posting) = self.media.get(&size.key()) {
+                        f(posting);
+                    }
+                }
+                if imp.video.is_some() {
+                    f(&self.media.any);
+                }
+            }
+            Dim::Deal => {
+                if !imp.private_auction {
+                    f(&self.deal.any);
+                }
+                for d in &imp.deals {
+                    if let Some(posting) = self.deal.get(d.id) {
+                        f(posting);
+                    }
+                }
+            }
+            Dim::Country => {
+                f(&self.country.any);
+                if let Some(posting) = req.country.and_then(|c| self.country.get(&c)) {
+                    f(posting);
+                }
+            }
+            Dim::Domain => {
+                f(&self.domain.any);
+                for (k, d) in req.domains.iter().enumerate() {
+                    for parent in parent_domains(d) {
+                        // A parent shared with an earlier domain was already visited.
+                        let seen = req.domains[..k]
+                            .iter()
+                            .any(|e| parent_domains(e).any(|p| p == parent));
+                        if let (false, Some(posting)) = (seen, self.domain.get(parent)) {
+                            f(posting);
+                        }
+                    }
+                }
+            }
+            Dim::Publisher => strings(&self.publisher, req.publisher.as_slice(), &mut f),
+            Dim::Segment => strings(&self.segment, &req.segments, &mut f),
+            Dim::Category => strings(&self.category, &req.categories, &mut f),
+            Dim::Region => {
+                f(&self.region.any);
+                if let Some(posting) = req.region.as_deref().and_then(|r| self.region.get(r)) {
+                    f(posting);
+                }
+            }
+            Dim::Os => {
+                f(&self.os.any);
+                if let Some(posting) = req.os.as_deref().and_then(|o| self.os.get(o)) {
+                    f(posting);
+                }
+            }
+            Dim::DeviceType => {
+                f(&self.device_type.any);
+                if let Some(posting) = req.device_type.and_then(|t| self.device_type.get(&t)) {
+                    f(posting);
+                }
+            }
+            Dim::Hour => {
+                f(&self.hour.any);
+                if let Some(posting) = self.hour.get(&req.hour) {
+                    f(posting);
+                }
+            }
+        }
+    }
+}
+
+type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The Firefox/rustc hash: a multiply-rotate per word, several times faster than SipHash on
+/// short keys. Maps are built from the trusted campaign file and only looked up with request
+/// values, so a hostile request cannot grow a bucket (no HashDoS exposure).
+#[derive(Clone, Copy, Debug, Default)]
+struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
