@@ -29,6 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the exchange server.
     Exchange(ExchangeArgs),
+    /// Run a bidder (DSP) serving campaigns from a file, with a budget ledger.
+    Bidder(BidderArgs),
     /// Run a fleet of simulated DSPs on loopback.
     Sim(SimArgs),
     /// Drive an HTTP endpoint with open-loop load and report latency percentiles.
@@ -46,6 +48,16 @@ pub struct BaselineArgs {
     /// Listen address.
     #[arg(long, default_value = "127.0.0.1:8090")]
     pub listen: SocketAddr,
+}
+
+#[derive(Debug, Args)]
+pub struct BidderArgs {
+    /// Bidder configuration (TOML; see docs/bidder.md).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Listen address; overrides `listen` in the file.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

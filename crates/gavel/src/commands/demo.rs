@@ -14,6 +14,7 @@ use openrtb::Price;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::demo_bidder::{self, DemoBidder};
 use crate::cli::DemoArgs;
 
 /// Most auctions per second the demo offers; beyond this a 2-core machine measures itself.
@@ -42,13 +43,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await
     .context("starting the simulated bidders")?;
 
+    let real_bidder = DemoBidder::start(args.duration, stopped(stop_rx.clone())).await?;
+
     // In flight at once ~ rate x tmax; give every bidder room for twice that.
     let in_flight = (args.rate * f64::from(args.tmax) / 1000.0).ceil() as u32;
     let per_bidder = (in_flight * 2).clamp(16, 4096);
     let config_text = format!(
-        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\n{bidders}",
+        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\n{bidders}\n{real}",
         tmax = args.tmax,
         bidders = fleet.exchange_bidders_toml(per_bidder),
+        real = real_bidder.exchange_toml(per_bidder),
     );
     let config = Config::from_toml(&config_text).context("the demo's exchange configuration")?;
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
@@ -65,8 +69,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     });
 
     println!(
-        "Gavel demo: {} simulated bidders, {} auctions/s for {:.0?}, tmax {} ms (seed {})...",
+        "Gavel demo: {} simulated bidders and a real one ({}), {} auctions/s for {:.0?}, tmax {} ms (seed {})...",
         fleet.bidders.len(),
+        demo_bidder::NAME,
         args.rate,
         args.duration,
         args.tmax,
@@ -86,10 +91,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // Let queued win and billing notices reach the bidders before counting them.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let sim_stats = fleet.stats();
+    let campaigns = real_bidder.render().await;
+    let real_notices = real_bidder.win_notices().await;
     let _ = stop_tx.send(true);
     let _ = server.await;
 
-    print!("{}", render(&args, &report, &metrics, &sim_stats));
+    print!(
+        "{}",
+        render(&args, &report, &metrics, &sim_stats, real_notices)
+    );
+    print!("{campaigns}");
     Ok(())
 }
 
@@ -107,7 +118,13 @@ fn spend(cpm_micros: u64) -> String {
     format!("{:.2}", Price::from_micros(micros).as_cpm_f64())
 }
 
-fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::BidderStats]) -> String {
+fn render(
+    args: &DemoArgs,
+    report: &Report,
+    metrics: &Metrics,
+    sim: &[sim::BidderStats],
+    real: demo_bidder::WinNotices,
+) -> String {
     let mut o = String::new();
     let tmax = Duration::from_millis(u64::from(args.tmax));
     let sold = report.status.ok_200;
@@ -166,8 +183,10 @@ fn render(args: &DemoArgs, report: &Report, metrics: &Metrics, sim: &[sim::Bidde
         spend(total_cleared),
         Price::from_micros(i64::try_from(avg).unwrap_or(0))
     );
-    let told = Price::from_micros(sim.iter().map(|s| s.win_value.micros()).sum());
-    let received: u64 = sim.iter().map(|s| s.win_notices).sum();
+    let told = Price::from_micros(
+        sim.iter().map(|s| s.win_value.micros()).sum::<i64>() + real.value.micros(),
+    );
+    let received: u64 = sim.iter().map(|s| s.win_notices).sum::<u64>() + real.received;
     let fired = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
         + metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Sent);
     let lost = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Dropped)

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 mod baseline;
+mod bidder;
 mod demo;
+mod demo_bidder;
 mod exchange;
 mod load;
 mod sim;
@@ -15,6 +17,7 @@ use crate::cli::Command;
 pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Exchange(args) => exchange::run(args).await,
+        Command::Bidder(args) => bidder::run(args).await,
         Command::Sim(args) => sim::run(args).await,
         Command::Load(args) => load::run(*args).await,
         Command::Demo(args) => demo::run(args).await,

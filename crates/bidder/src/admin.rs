@@ -1,0 +1,141 @@
+//! Admin endpoints: `GET /admin/campaigns` (budget, spend and pacing of every campaign, from
+//! the ledger of record) and `POST /admin/reload` (reload the campaign file now).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use pacing::{Balance, Nanos, PacingState, Timestamp};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::ledger::Unavailable;
+use crate::server::{Bidder, State, json as json_response, json_error};
+
+/// Money as both a decimal in currency units (for people) and exact nanos (for programs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Amount {
+    pub units: f64,
+    pub nanos: i64,
+}
+
+impl From<Nanos> for Amount {
+    fn from(n: Nanos) -> Amount {
+        Amount {
+            units: n.as_units_f64(),
+            nanos: n.get(),
+        }
+    }
+}
+
+/// One campaign as `/admin/campaigns` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignReport {
+    pub id: String,
+    /// The ledger's figures; `None` when the ledger does not know the campaign yet.
+    pub balance: Option<Balance>,
+    pub pacing: PacingState,
+    /// Bids this instance made.
+    pub bids: u64,
+    /// Win notices this instance received.
+    pub wins: u64,
+    /// What this instance's notices charged.
+    pub charged_here: Nanos,
+}
+
+impl Bidder {
+    /// Every campaign serving now, with its balance from the ledger of record.
+    pub async fn campaign_report(&self) -> Result<Vec<CampaignReport>, Unavailable> {
+        report(&self.state).await
+    }
+}
+
+async fn report(state: &State) -> Result<Vec<CampaignReport>, Unavailable> {
+    let snapshot = state.snapshot.load_full();
+    let balances = state.ledger.balances(&snapshot.ids()).await?;
+    let mut by_id: HashMap<String, Balance> = balances
+        .into_iter()
+        .map(|b| (b.campaign.clone(), b))
+        .collect();
+    let now = Timestamp::now();
+    Ok(snapshot
+        .states
+        .iter()
+        .map(|s| CampaignReport {
+            id: s.id.clone(),
+            balance: by_id.remove(&s.id),
+            pacing: s.pacing_state(now),
+            bids: s.bids.load(Relaxed),
+            wins: s.wins.load(Relaxed),
+            charged_here: Nanos(s.charged.load(Relaxed)),
+        })
+        .collect())
+}
+
+/// `GET /admin/campaigns`. In Redis mode the balances are the shared ones, so every instance
+/// reports the same numbers; `bids`, `wins` and `charged_here` are this instance's.
+pub(crate) async fn campaigns(state: &State) -> Response<Full<Bytes>> {
+    let reports = match report(state).await {
+        Ok(r) => r,
+        Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let list: Vec<serde_json::Value> = reports
+        .iter()
+        .map(|r| {
+            let b = r.balance.as_ref();
+            let amount = |f: fn(&Balance) -> Nanos| b.map(|b| Amount::from(f(b)));
+            json!({
+                "id": r.id,
+                "budget": amount(|b| b.budget).map(|a| a.units),
+                "spent": amount(|b| b.spent).map(|a| a.units),
+                "reserved": amount(|b| b.reserved).map(|a| a.units),
+                "available": amount(|b| b.available).map(|a| a.units),
+                "nanos": {
+                    "budget": amount(|b| b.budget).map(|a| a.nanos),
+                    "spent": amount(|b| b.spent).map(|a| a.nanos),
+                    "reserved": amount(|b| b.reserved).map(|a| a.nanos),
+                    "available": amount(|b| b.available).map(|a| a.nanos),
+                },
+                "daily": b.and_then(|b| b.daily.as_ref()).map(|d| json!({
+                    "day": d.day,
+                    "budget": Amount::from(d.budget).units,
+                    "spent": Amount::from(d.spent).units,
+                    "reserved": Amount::from(d.reserved).units,
+                    "available": Amount::from(d.available).units,
+                })),
+                "pacing": {
+                    "mode": r.pacing.mode,
+                    "target": Amount::from(r.pacing.target).units,
+                    "actual": Amount::from(r.pacing.actual).units,
+                    "deviation": r.pacing.deviation,
+                    "bid_share": r.pacing.bid_share,
+                },
+                "bids": r.bids,
+                "wins": r.wins,
+                "charged_here": Amount::from(r.charged_here).units,
+            })
+        })
+        .collect();
+    let snapshot = state.snapshot.load();
+    let body = json!({
+        "ledger": state.ledger.kind(),
+        "node": state.node,
+        "loaded_at_ms": snapshot.loaded_at.millis(),
+        "campaigns": list,
+    });
+    json_response(StatusCode::OK, body.to_string())
+}
+
+/// `POST /admin/reload`: reloads the campaign file now; 200 with the count, or 422 naming the
+/// problem (the last good set keeps serving).
+pub(crate) async fn reload(state: &State) -> Response<Full<Bytes>> {
+    match crate::reload::reload(state).await {
+        Ok(count) => json_response(
+            StatusCode::OK,
+            json!({ "reloaded": true, "campaigns": count }).to_string(),
+        ),
+        Err(e) => json_error(StatusCode::UNPROCESSABLE_ENTITY, &e),
+    }
+}

@@ -1,0 +1,220 @@
+//! The life of one bid request inside the bidder: decode and validate (the same rules as the
+//! exchange), fix the deadline, rank each impression's candidates, reserve the best one's
+//! maximum cost in the ledger, and answer with bids carrying their notice URLs.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use openrtb::{Bid, BidRequest, BidResponse, MarkupType, SeatBid};
+use pacing::{Nanos, Refusal, Timestamp};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::campaign::{Candidate, ImpFacts, Media, RequestFacts};
+use crate::decide::{Proposal, rank};
+use crate::ledger::ReserveError;
+use crate::metrics::SkipReason;
+use crate::notice::notice_urls;
+use crate::runtime::Snapshot;
+use crate::server::State;
+
+/// After a budget refusal, how long a campaign is skipped without asking the ledger again.
+const EXHAUSTED_BACKOFF: Duration = Duration::from_millis(250);
+
+thread_local! {
+    /// Per-thread scratch space and pacing draws; seeded per thread from the configured seed so
+    /// that a one-thread bidder makes the same decisions for the same input.
+    static SCRATCH: RefCell<Option<(Vec<Candidate>, SmallRng)>> = const { RefCell::new(None) };
+}
+
+/// The deadline of a request read at `read_at`: its `tmax` (bounded by the configuration)
+/// less the margin kept for the answer's trip back.
+fn deadline(state: &State, request: &BidRequest, read_at: Instant) -> Instant {
+    let tmax = request
+        .tmax
+        .and_then(|t| u64::try_from(t).ok())
+        .filter(|&t| t > 0)
+        .map_or(state.config.default_tmax(), Duration::from_millis)
+        .min(state.config.max_tmax());
+    read_at + tmax.saturating_sub(state.config.answer_margin())
+}
+
+/// Runs one request: `Ok(Some(body))` is a bid response, `Ok(None)` a no-bid, `Err` a message
+/// for a 400.
+pub(crate) async fn run(
+    state: &State,
+    body: &[u8],
+    read_at: Instant,
+) -> Result<Option<Vec<u8>>, String> {
+    let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
+    let currency = openrtb::validate::auction_currency(&request, "USD").to_owned();
+    openrtb::validate::validate(&request, &currency).map_err(|e| e.to_string())?;
+    let deadline = deadline(state, &request, read_at);
+    let now = Timestamp::now();
+    let snapshot = state.snapshot.load_full();
+    let plans = plan(state, &snapshot, &request, now);
+    let mut bids = Vec::new();
+    for (imp_index, proposals) in plans.into_iter().enumerate() {
+        if let Some(bid) = reserve_first(
+            state, &snapshot, &request, imp_index, &proposals, deadline, now,
+        )
+        .await
+        {
+            bids.push(bid);
+        }
+    }
+    if bids.is_empty() {
+        return Ok(None);
+    }
+    state.metrics.bids.fetch_add(bids.len() as u64, Relaxed);
+    let response = BidResponse {
+        id: request.id.clone(),
+        seatbid: Some(vec![SeatBid {
+            bid: bids,
+            seat: Some(state.config.seat.clone()),
+            ..Default::default()
+        }]),
+        cur: Some(currency),
+        ..Default::default()
+    };
+    // Encoding owned strings and integers cannot fail; an empty body would read as garbage, so
+    // answer no-bid instead.
+    Ok(response.to_vec().ok())
+}
+
+/// Ranks every impression's candidates; synchronous, no await.
+fn plan(
+    state: &State,
+    snapshot: &Snapshot,
+    request: &BidRequest,
+    now: Timestamp,
+) -> Vec<Vec<Proposal>> {
+    let facts = RequestFacts::from_request(request, now);
+    SCRATCH.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let (scratch, rng) = cell.get_or_insert_with(|| {
+            (
+                Vec::new(),
+                SmallRng::seed_from_u64(state.config.pacing.seed),
+            )
+        });
+        let mut draw = || rng.random_range(0..1_000_000u32);
+        request
+            .imp
+            .iter()
+            .map(|imp| {
+                let imp_facts = ImpFacts::from_imp(imp);
+                rank(
+                    snapshot,
+                    &facts,
+                    &imp_facts,
+                    now,
+                    scratch,
+                    &mut draw,
+                    &state.metrics,
+                )
+            })
+            .collect()
+    })
+}
+
+/// Tries the proposals in order until one's maximum cost is reserved; builds its bid.
+async fn reserve_first(
+    state: &State,
+    snapshot: &Snapshot,
+    request: &BidRequest,
+    imp_index: usize,
+    proposals: &[Proposal],
+    deadline: Instant,
+    now: Timestamp,
+) -> Option<Bid> {
+    for p in proposals {
+        if Instant::now() >= deadline {
+            state.metrics.skip(SkipReason::Deadline);
+            return None;
+        }
+        let campaign = snapshot.set.campaigns().get(p.campaign as usize)?;
+        let campaign_state = snapshot.states.get(p.campaign as usize)?;
+        let id = state.next_reservation_id();
+        // The most this bid can cost: its own price (a clearing price never exceeds the bid).
+        let amount = Nanos::of_impression(p.price);
+        match state
+            .ledger
+            .reserve(&id, campaign.id(), amount, deadline)
+            .await
+        {
+            Ok(()) => {
+                campaign_state.bids.fetch_add(1, Relaxed);
+                return Some(build_bid(state, snapshot, request, imp_index, p, id));
+            }
+            Err(ReserveError::Refused(r)) => {
+                state.metrics.skip(SkipReason::Refused);
+                if matches!(
+                    r,
+                    Refusal::InsufficientBudget | Refusal::InsufficientDailyBudget
+                ) {
+                    campaign_state.mark_exhausted(now, EXHAUSTED_BACKOFF);
+                }
+            }
+            // The store is down or slow: fail closed for this impression.
+            Err(ReserveError::Unavailable(_)) => {
+                state.metrics.skip(SkipReason::LedgerUnavailable);
+                return None;
+            }
+            Err(ReserveError::Timeout) => {
+                state.metrics.skip(SkipReason::LedgerTimeout);
+                return None;
+            }
+        }
+    }
+    None
+}
+
+fn build_bid(
+    state: &State,
+    snapshot: &Snapshot,
+    request: &BidRequest,
+    imp_index: usize,
+    p: &Proposal,
+    reservation: String,
+) -> Bid {
+    let campaign = snapshot.set.campaigns().get(p.campaign as usize);
+    let creative = campaign.and_then(|c| c.creatives().get(p.creative as usize));
+    let imp = request.imp.get(imp_index);
+    let campaign_id = campaign.map_or("", |c| c.id());
+    let urls = notice_urls(&state.public_url, &reservation, campaign_id);
+    let dealid = p.deal.and_then(|d| {
+        imp.and_then(|i| i.pmp.as_ref())
+            .and_then(|pmp| pmp.deals.as_ref())
+            .and_then(|deals| deals.get(d as usize))
+            .and_then(|deal| deal.id.clone())
+    });
+    let (w, h, mtype) = match creative.map(|c| c.media()) {
+        Some(Media::Banner(size)) => (
+            i32::try_from(size.w).ok(),
+            i32::try_from(size.h).ok(),
+            MarkupType::BANNER,
+        ),
+        _ => (None, None, MarkupType::VIDEO),
+    };
+    let non_empty = |v: &[String]| (!v.is_empty()).then(|| v.to_vec());
+    Bid {
+        id: reservation,
+        impid: imp.map(|i| i.id.clone()).unwrap_or_default(),
+        price: p.price,
+        nurl: Some(urls.nurl),
+        burl: Some(urls.burl),
+        lurl: Some(urls.lurl),
+        adm: creative.map(|c| c.adm().to_owned()),
+        adomain: creative.and_then(|c| non_empty(c.adomain())),
+        cid: Some(campaign_id.to_owned()),
+        crid: creative.map(|c| c.id().to_owned()),
+        cat: creative.and_then(|c| non_empty(c.cat())),
+        dealid,
+        w,
+        h,
+        mtype: Some(mtype),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,457 @@
+//! The bidder's configuration (`gavel bidder --config bidder.toml`): typed, every key documented
+//! (docs/bidder.md), unknown keys refused, validated as a whole with errors naming the key.
+//!
+//! The campaigns themselves live in their own file (`campaigns = "..."`), which is watched and
+//! reloaded while serving; this file is read once at start.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pacing::Nanos;
+use serde::Deserialize;
+
+/// Largest accepted configuration file.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// Why a configuration was refused. Messages name the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {error}")]
+    Read { path: String, error: String },
+    #[error("config is {0} bytes; the limit is {MAX_CONFIG_BYTES}")]
+    TooLarge(usize),
+    #[error("config is not valid TOML for the bidder: {0}")]
+    Parse(String),
+    #[error("{key}: {problem}")]
+    Invalid { key: &'static str, problem: String },
+}
+
+fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        problem: problem.into(),
+    }
+}
+
+/// The whole bidder configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BidderConfig {
+    /// Address to listen on. Default `127.0.0.1:9100`; `--listen` overrides it.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Campaign file (JSON, or TOML when it ends in `.toml`), relative to this file's directory.
+    /// Watched and reloaded on change. Required.
+    pub campaigns: PathBuf,
+    /// Name of this instance: prefix of its reservation ids, which must be unique across every
+    /// instance sharing a ledger. Default: `bidder-<pid>-<start time>`.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Base URL the notice URLs in bids point to (`{public_url}/notice/win?...`). Default
+    /// `http://{listen}`; set it when the bidder sits behind a proxy or listens on 0.0.0.0.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// `seatbid.seat` of this bidder's answers. Default "gavel".
+    #[serde(default = "default_seat")]
+    pub seat: String,
+    #[serde(default)]
+    pub http: HttpSection,
+    #[serde(default)]
+    pub ledger: LedgerSection,
+    #[serde(default)]
+    pub pacing: PacingSection,
+}
+
+/// Input limits and deadline handling.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Largest accepted request body in bytes (413 beyond). Default 256 KiB.
+    pub max_body_bytes: usize,
+    /// Time allowed to receive headers, then the body, in milliseconds. Default 5000.
+    pub read_timeout_ms: u64,
+    /// Deadline used when a request carries no `tmax`, in milliseconds. Default 100.
+    pub default_tmax_ms: u64,
+    /// Cap on a request's `tmax`, in milliseconds. Default 1000.
+    pub max_tmax_ms: u64,
+    /// Time kept back from `tmax` for the answer's trip back, in milliseconds: the bidder
+    /// decides within `tmax - answer_margin_ms` of reading the request. Default 10.
+    pub answer_margin_ms: u64,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            max_body_bytes: 256 * 1024,
+            read_timeout_ms: 5_000,
+            default_tmax_ms: 100,
+            max_tmax_ms: 1_000,
+            answer_margin_ms: 10,
+        }
+    }
+}
+
+/// Which ledger holds the budget of record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// In this process only: for one instance.
+    #[default]
+    Memory,
+    /// Shared by every instance through Redis.
+    Redis,
+}
+
+/// In Redis mode, whether each bid reserves in Redis or spends from a local lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedisMode {
+    /// Leases of budget in chunks; no Redis round trip on the bid path.
+    #[default]
+    Lease,
+    /// One Redis script call per bid and per notice.
+    PerBid,
+}
+
+/// Which notice charges the campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChargeOn {
+    /// The win notice (`nurl`); a billing notice after it is a duplicate that charges nothing.
+    #[default]
+    Win,
+    /// The billing notice (`burl`) only: an impression that is won but never rendered costs
+    /// nothing, and its reservation expires.
+    Bill,
+}
+
+/// The `[ledger]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LedgerSection {
+    /// `memory` (default) or `redis`.
+    pub backend: Backend,
+    /// Redis URL (`redis://host:port[/db]`), for `backend = "redis"`. Default
+    /// `redis://127.0.0.1:6379`.
+    pub redis_url: String,
+    /// Key prefix in Redis, so several ledgers can share one server. Default "gavel:".
+    pub redis_prefix: String,
+    /// `lease` (default) or `per-bid`.
+    pub redis_mode: RedisMode,
+    /// Bound on one Redis call, in milliseconds. Default 20.
+    pub redis_timeout_ms: u64,
+    /// Size of one lease of budget, in currency units: what an instance takes from Redis at a
+    /// time and may spend without asking again. Smaller chunks share a small budget more evenly
+    /// between instances; larger ones mean fewer Redis calls. Default 0.05.
+    pub lease_chunk: f64,
+    /// How often a lease's spend is reported to Redis and its expiry extended, in ms. Default 200.
+    pub lease_report_ms: u64,
+    /// How long a lease lives without a report, in milliseconds. Default 10000.
+    pub lease_ttl_ms: u64,
+    /// How long a bid's reservation waits for its notice before it expires and its amount
+    /// returns to the campaign, in milliseconds. Default 60000.
+    pub reservation_ttl_ms: u64,
+    /// `win` (default) or `bill`.
+    pub charge_on: ChargeOn,
+}
+
+impl Default for LedgerSection {
+    fn default() -> Self {
+        LedgerSection {
+            backend: Backend::Memory,
+            redis_url: "redis://127.0.0.1:6379".to_owned(),
+            redis_prefix: "gavel:".to_owned(),
+            redis_mode: RedisMode::Lease,
+            redis_timeout_ms: 20,
+            lease_chunk: 0.05,
+            lease_report_ms: 200,
+            lease_ttl_ms: 10_000,
+            reservation_ttl_ms: 60_000,
+            charge_on: ChargeOn::Win,
+        }
+    }
+}
+
+/// The `[pacing]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PacingSection {
+    /// How often each campaign's pacing controller runs, in milliseconds. Default 1000.
+    pub control_interval_ms: u64,
+    /// Seed of the draws that decide which eligible requests bid under `even` pacing.
+    pub seed: u64,
+}
+
+impl Default for PacingSection {
+    fn default() -> Self {
+        PacingSection {
+            control_interval_ms: 1_000,
+            seed: 1,
+        }
+    }
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9100))
+}
+
+fn default_seat() -> String {
+    "gavel".to_owned()
+}
+
+impl BidderConfig {
+    /// Reads, parses and validates a configuration file; a relative `campaigns` path is
+    /// resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<BidderConfig, ConfigError> {
+        let text = read_bounded(path, MAX_CONFIG_BYTES)?;
+        let mut config = BidderConfig::from_toml(&text)?;
+        if config.campaigns.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            config.campaigns = dir.join(&config.campaigns);
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates a TOML document.
+    pub fn from_toml(text: &str) -> Result<BidderConfig, ConfigError> {
+        if text.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge(text.len()));
+        }
+        let config: BidderConfig =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(node) = &self.node
+            && (node.is_empty()
+                || node.len() > 64
+                || !node
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+        {
+            return Err(invalid(
+                "node",
+                "must be 1-64 characters among A-Z a-z 0-9 - _ (it goes into notice URLs)",
+            ));
+        }
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(invalid("public_url", "must start with http:// or https://"));
+        }
+        if self.seat.is_empty() || self.seat.len() > 64 {
+            return Err(invalid("seat", "must be 1-64 characters"));
+        }
+        let h = &self.http;
+        if h.max_body_bytes == 0 || h.max_body_bytes > 64 * 1024 * 1024 {
+            return Err(invalid("http.max_body_bytes", "must be 1..=67108864"));
+        }
+        if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
+            return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
+        }
+        if h.default_tmax_ms == 0 || h.default_tmax_ms > 60_000 {
+            return Err(invalid("http.default_tmax_ms", "must be 1..=60000"));
+        }
+        if h.max_tmax_ms < h.default_tmax_ms || h.max_tmax_ms > 60_000 {
+            return Err(invalid(
+                "http.max_tmax_ms",
+                "must be at least http.default_tmax_ms and at most 60000",
+            ));
+        }
+        if h.answer_margin_ms >= h.default_tmax_ms {
+            return Err(invalid(
+                "http.answer_margin_ms",
+                "must be smaller than http.default_tmax_ms",
+            ));
+        }
+        let l = &self.ledger;
+        parse_redis_url(&l.redis_url)?;
+        if l.redis_prefix.len() > 64 {
+            return Err(invalid("ledger.redis_prefix", "must be at most 64 bytes"));
+        }
+        if l.redis_timeout_ms == 0 || l.redis_timeout_ms > 10_000 {
+            return Err(invalid("ledger.redis_timeout_ms", "must be 1..=10000"));
+        }
+        if !(l.lease_chunk > 0.0 && l.lease_chunk <= 1e6) {
+            return Err(invalid(
+                "ledger.lease_chunk",
+                "must be more than 0 and at most 1000000 currency units",
+            ));
+        }
+        if l.lease_report_ms == 0 || l.lease_report_ms > 60_000 {
+            return Err(invalid("ledger.lease_report_ms", "must be 1..=60000"));
+        }
+        if l.lease_ttl_ms < 4 * l.lease_report_ms || l.lease_ttl_ms > 3_600_000 {
+            return Err(invalid(
+                "ledger.lease_ttl_ms",
+                "must be at least 4 x ledger.lease_report_ms (a lease must survive a few missed reports) and at most 3600000",
+            ));
+        }
+        if l.reservation_ttl_ms < 1_000 || l.reservation_ttl_ms > 86_400_000 {
+            return Err(invalid(
+                "ledger.reservation_ttl_ms",
+                "must be 1000..=86400000 (notices often arrive seconds after the auction)",
+            ));
+        }
+        let p = &self.pacing;
+        if p.control_interval_ms < 10 || p.control_interval_ms > 60_000 {
+            return Err(invalid("pacing.control_interval_ms", "must be 10..=60000"));
+        }
+        Ok(())
+    }
+
+    pub fn read_timeout(&self) -> Duration {
+        Duration::from_millis(self.http.read_timeout_ms)
+    }
+
+    pub fn default_tmax(&self) -> Duration {
+        Duration::from_millis(self.http.default_tmax_ms)
+    }
+
+    pub fn max_tmax(&self) -> Duration {
+        Duration::from_millis(self.http.max_tmax_ms)
+    }
+
+    /// `ledger.lease_chunk` in integer money.
+    pub fn lease_chunk(&self) -> Nanos {
+        Nanos::from_units(self.ledger.lease_chunk).unwrap_or(Nanos(1))
+    }
+
+    /// `host:port` and database of `ledger.redis_url`.
+    pub fn redis_address(&self) -> Result<(String, u32), ConfigError> {
+        parse_redis_url(&self.ledger.redis_url)
+    }
+
+    pub fn answer_margin(&self) -> Duration {
+        Duration::from_millis(self.http.answer_margin_ms)
+    }
+}
+
+/// Splits `redis://host:port[/db]` into `host:port` (port 6379 when absent) and the database.
+fn parse_redis_url(url: &str) -> Result<(String, u32), ConfigError> {
+    let bad = || {
+        invalid(
+            "ledger.redis_url",
+            format!("{url:?} is not redis://host[:port][/db] (credentials: not supported yet)"),
+        )
+    };
+    let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
+    let (host_port, db) = match rest.split_once('/') {
+        Some((hp, "")) => (hp, 0),
+        Some((hp, db)) => (hp, db.parse::<u32>().map_err(|_| bad())?),
+        None => (rest, 0),
+    };
+    if host_port.is_empty() || host_port.contains('@') || host_port.len() > 255 {
+        return Err(bad());
+    }
+    let addr = match host_port.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            host_port.to_owned()
+        }
+        Some(_) => return Err(bad()),
+        None => format!("{host_port}:6379"),
+    };
+    Ok((addr, db))
+}
+
+/// Reads a file, refusing it beyond `limit` bytes without reading it all.
+pub fn read_bounded(path: &Path, limit: usize) -> Result<String, ConfigError> {
+    let read_err = |e: std::io::Error| ConfigError::Read {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    };
+    let len = std::fs::metadata(path).map_err(read_err)?.len();
+    if len > limit as u64 {
+        return Err(ConfigError::TooLarge(
+            usize::try_from(len).unwrap_or(usize::MAX),
+        ));
+    }
+    std::fs::read_to_string(path).map_err(read_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_example_loads_with_defaults() {
+        let c = BidderConfig::from_toml(
+            r#"
+listen = "127.0.0.1:9100"
+campaigns = "campaigns.json"
+[ledger]
+backend = "redis"
+redis_url = "redis://127.0.0.1:6379"
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.ledger.backend, Backend::Redis);
+        assert_eq!(c.ledger.redis_mode, RedisMode::Lease);
+        assert_eq!(c.ledger.charge_on, ChargeOn::Win);
+        assert_eq!(c.http.default_tmax_ms, 100);
+        assert_eq!(
+            c.redis_address().ok(),
+            Some(("127.0.0.1:6379".to_owned(), 0))
+        );
+    }
+
+    #[test]
+    fn redis_urls() {
+        assert_eq!(
+            parse_redis_url("redis://h").ok(),
+            Some(("h:6379".to_owned(), 0))
+        );
+        assert_eq!(
+            parse_redis_url("redis://h:7000/2").ok(),
+            Some(("h:7000".to_owned(), 2))
+        );
+        for bad in [
+            "http://h",
+            "redis://",
+            "redis://u:p@h:1",
+            "redis://h:x",
+            "redis://h/x",
+        ] {
+            assert!(parse_redis_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        for (text, key) in [
+            ("campaigns = \"c.json\"\nnode = \"a b\"", "node"),
+            (
+                "campaigns = \"c.json\"\n[ledger]\nredis_url = \"http://x\"",
+                "ledger.redis_url",
+            ),
+            (
+                "campaigns = \"c.json\"\n[ledger]\nlease_ttl_ms = 100",
+                "ledger.lease_ttl_ms",
+            ),
+            (
+                "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 500",
+                "http.answer_margin_ms",
+            ),
+        ] {
+            let e = BidderConfig::from_toml(text).err().map(|e| e.to_string());
+            assert!(
+                e.as_deref().is_some_and(|m| m.starts_with(key)),
+                "{text:?} gave {e:?}"
+            );
+        }
+        let unknown = BidderConfig::from_toml("campaigns = \"c.json\"\nbogus = 1")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(unknown.contains("bogus"), "{unknown}");
+        let missing = BidderConfig::from_toml("").err().map(|e| e.to_string());
+        assert!(
+            missing.as_deref().is_some_and(|m| m.contains("campaigns")),
+            "{missing:?}"
+        );
+    }
+}

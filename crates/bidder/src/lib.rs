@@ -1,0 +1,41 @@
+//! Gavel's bidder (DSP): answers OpenRTB 2.6 bid requests for a set of campaigns, within the
+//! request's deadline, without ever spending more than a campaign's budget, even when several
+//! instances share it.
+//!
+//! The life of a bid request: decode and validate (`bid_path`), ask the campaign index for the
+//! candidates of each impression ([`campaign`]), price and rank them, drop those whose budget is
+//! exhausted or whose pacer holds them back ([`decide`]), reserve the best one's maximum cost in
+//! the ledger ([`ledger`]), answer with a bid whose notice URLs settle that reservation
+//! ([`notice`]).
+//!
+//! Invariants:
+//! - No bid goes out without a reservation of its maximum cost in the ledger of record; a win
+//!   or billing notice commits at most that amount, once per reservation id; a loss notice or
+//!   the reservation's expiry returns it. So spend never exceeds the budget, whatever the
+//!   notices do (duplicated, reordered, late, missing).
+//! - The request path never waits on a lock or on a store past the request's deadline: the
+//!   campaign set is read through an atomic pointer ([`runtime`]), pacing through atomics, and a
+//!   ledger that does not answer in time is a refusal (fail closed).
+//! - Campaign changes are validated and indexed aside and swapped whole (`reload`); a bad file
+//!   never replaces a good one.
+//! - Money is integer: CPMs in micros ([`openrtb::Price`]), budgets in nanos ([`pacing::Nanos`]);
+//!   one impression at CPM p micros costs exactly p nanos.
+
+mod admin;
+mod bid_path;
+pub mod campaign;
+pub mod config;
+pub mod decide;
+pub mod ledger;
+pub mod metrics;
+pub mod notice;
+mod reload;
+pub mod runtime;
+pub mod server;
+mod start;
+
+pub use admin::{Amount, CampaignReport};
+pub use config::BidderConfig;
+pub use metrics::Metrics;
+pub use server::{BID_PATH, Bidder};
+pub use start::StartError;

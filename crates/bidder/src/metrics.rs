@@ -1,0 +1,189 @@
+//! Every metric the bidder exports, in one place, rendered in the Prometheus text format. Label
+//! sets are bounded: outcomes and reasons are fixed enums.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use telemetry::{ByLabel, Histogram, labelled_counters};
+
+labelled_counters! {
+    /// How one bid request ended.
+    RequestOutcome {
+        Bid => "bid",
+        NoBid => "no_bid",
+        BadRequest => "bad_request",
+        TooLarge => "too_large",
+        MethodNotAllowed => "method_not_allowed",
+        NotFound => "not_found",
+    }
+}
+
+labelled_counters! {
+    /// Why a matching campaign did not bid on an imp (counted once per candidate).
+    SkipReason {
+        BelowFloor => "below_floor",
+        Blocked => "blocked_by_request",
+        Paced => "paced",
+        Exhausted => "budget_exhausted",
+        Refused => "ledger_refused",
+        LedgerUnavailable => "ledger_unavailable",
+        LedgerTimeout => "ledger_timeout",
+        Deadline => "deadline",
+    }
+}
+
+labelled_counters! {
+    /// Notices the bidder receives.
+    NoticeKind {
+        Win => "win",
+        Bill => "bill",
+        Loss => "loss",
+    }
+}
+
+labelled_counters! {
+    /// What a notice did to the ledger.
+    NoticeOutcome {
+        Charged => "charged",
+        Duplicate => "duplicate",
+        Released => "released",
+        Recorded => "recorded",
+        Unknown => "unknown_reservation",
+        Expired => "expired",
+        AbovePrice => "above_reservation",
+        Invalid => "invalid",
+        LedgerError => "ledger_error",
+    }
+}
+
+labelled_counters! {
+    /// How a campaign reload ended.
+    ReloadOutcome {
+        Applied => "applied",
+        Failed => "failed",
+    }
+}
+
+/// The bidder's counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub requests: ByLabel<{ RequestOutcome::COUNT }>,
+    pub skips: ByLabel<{ SkipReason::COUNT }>,
+    pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
+    pub reloads: ByLabel<{ ReloadOutcome::COUNT }>,
+    pub bids: AtomicU64,
+    pub decision_latency: Histogram,
+    /// Campaigns serving now.
+    pub campaigns: AtomicU64,
+}
+
+impl Metrics {
+    pub fn request(&self, o: RequestOutcome) {
+        self.requests.inc(o as usize);
+    }
+
+    pub fn request_count(&self, o: RequestOutcome) -> u64 {
+        self.requests.get(o as usize)
+    }
+
+    pub fn skip(&self, r: SkipReason) {
+        self.skips.inc(r as usize);
+    }
+
+    pub fn skip_count(&self, r: SkipReason) -> u64 {
+        self.skips.get(r as usize)
+    }
+
+    pub fn notice(&self, kind: NoticeKind, o: NoticeOutcome) {
+        if let Some(n) = self.notices.get(kind as usize) {
+            n.inc(o as usize);
+        }
+    }
+
+    pub fn notice_count(&self, kind: NoticeKind, o: NoticeOutcome) -> u64 {
+        self.notices
+            .get(kind as usize)
+            .map_or(0, |n| n.get(o as usize))
+    }
+
+    pub fn reload(&self, o: ReloadOutcome) {
+        self.reloads.inc(o as usize);
+    }
+
+    pub fn reload_count(&self, o: ReloadOutcome) -> u64 {
+        self.reloads.get(o as usize)
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut o = String::with_capacity(4096);
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_requests_total Bid requests by outcome.\n# TYPE gavel_bidder_requests_total counter"
+        );
+        for r in RequestOutcome::ALL {
+            let _ = writeln!(
+                o,
+                "gavel_bidder_requests_total{{outcome=\"{}\"}} {}",
+                r.label(),
+                self.request_count(*r)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_bids_total Bids made (one per imp answered).\n# TYPE gavel_bidder_bids_total counter\ngavel_bidder_bids_total {}",
+            self.bids.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_candidate_skips_total Matching campaigns that did not bid, by reason.\n# TYPE gavel_bidder_candidate_skips_total counter"
+        );
+        for r in SkipReason::ALL {
+            let _ = writeln!(
+                o,
+                "gavel_bidder_candidate_skips_total{{reason=\"{}\"}} {}",
+                r.label(),
+                self.skip_count(*r)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_notices_total Notices received, by kind and what they did.\n# TYPE gavel_bidder_notices_total counter"
+        );
+        for k in NoticeKind::ALL {
+            for n in NoticeOutcome::ALL {
+                let _ = writeln!(
+                    o,
+                    "gavel_bidder_notices_total{{kind=\"{}\",outcome=\"{}\"}} {}",
+                    k.label(),
+                    n.label(),
+                    self.notice_count(*k, *n)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_campaign_reloads_total Campaign file reloads, by outcome.\n# TYPE gavel_bidder_campaign_reloads_total counter"
+        );
+        for r in ReloadOutcome::ALL {
+            let _ = writeln!(
+                o,
+                "gavel_bidder_campaign_reloads_total{{outcome=\"{}\"}} {}",
+                r.label(),
+                self.reload_count(*r)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_campaigns Campaigns serving now.\n# TYPE gavel_bidder_campaigns gauge\ngavel_bidder_campaigns {}",
+            self.campaigns.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gavel_bidder_decision_seconds Time from reading a request to its answer.\n# TYPE gavel_bidder_decision_seconds histogram"
+        );
+        self.decision_latency
+            .render(&mut o, "gavel_bidder_decision_seconds", "");
+        o
+    }
+}

@@ -1,0 +1,183 @@
+//! Wiring a bidder: the ledger its configuration names, the first campaign load, and the
+//! background tasks (campaign watcher, pacing tick, reservation expiry). Tasks hold a weak
+//! reference and stop when the bidder is dropped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use pacing::{Balance, Timestamp};
+
+use crate::config::{Backend, BidderConfig, RedisMode};
+use crate::ledger::Ledger;
+use crate::metrics::Metrics;
+use crate::runtime::Snapshot;
+use crate::server::{Bidder, State};
+
+/// Why a bidder could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("campaigns: {0}")]
+    Campaigns(String),
+    #[error("ledger: {0}")]
+    Ledger(String),
+}
+
+/// How often expired reservations are released.
+const EXPIRY_INTERVAL: Duration = Duration::from_secs(1);
+
+fn default_node() -> String {
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("bidder-{}-{started:x}", std::process::id())
+}
+
+async fn open_ledger(
+    config: &BidderConfig,
+    node: &str,
+    campaigns: Vec<(String, pacing::Limits)>,
+) -> Result<Ledger, StartError> {
+    let l = &config.ledger;
+    let reservation_ttl = Duration::from_millis(l.reservation_ttl_ms);
+    let timeout = Duration::from_millis(l.redis_timeout_ms);
+    if l.backend == Backend::Memory {
+        return Ok(Ledger::memory(reservation_ttl));
+    }
+    let (addr, db) = config
+        .redis_address()
+        .map_err(|e| StartError::Ledger(e.to_string()))?;
+    let redis = ledger_redis::RedisLedger::new(ledger_redis::RedisConfig {
+        addr,
+        db,
+        prefix: l.redis_prefix.clone(),
+        timeout,
+        ..ledger_redis::RedisConfig::default()
+    });
+    // Reachability is not required to start (fail closed, recover by itself), but say so.
+    if let Err(e) = redis.ping().await {
+        tracing::warn!(error = %e, url = %l.redis_url, "redis not reachable at start; no bids until it is");
+    }
+    Ok(match l.redis_mode {
+        RedisMode::PerBid => Ledger::per_bid(redis, reservation_ttl, timeout),
+        RedisMode::Lease => {
+            let lease_ttl = Duration::from_millis(l.lease_ttl_ms);
+            let lease = ledger_redis::LeaseConfig {
+                instance_id: node.to_owned(),
+                lease_chunk: config.lease_chunk(),
+                report_interval: Duration::from_millis(l.lease_report_ms),
+                lease_ttl,
+                // Local spending stops well before Redis may reclaim the lease.
+                safety_margin: lease_ttl / 4,
+                ..ledger_redis::LeaseConfig::default()
+            };
+            Ledger::leased(
+                ledger_redis::LeasedLedger::start(redis, lease, campaigns).await,
+                reservation_ttl,
+                timeout,
+            )
+        }
+    })
+}
+
+impl Bidder {
+    /// Opens the ledger, loads the campaigns (refusing to start on a bad file) and starts the
+    /// background tasks. Must run inside a tokio runtime.
+    pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {
+        let node = config.node.clone().unwrap_or_else(default_node);
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.listen))
+            .trim_end_matches('/')
+            .to_owned();
+        let set = crate::reload::load(&config.campaigns)
+            .await
+            .map_err(StartError::Campaigns)?;
+        let interval = Duration::from_millis(config.pacing.control_interval_ms);
+        let snapshot = Snapshot::build(set, None, Timestamp::now(), interval);
+        let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
+        let limits_pending = ledger.set_campaigns(&snapshot.limits()).await.is_err();
+        let metrics = Arc::new(Metrics::default());
+        metrics
+            .campaigns
+            .store(snapshot.states.len() as u64, Relaxed);
+        let state = Arc::new(State {
+            charge_on: config.ledger.charge_on,
+            config,
+            node,
+            public_url,
+            snapshot: ArcSwap::from_pointee(snapshot),
+            ledger,
+            metrics,
+            seq: AtomicU64::new(0),
+            reload_lock: tokio::sync::Mutex::new(()),
+            limits_pending: AtomicBool::new(limits_pending),
+        });
+        tokio::spawn(crate::reload::watch(Arc::downgrade(&state)));
+        tokio::spawn(pace(Arc::downgrade(&state), interval));
+        tokio::spawn(expire(Arc::downgrade(&state)));
+        Ok(Bidder { state })
+    }
+
+    /// Hands leased budget back to the ledger (call after `serve` returns).
+    pub async fn shutdown(&self) {
+        self.state.ledger.shutdown().await;
+    }
+
+    /// The base of this bidder's notice URLs.
+    pub fn public_url(&self) -> &str {
+        &self.state.public_url
+    }
+}
+
+/// The pacing tick: reads every campaign's balance of record and runs its controller.
+async fn pace(state: Weak<State>, interval: Duration) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        let snapshot = state.snapshot.load_full();
+        if state.limits_pending.load(Relaxed) {
+            if state.ledger.set_campaigns(&snapshot.limits()).await.is_ok() {
+                state.limits_pending.store(false, Relaxed);
+            } else {
+                continue;
+            }
+        }
+        let balances = match state.ledger.balances(&snapshot.ids()).await {
+            Ok(b) => b,
+            // Keep the last shares: the ledger still refuses what is not funded.
+            Err(_) => continue,
+        };
+        // A campaign the ledger does not know (a Redis restarted without persistence): write
+        // the limits again on the next tick; meanwhile its reservations are refused.
+        if balances.len() < snapshot.states.len() {
+            state.limits_pending.store(true, Relaxed);
+        }
+        let now = Timestamp::now();
+        let by_id: HashMap<&str, &Balance> =
+            balances.iter().map(|b| (b.campaign.as_str(), b)).collect();
+        for s in &snapshot.states {
+            if let Some(b) = by_id.get(s.id.as_str()) {
+                s.pace(now, b);
+            }
+        }
+    }
+}
+
+/// Releases reservations whose notice never came.
+async fn expire(state: Weak<State>) {
+    let mut tick = tokio::time::interval(EXPIRY_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        if let Err(e) = state.ledger.expire().await {
+            tracing::debug!(error = %e, "reservation expiry deferred");
+        }
+    }
+}

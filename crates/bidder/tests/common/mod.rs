@@ -1,0 +1,157 @@
+//! Helpers for the bidder's integration tests: a bidder on a free loopback port with its
+//! campaigns in a temporary directory, and a minimal HTTP/1.1 client.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A fresh directory under the system's temporary directory.
+pub fn temp_dir(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "gavel-bidder-test-{}-{name}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A campaign with one 300x250 creative and no targeting.
+pub fn campaign_json(id: &str, budget: f64, cpm: f64, pacing: &str) -> String {
+    format!(
+        r#"{{"id": "{id}", "budget": {{"total": {budget}}}, "bid": {{"cpm": {cpm}}}, "pacing": "{pacing}",
+  "creatives": [{{"id": "cr1", "w": 300, "h": 250, "adm": "<div>ad</div>", "adomain": ["shop.example"]}}],
+  "targeting": {{}}}}"#
+    )
+}
+
+/// A one-imp banner request.
+pub fn banner_request(id: &str, w: u32, h: u32, floor: f64) -> String {
+    format!(
+        r#"{{"id": "{id}", "at": 1, "tmax": 100, "cur": ["USD"],
+  "imp": [{{"id": "1", "banner": {{"w": {w}, "h": {h}}}, "bidfloor": {floor}, "bidfloorcur": "USD"}}],
+  "site": {{"id": "s1", "domain": "news.example", "publisher": {{"id": "p1"}}}},
+  "device": {{"devicetype": 2, "os": "iOS", "geo": {{"country": "USA"}}}}}}"#
+    )
+}
+
+/// Sends one HTTP/1.1 request on a fresh connection and reads the whole answer.
+pub async fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
+    let path = match target.find("://") {
+        Some(i) => {
+            let rest = &target[i + 3..];
+            rest.find('/').map_or("/", |j| &rest[j..]).to_owned()
+        }
+        None => target.to_owned(),
+    };
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+/// A bidder serving on a free port, with its campaign file in a temporary directory.
+pub struct TestBidder {
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    pub bidder: bidder::Bidder,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestBidder {
+    /// Starts a memory-ledger bidder on `campaigns`; `extra` is appended to its TOML config.
+    pub async fn start(campaigns: &str, extra: &str) -> TestBidder {
+        let dir = temp_dir("bidder");
+        std::fs::write(dir.join("campaigns.json"), campaigns).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let text = format!("listen = \"{addr}\"\ncampaigns = \"campaigns.json\"\n{extra}");
+        std::fs::write(dir.join("bidder.toml"), &text).unwrap();
+        let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
+        let bidder = bidder::Bidder::start(config).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let server = bidder.clone();
+        tokio::spawn(async move {
+            server
+                .serve(listener, async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        TestBidder {
+            addr,
+            dir,
+            bidder,
+            stop: Some(tx),
+        }
+    }
+
+    /// Replaces the campaign file atomically (write aside, rename), as a deploy tool would.
+    pub fn write_campaigns(&self, text: &str) {
+        write_atomically(&self.dir.join("campaigns.json"), text);
+    }
+
+    pub async fn post_bid(&self, body: &str) -> (u16, String) {
+        call(self.addr, "POST", bidder::BID_PATH, body).await
+    }
+
+    pub async fn get(&self, target: &str) -> (u16, String) {
+        call(self.addr, "GET", target, "").await
+    }
+
+    pub async fn post(&self, target: &str, body: &str) -> (u16, String) {
+        call(self.addr, "POST", target, body).await
+    }
+
+    pub async fn admin(&self) -> Value {
+        let (status, body) = self.get("/admin/campaigns").await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    pub async fn campaign(&self, id: &str) -> Value {
+        let all = self.admin().await;
+        all["campaigns"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("no campaign {id} in {all}"))
+    }
+}
+
+impl Drop for TestBidder {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}

@@ -1,0 +1,198 @@
+//! The bidder over real loopback sockets with the in-memory ledger: bids and their notices,
+//! budget exhaustion, input errors, and campaign reloads (good and bad files) while serving.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestBidder, banner_request, campaign_json};
+use serde_json::Value;
+
+#[tokio::test]
+async fn bids_carry_notice_urls_that_settle_the_budget() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 0.01, 2.0, "asap")), "").await;
+    let (status, body) = b.post_bid(&banner_request("r1", 300, 250, 0.5)).await;
+    assert_eq!(status, 200, "{body}");
+    let resp: Value = serde_json::from_str(&body).unwrap();
+    let bid = &resp["seatbid"][0]["bid"][0];
+    assert_eq!(bid["impid"], "1");
+    assert_eq!(bid["price"], 2.0);
+    assert_eq!(bid["cid"], "c1");
+    assert_eq!(bid["crid"], "cr1");
+    assert_eq!(bid["adomain"][0], "shop.example");
+    let nurl = bid["nurl"].as_str().unwrap();
+    assert!(
+        nurl.contains("/notice/win?") && nurl.contains("${AUCTION_PRICE}"),
+        "{nurl}"
+    );
+    assert!(bid["burl"].as_str().unwrap().contains("/notice/bill?"));
+    assert!(bid["lurl"].as_str().unwrap().contains("/notice/loss?"));
+
+    // While the notice is outstanding, the bid's full price is reserved.
+    let c = b.campaign("c1").await;
+    assert_eq!(c["nanos"]["reserved"], 2_000_000);
+    assert_eq!(c["nanos"]["spent"], 0);
+
+    // Win at a clearing price of 1.5, delivered twice, then the billing notice: charged once.
+    let win = nurl.replace("${AUCTION_PRICE}", "1.5");
+    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(b.get(&win).await.0, 204);
+    let bill = bid["burl"]
+        .as_str()
+        .unwrap()
+        .replace("${AUCTION_PRICE}", "1.5");
+    assert_eq!(b.get(&bill).await.0, 204);
+    let c = b.campaign("c1").await;
+    assert_eq!(c["nanos"]["spent"], 1_500_000);
+    assert_eq!(c["nanos"]["reserved"], 0);
+    assert_eq!(c["nanos"]["available"], 10_000_000 - 1_500_000);
+    assert_eq!(c["wins"], 1);
+    assert_eq!(c["bids"], 1);
+
+    // A price above the bid is refused and charges nothing.
+    let (status, body) = b.post_bid(&banner_request("r2", 300, 250, 0.5)).await;
+    assert_eq!(status, 200, "{body}");
+    let resp: Value = serde_json::from_str(&body).unwrap();
+    let bid = &resp["seatbid"][0]["bid"][0];
+    let forged = bid["nurl"]
+        .as_str()
+        .unwrap()
+        .replace("${AUCTION_PRICE}", "2.5");
+    assert_eq!(b.get(&forged).await.0, 409);
+    // The loss notice releases the reservation.
+    let loss = bid["lurl"]
+        .as_str()
+        .unwrap()
+        .replace("${AUCTION_LOSS}", "102");
+    assert_eq!(b.get(&loss).await.0, 204);
+    let c = b.campaign("c1").await;
+    assert_eq!(c["nanos"]["spent"], 1_500_000);
+    assert_eq!(c["nanos"]["reserved"], 0);
+
+    let metrics = b.get("/metrics").await.1;
+    assert!(
+        metrics.contains("gavel_bidder_notices_total{kind=\"win\",outcome=\"duplicate\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains("gavel_bidder_notices_total{kind=\"win\",outcome=\"above_reservation\"} 1")
+    );
+}
+
+#[tokio::test]
+async fn spend_stops_at_the_budget() {
+    // 0.01 units at CPM 2 = exactly 5 impressions.
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 0.01, 2.0, "asap")), "").await;
+    let mut bids = 0;
+    for i in 0..20 {
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("r{i}"), 300, 250, 0.1))
+            .await;
+        if status == 200 {
+            bids += 1;
+            let resp: Value = serde_json::from_str(&body).unwrap();
+            let nurl = resp["seatbid"][0]["bid"][0]["nurl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert_eq!(b.get(&nurl.replace("${AUCTION_PRICE}", "2")).await.0, 204);
+        } else {
+            assert_eq!(status, 204, "{body}");
+        }
+    }
+    assert_eq!(bids, 5);
+    let c = b.campaign("c1").await;
+    assert_eq!(c["nanos"]["spent"], 10_000_000);
+    assert_eq!(c["nanos"]["available"], 0);
+}
+
+#[tokio::test]
+async fn floors_sizes_and_bad_input() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")), "").await;
+    // Floor above the bid: no bid.
+    assert_eq!(b.post_bid(&banner_request("r", 300, 250, 3.0)).await.0, 204);
+    // A size no creative has: no bid.
+    assert_eq!(b.post_bid(&banner_request("r", 728, 90, 0.1)).await.0, 204);
+    // Broken JSON and invalid requests: 400 naming the problem.
+    let (status, body) = b.post_bid("{\"id\": ").await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = b.post_bid("{\"id\": \"x\", \"imp\": []}").await;
+    assert_eq!(status, 400);
+    assert!(body.contains("imp"), "{body}");
+    // Too large: 413.
+    let big = format!("{{\"id\": \"{}\"}}", "x".repeat(300 * 1024));
+    assert_eq!(b.post_bid(&big).await.0, 413);
+    // Wrong method and unknown path.
+    assert_eq!(b.get("/openrtb2/bid").await.0, 405);
+    assert_eq!(b.get("/nope").await.0, 404);
+    // A notice without its ids.
+    assert_eq!(b.get("/notice/win?price=1").await.0, 400);
+    // The campaign still bids afterwards.
+    assert_eq!(b.post_bid(&banner_request("r", 300, 250, 0.1)).await.0, 200);
+}
+
+#[tokio::test]
+async fn reloads_apply_good_files_and_keep_the_last_good_one() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")), "").await;
+    // A file that fails validation: refused with the reason, c1 keeps serving.
+    b.write_campaigns(&format!("[{}]", campaign_json("c1", -1.0, 2.0, "asap")));
+    let (status, body) = b.post("/admin/reload", "").await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("budget"), "{body}");
+    assert_eq!(b.post_bid(&banner_request("r", 300, 250, 0.1)).await.0, 200);
+    // Truncated garbage: the same.
+    b.write_campaigns("[{\"id\": \"c1\", \"bud");
+    assert_eq!(b.post("/admin/reload", "").await.0, 422);
+    assert_eq!(b.post_bid(&banner_request("r", 300, 250, 0.1)).await.0, 200);
+
+    // A good file, picked up by the watcher without any call: c2 at a higher price.
+    b.write_campaigns(&format!(
+        "[{}, {}]",
+        campaign_json("c1", 1.0, 2.0, "asap"),
+        campaign_json("c2", 1.0, 3.0, "asap")
+    ));
+    let mut price = Value::Null;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, body) = b.post_bid(&banner_request("r", 300, 250, 0.1)).await;
+        assert_eq!(status, 200);
+        let resp: Value = serde_json::from_str(&body).unwrap();
+        price = resp["seatbid"][0]["bid"][0]["price"].clone();
+        if price == 3.0 {
+            break;
+        }
+    }
+    assert_eq!(price, 3.0, "the watcher did not apply the new file");
+    let all = b.admin().await;
+    assert_eq!(all["campaigns"].as_array().map(Vec::len), Some(2));
+    // Each bad file was refused at least once (the watcher may have seen it too).
+    let metrics = b.get("/metrics").await.1;
+    let failed: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("gavel_bidder_campaign_reloads_total{outcome=\"failed\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(failed >= 2, "{metrics}");
+}
+
+#[tokio::test]
+async fn a_bad_file_at_start_is_refused_with_its_reason() {
+    let dir = common::temp_dir("bad-start");
+    let campaigns = dir.join("campaigns.json");
+    std::fs::write(&campaigns, "[{\"id\": \"\"}]").unwrap();
+    let config = bidder::BidderConfig::from_toml(&format!(
+        "campaigns = {:?}\n",
+        campaigns.display().to_string()
+    ))
+    .unwrap();
+    let err = bidder::Bidder::start(config)
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        err.as_deref().is_some_and(|e| e.starts_with("campaigns:")),
+        "{err:?}"
+    );
+}

@@ -1,0 +1,30 @@
+//! `gavel bidder --config FILE [--listen ADDR]`.
+
+use anyhow::Context;
+use bidder::{Bidder, BidderConfig};
+use tokio::net::TcpListener;
+
+use crate::cli::BidderArgs;
+
+pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
+    let mut config = BidderConfig::load(&args.config)
+        .with_context(|| format!("{} refused", args.config.display()))?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    // Port 0 picks a free port: notice URLs must name the one actually bound.
+    config.listen = listener.local_addr()?;
+    let backend = format!("{:?}", config.ledger.backend).to_lowercase();
+    let bidder = Bidder::start(config).await?;
+    println!(
+        "gavel bidder listening on {}{} (ledger: {backend}; admin: /admin/campaigns; metrics: /metrics)",
+        bidder.public_url(),
+        bidder::BID_PATH,
+    );
+    bidder.serve(listener, super::shutdown_signal()).await;
+    bidder.shutdown().await;
+    Ok(())
+}

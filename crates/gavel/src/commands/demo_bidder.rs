@@ -1,0 +1,232 @@
+//! The real bidder in `gavel demo`: a few campaigns with different pacing and budgets, bidding
+//! beside the simulated DSPs through the same exchange, and the campaign report printed at the
+//! end.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use bidder::CampaignReport;
+use bidder::{Bidder, BidderConfig};
+use openrtb::Price;
+use pacing::{Nanos, PacingMode, Timestamp};
+use tokio::net::TcpListener;
+
+/// Name of the real bidder in the exchange's bidder list.
+pub const NAME: &str = "gavel-bidder";
+
+/// What the real bidder's win notices said.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WinNotices {
+    pub received: u64,
+    pub value: Price,
+}
+
+/// A running demo bidder and the directory holding its campaign file.
+pub struct DemoBidder {
+    pub bidder: Bidder,
+    pub endpoint: String,
+    dir: PathBuf,
+}
+
+impl Drop for DemoBidder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rfc3339(t: Timestamp) -> String {
+    // Days since the epoch to a civil date (Howard Hinnant's algorithm).
+    let secs = t.millis() / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The demo's campaigns: budgets sized so that some run out during a default demo and the
+/// `even` one spreads its budget over the run.
+fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
+    format!(
+        r#"[
+  {{"id": "acme-shoes", "adomain": ["acme-shoes.example"], "pacing": "asap",
+    "budget": {{"total": 1.50}}, "bid": {{"cpm": 3.20}},
+    "targeting": {{"countries": ["USA", "CAN", "GBR"]}},
+    "creatives": [
+      {{"id": "acme-mrec", "w": 300, "h": 250, "adm": "<a href='https://acme-shoes.example'>shoes</a>", "cat": ["IAB22"]}},
+      {{"id": "acme-leader", "w": 728, "h": 90, "adm": "<a href='https://acme-shoes.example'>shoes</a>", "cat": ["IAB22"]}}]}},
+  {{"id": "globex-even", "adomain": ["globex.example"], "pacing": "even",
+    "budget": {{"total": 2.00}}, "bid": {{"cpm": 4.00, "shading": 0.85}},
+    "flight": {{"start": "{start}", "end": "{end}"}},
+    "creatives": [
+      {{"id": "globex-mrec", "w": 300, "h": 250, "adm": "<div>globex</div>"}},
+      {{"id": "globex-half", "w": 300, "h": 600, "adm": "<div>globex</div>"}},
+      {{"id": "globex-phone", "w": 320, "h": 50, "adm": "<div>globex</div>"}}]}},
+  {{"id": "initech-mobile", "adomain": ["initech.example"], "pacing": "asap",
+    "budget": {{"total": 20.00, "daily": 0.80}}, "bid": {{"cpm": 2.60, "max_cpm": 3.50}},
+    "targeting": {{"device_types": [1, 4, 5]}},
+    "creatives": [
+      {{"id": "initech-banner", "w": 320, "h": 50, "adm": "<div>initech</div>"}},
+      {{"id": "initech-inter", "w": 320, "h": 480, "adm": "<div>initech</div>"}}]}}
+]"#,
+        start = rfc3339(flight_start),
+        end = rfc3339(flight_end),
+    )
+}
+
+impl DemoBidder {
+    /// Starts the bidder on a free loopback port with an in-memory ledger; its `even` campaign's
+    /// flight covers the demo's run.
+    pub async fn start(
+        run: Duration,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<DemoBidder> {
+        let dir = std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let now = Timestamp::now();
+        // Whole seconds: the flight is written to the second.
+        let start = Timestamp(now.millis() / 1000 * 1000);
+        let end = start.saturating_add(run + Duration::from_secs(1));
+        std::fs::write(dir.join("campaigns.json"), campaigns(start, end))
+            .context("writing the demo's campaigns")?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let config = BidderConfig::from_toml(&format!(
+            "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n[pacing]\ncontrol_interval_ms = 250\n",
+            dir.join("campaigns.json").display().to_string()
+        ))
+        .context("the demo bidder's configuration")?;
+        let bidder = Bidder::start(config)
+            .await
+            .context("starting the demo bidder")?;
+        let server = bidder.clone();
+        tokio::spawn(async move { server.serve(listener, stop).await });
+        Ok(DemoBidder {
+            endpoint: format!("http://{addr}{}", bidder::BID_PATH),
+            bidder,
+            dir,
+        })
+    }
+
+    /// The exchange's `[[bidders]]` entry for this bidder.
+    pub fn exchange_toml(&self, max_connections: u32) -> String {
+        format!(
+            "[[bidders]]\nname = \"{NAME}\"\nendpoint = \"{}\"\nmax_connections = {max_connections}\n",
+            self.endpoint
+        )
+    }
+
+    /// Win notices the bidder received and the clearing prices they carried (charged once
+    /// each), for the demo's cross-check against the exchange's books.
+    pub async fn win_notices(&self) -> WinNotices {
+        let reports = self.bidder.campaign_report().await.unwrap_or_default();
+        WinNotices {
+            received: reports.iter().map(|r| r.wins).sum(),
+            // One impression at CPM p micros is charged p nanos: the sum of charges in nanos is
+            // the sum of clearing CPMs in micros.
+            value: Price::from_micros(reports.iter().map(|r| r.charged_here.get()).sum()),
+        }
+    }
+
+    /// The campaign table printed at the end of the demo.
+    pub async fn render(&self) -> String {
+        let mut o = String::new();
+        let reports: Vec<CampaignReport> = match self.bidder.campaign_report().await {
+            Ok(r) => r,
+            Err(e) => return format!("\ncampaigns: ledger unavailable ({e})\n"),
+        };
+        let _ = writeln!(
+            o,
+            "\n{NAME} campaigns (budget of record: in-memory ledger; USD)\n{:<16} {:>6} {:>8} {:>8} {:>9} {:>6} {:>6}  pacing",
+            "campaign", "mode", "budget", "spent", "reserved", "bids", "wins"
+        );
+        for r in &reports {
+            let (budget, spent, reserved) = r
+                .balance
+                .as_ref()
+                .map_or((Nanos::ZERO, Nanos::ZERO, Nanos::ZERO), |b| {
+                    (b.budget, b.spent, b.reserved)
+                });
+            let pacing = match r.pacing.mode {
+                PacingMode::Even => format!(
+                    "target {:.4}, actual {:.4} ({:+.1}%), bidding on {:.0}% of matches",
+                    r.pacing.target.as_units_f64(),
+                    r.pacing.actual.as_units_f64(),
+                    100.0 * r.pacing.deviation,
+                    100.0 * r.pacing.bid_share
+                ),
+                PacingMode::Asap => match r.balance.as_ref().and_then(|b| b.daily.as_ref()) {
+                    Some(d) => format!(
+                        "as soon as possible; today {:.4} of {:.4}",
+                        d.spent.as_units_f64(),
+                        d.budget.as_units_f64()
+                    ),
+                    None => "as soon as possible".to_owned(),
+                },
+            };
+            let mode = match r.pacing.mode {
+                PacingMode::Even => "even",
+                PacingMode::Asap => "asap",
+            };
+            let _ = writeln!(
+                o,
+                "{:<16} {:>6} {:>8.4} {:>8.4} {:>9.4} {:>6} {:>6}  {pacing}",
+                r.id,
+                mode,
+                budget.as_units_f64(),
+                spent.as_units_f64(),
+                reserved.as_units_f64(),
+                r.bids,
+                r.wins,
+            );
+        }
+        let over = reports.iter().filter(|r| {
+            r.balance
+                .as_ref()
+                .is_some_and(|b| b.spent + b.reserved > b.budget)
+        });
+        let _ = writeln!(
+            o,
+            "(spent: charged by win notices at the clearing price; reserved: bids whose notice has not come yet; \
+             campaigns over budget: {})",
+            over.count()
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(Timestamp(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(Timestamp(1_795_000_000_000)),
+            "2026-11-18T11:06:40Z"
+        );
+        assert_eq!(rfc3339(Timestamp(951_782_400_000)), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn the_demo_campaigns_load() {
+        let text = campaigns(Timestamp(1_795_000_000_000), Timestamp(1_795_000_020_000));
+        let set = bidder::campaign::CampaignSet::from_json_bytes(text.as_bytes());
+        assert!(set.is_ok(), "{:?}", set.err());
+    }
+}
