@@ -39,7 +39,7 @@ pub struct CampaignReport {
     pub pacing: PacingState,
     /// Bids this instance made.
     pub bids: u64,
-    /// Win notices this instance received.
+    /// Impressions this instance charged (win or billing notice, whichever came first).
     pub wins: u64,
     /// What this instance's notices charged.
     pub charged_here: Nanos,

@@ -24,7 +24,7 @@ pub struct CampaignState {
     /// are skipped without asking the ledger.
     pub exhausted_until: AtomicU64,
     pub bids: AtomicU64,
-    /// Win notices received.
+    /// Impressions charged (by their win or billing notice, whichever came first).
     pub wins: AtomicU64,
     /// Charged by this instance, in nanos.
     pub charged: AtomicI64,

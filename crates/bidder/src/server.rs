@@ -191,10 +191,12 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
     if let Some(campaign) = parsed.campaign.as_deref() {
         let snapshot = state.snapshot.load();
         if let Some(s) = snapshot.state(campaign) {
-            if kind == NoticeKind::Win && settled.outcome != NoticeOutcome::Duplicate {
+            // A won impression is counted once, by the notice that charged it (the win or the
+            // billing notice, whichever came first).
+            if settled.outcome == NoticeOutcome::Charged {
                 s.wins.fetch_add(1, Relaxed);
+                s.charged.fetch_add(settled.charged.get(), Relaxed);
             }
-            s.charged.fetch_add(settled.charged.get(), Relaxed);
         }
     }
     let status = settled.status();

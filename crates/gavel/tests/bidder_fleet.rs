@@ -247,14 +247,28 @@ async fn drive(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_instances_never_overspend_a_shared_budget() {
+async fn four_instances_never_overspend_a_shared_budget_with_leases() {
+    shared_budget("lease").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_instances_never_overspend_a_shared_budget_reserving_per_bid() {
+    shared_budget("per-bid").await;
+}
+
+async fn shared_budget(mode: &str) {
     let redis = RedisServer::start().await;
-    let dir = temp_dir("asap");
+    let dir = temp_dir(mode);
     // 0.50 at CPM 2.00: exactly 250 impressions; leases of 0.02 are 10 impressions each.
     let campaigns = r#"[{"id": "shared", "budget": {"total": 0.50}, "bid": {"cpm": 2.00}, "pacing": "asap",
       "creatives": [{"id": "cr1", "w": 300, "h": 250, "adm": "<div>ad</div>", "adomain": ["shop.example"]}],
       "targeting": {}}]"#;
-    let mut fleet = start_fleet(&dir, &redis, campaigns, "");
+    let mut fleet = start_fleet(
+        &dir,
+        &redis,
+        campaigns,
+        &format!("redis_mode = \"{mode}\"\n"),
+    );
     let addrs = Arc::new(fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -311,7 +325,7 @@ async fn four_instances_never_overspend_a_shared_budget() {
     let wins = tally.wins.load(Relaxed);
     let charged = tally.charged.load(Relaxed) as i64;
     eprintln!(
-        "asap: {} requests, {} bids, {wins} wins charged {charged} nanos, spent {spent} of {budget}; bids per instance {:?}",
+        "{mode}: {} requests, {} bids, {wins} wins charged {charged} nanos, spent {spent} of {budget}; bids per instance {:?}",
         tally.requests.load(Relaxed),
         tally.bids.load(Relaxed),
         tally

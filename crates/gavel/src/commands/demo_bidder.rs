@@ -106,7 +106,11 @@ impl DemoBidder {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let config = BidderConfig::from_toml(&format!(
-            "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n[pacing]\ncontrol_interval_ms = 250\n",
+            // The demo's exchange sends no loss notices (as many do not): a lost bid's
+            // reservation returns to its campaign when it expires, so keep that short here,
+            // where win notices arrive within milliseconds.
+            "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n\
+             [ledger]\nreservation_ttl_ms = 2000\n[pacing]\ncontrol_interval_ms = 250\n",
             dir.join("campaigns.json").display().to_string()
         ))
         .context("the demo bidder's configuration")?;
