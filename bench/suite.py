@@ -16,6 +16,7 @@ BENCHMARKS.md.
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bidder import run_bidder  # noqa: E402
 from fleet import Exchange, instant, per_bidder, realistic, silent  # noqa: E402
 from procs import GAVEL, ROOT, SERVER_CORE, Proc, free_port, gavel_load, settle, wrk  # noqa: E402
 import tables  # noqa: E402
@@ -25,11 +26,11 @@ FIXTURE = os.path.join(ROOT, "crates", "openrtb", "tests", "fixtures", "realisti
 SLO_MS = 10
 
 
-def capacity(url, start, args, measure=None):
+def capacity(url, start, args, measure=None, slo_ms=SLO_MS):
     """`gavel load --find-capacity`; returns its JSON, plus the server's CPU per request over
     the whole search when `measure` (a callable returning CPU seconds) is given."""
     before = measure() if measure else None
-    r = gavel_load(url, ["--find-capacity", "--slo-p99", f"{SLO_MS}ms", "--rate", start,
+    r = gavel_load(url, ["--find-capacity", "--slo-p99", f"{slo_ms}ms", "--rate", start,
                          "--duration", f"{args.trial_seconds}s", "--warmup", "1s",
                          "--connections", 256, "--timeout", "1s"])
     if measure:
@@ -179,6 +180,7 @@ SCENARIOS = {
     "fanout-50": run_fanout(50, 100),
     "realistic-20": run_realistic,
     "silent-bidder": run_silent,
+    "bidder": lambda args, ctx: run_bidder(args, ctx, capacity),
 }
 
 

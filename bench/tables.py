@@ -102,6 +102,18 @@ def section(results):
                        f"| {n(r['others_requests'])} | {pct(r['others_bid_share'])} | {n(r['others_timeouts'])} "
                        f"| {n(r['others_wins'])} | {silent} |")
         out.append("")
+    bid = load(results, "bidder")
+    if bid:
+        out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['slo_p99_ms']} ms\n")
+        out.append("| campaigns | ledger | capacity/s | ratio to baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
+        out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
+        b = bid.get("baseline_capacity") or (base["capacity"] if base else None)
+        for r in bid["runs"].values():
+            p50, p99 = at_capacity(r["search"])
+            ratio = n(r["capacity"] / b, 3) if b and r["capacity"] else "–"
+            out.append(f"| {n(r['campaigns'])} | {r['ledger']} | {n(r['capacity'])} | {ratio} | {n(p50, 2)} / {n(p99, 2)} "
+                       f"| {n(r['server_cpu_us_per_request'], 1)} µs | {trials(r['search'])} |")
+        out.append("")
     return "\n".join(out)
 
 

@@ -1,16 +1,24 @@
 //! Campaign matching per bid request: facts extraction plus `CampaignSet::candidates` for every
 //! impression, over synthetic campaign sets of 10,000 and 100,000 campaigns, and the
-//! brute-force scan at 10,000 for comparison. One element = one request, so criterion reports
-//! decisions per second.
+//! brute-force scan at 10,000 for comparison; then the whole bid decision (matching, pricing,
+//! pacing draw and ranking by `decide::rank`, and the reservation of the best candidate's price in
+//! an in-memory `pacing::Book`). One element = one request, so criterion reports decisions per
+//! second.
 //!
 //! `cargo bench -p bidder --bench matching -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 
 use bidder::campaign::synth::{NOW, synthetic, synthetic_requests};
+use std::time::Duration;
+
 use bidder::campaign::{CampaignSet, Candidate, ImpFacts, RequestFacts};
+use bidder::decide::rank;
+use bidder::metrics::Metrics;
+use bidder::runtime::Snapshot;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use openrtb::BidRequest;
+use pacing::{Book, Limits, Nanos, Timestamp};
 
 const REQUESTS: usize = 4_096;
 
@@ -82,5 +90,62 @@ fn matching(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, matching);
+/// The whole decision for one request, against the in-memory ledger.
+fn decision(c: &mut Criterion) {
+    let requests = synthetic_requests(REQUESTS, 7);
+    let mut group = c.benchmark_group("decision");
+    group.throughput(Throughput::Elements(1));
+    for n in [10_000, 100_000] {
+        let snapshot = Snapshot::build(build(n), None, NOW, Duration::from_secs(1));
+        // Budgets that never run out; resolved reservations forgotten 1 ms after they resolve.
+        let mut book = Book::new(Duration::from_millis(1));
+        let limits = Limits {
+            total: Nanos::from_units(1e6).unwrap_or(Nanos(i64::MAX / 4)),
+            daily: None,
+        };
+        for campaign in snapshot.set.campaigns() {
+            book.set_limits(campaign.id(), limits, NOW);
+        }
+        let metrics = Metrics::default();
+        let mut scratch: Vec<Candidate> = Vec::with_capacity(1024);
+        let (mut k, mut seq, mut bids) = (0usize, 0u64, 0u64);
+        let mut draw = || 0u32;
+        group.bench_function(format!("memory-ledger/{n}"), |b| {
+            b.iter(|| {
+                let r = &requests[k % REQUESTS];
+                k += 1;
+                let now = Timestamp(NOW.millis() + k as u64 / 1024 * 1000);
+                if k.is_multiple_of(1024) {
+                    book.expire(now);
+                }
+                let req = RequestFacts::from_request(black_box(r), NOW);
+                for imp in &r.imp {
+                    let proposals = rank(
+                        &snapshot,
+                        &req,
+                        &ImpFacts::from_imp(imp),
+                        NOW,
+                        &mut scratch,
+                        &mut draw,
+                        &metrics,
+                    );
+                    let Some(best) = proposals.first() else {
+                        continue;
+                    };
+                    let campaign = &snapshot.set.campaigns()[best.campaign as usize];
+                    seq += 1;
+                    let id = format!("bench-{seq:x}");
+                    let amount = Nanos::of_impression(best.price);
+                    if book.reserve(&id, campaign.id(), amount, now, now).is_ok() {
+                        bids += 1;
+                    }
+                }
+                black_box(bids)
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, matching, decision);
 criterion_main!(benches);

@@ -196,3 +196,17 @@ async fn a_bad_file_at_start_is_refused_with_its_reason() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn the_examples_load_and_bid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    config.listen = addr;
+    let b = bidder::Bidder::start(config).await.unwrap();
+    tokio::spawn(async move { b.serve(listener, std::future::pending()).await });
+    let request = banner_request("r", 300, 250, 0.1);
+    let (status, body) = common::call(addr, "POST", bidder::BID_PATH, &request).await;
+    assert_eq!(status, 200, "{body}");
+}

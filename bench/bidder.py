@@ -1,0 +1,107 @@
+"""The bidder scenario of the suite: `gavel bidder` on core 0 (one-thread runtime) with 10,000 or
+100,000 campaigns and an in-memory ledger, and with 10,000 campaigns on a Redis ledger in lease
+mode (redis-server on core 1, beside the load generator), driven by `gavel load`'s built-in
+requests; capacity at p99 <= 5 ms. The campaigns are generated here, seeded, to match the
+generator's requests: its countries, sizes, device types and site domains."""
+import json, os, random, shutil, socket, subprocess, tempfile, time
+
+from procs import LOAD_CORE, SERVER_CORE, Proc, free_port
+
+SLO_MS = 5
+COUNTRIES = ["USA", "USA", "USA", "GBR", "CAN", "DEU", "FRA", "AUS", "BRA", "IND", "JPN", "ESP",
+             "ITA", "NLD", "MEX"]
+SIZES = [(300, 250), (300, 250), (728, 90), (320, 50), (300, 600), (160, 600), (970, 250),
+         (320, 480)]
+DOMAINS = ["dailyharbor.com", "kitchenfolio.com", "gridironwire.com", "pixelpatch.net",
+           "wanderlogjournal.com", "marketsledger.com", "stylecanvas.co", "autotorque.com",
+           "homeandhearth.com", "playtrail.gg"]
+
+
+def campaigns(n, seed=11):
+    """`n` campaigns with budgets too large to run out during a benchmark: asap, no flight."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        targeting = {}
+        if rng.random() < 0.9:
+            targeting["countries"] = rng.sample(COUNTRIES, rng.randint(1, 2))
+        if rng.random() < 0.5:
+            targeting["device_types"] = rng.sample([1, 2, 3, 4, 5, 6, 7], rng.randint(1, 3))
+        if rng.random() < 0.2:
+            targeting["domains"] = rng.sample(DOMAINS, rng.randint(1, 3))
+        if rng.random() < 0.1:
+            targeting["block_domains"] = rng.sample(DOMAINS, 1)
+        if rng.random() < 0.3:
+            start = rng.randrange(24)
+            targeting["hours"] = sorted({(start + k) % 24 for k in range(rng.randint(6, 18))})
+        creatives = []
+        for j in range(rng.randint(1, 3)):
+            w, h = rng.choice(SIZES)
+            creatives.append({"id": f"c{i}-cr{j}", "w": w, "h": h,
+                              "adm": f"<a href='https://brand{i}.example'>ad {i}</a>"})
+        out.append({"id": f"c{i}", "adomain": [f"brand{i % 1000}.example"], "pacing": "asap",
+                    "budget": {"total": 1_000_000}, "bid": {"cpm": rng.randint(50, 1000) / 100},
+                    "targeting": targeting, "creatives": creatives})
+    return out
+
+
+class Redis:
+    """A throwaway redis-server on a free port, pinned beside the load generator."""
+
+    def __init__(self):
+        if not shutil.which("redis-server"):
+            raise RuntimeError("redis-server is not installed (apt-get install -y redis-server)")
+        self.port = free_port()
+        self.p = subprocess.Popen(["taskset", "-c", LOAD_CORE, "redis-server", "--port",
+                                   str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait()
+
+
+def variant(name, n, ledger, args, capacity):
+    """Capacity of one bidder configuration; returns its figures."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "campaigns.json"), "w") as f:
+            json.dump(campaigns(n), f)
+        port = free_port()
+        with open(os.path.join(d, "bidder.toml"), "w") as f:
+            f.write(f'listen = "127.0.0.1:{port}"\ncampaigns = "campaigns.json"\nnode = "bench"\n'
+                    f"[ledger]\n{ledger}\n")
+        print(f"{name}: gavel bidder with {n} campaigns on core 0", flush=True)
+        with Proc(["bidder", "--config", os.path.join(d, "bidder.toml")], SERVER_CORE,
+                  ready="listening", timeout=120) as b:
+            url = f"http://127.0.0.1:{port}/openrtb2/bid"
+            cap = capacity(url, 2000, args, b.cpu_seconds, slo_ms=SLO_MS)
+    return {"campaigns": n, "ledger": ledger.replace("\n", "; "), "capacity": cap["capacity"],
+            "search": cap, "server_cpu_us_per_request": cap.get("server_cpu_us_per_request")}
+
+
+def run_bidder(args, ctx, capacity):
+    runs = {
+        "memory-10k": variant("memory-10k", 10_000, 'backend = "memory"', args, capacity),
+        "memory-100k": variant("memory-100k", 100_000, 'backend = "memory"', args, capacity),
+    }
+    redis = Redis()
+    try:
+        runs["redis-lease-10k"] = variant(
+            "redis-lease-10k", 10_000,
+            f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\nlease_chunk = 5.0',
+            args, capacity)
+    finally:
+        redis.stop()
+    return {"slo_p99_ms": SLO_MS, "runs": runs,
+            "baseline_capacity": ctx.get("baseline_capacity")}
