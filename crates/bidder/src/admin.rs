@@ -63,10 +63,22 @@ async fn report(state: &State) -> Result<Vec<CampaignReport>, Unavailable> {
     Ok(snapshot
         .states
         .iter()
-        .map(|s| CampaignReport {
+        .map(|s| {
+            let balance = by_id.remove(&s.id);
+            let mut pacing = s.pacing_state(now);
+            // The pacer of an `asap` campaign is not fed spend (it needs none); the ledger's
+            // figure is the actual one either way.
+            if let Some(b) = &balance {
+                pacing.actual = b.spent;
+                pacing.deviation = (b.spent.get() as f64 - pacing.target.get() as f64)
+                    / pacing.target.get().max(1) as f64;
+            }
+            (s, balance, pacing)
+        })
+        .map(|(s, balance, pacing)| CampaignReport {
             id: s.id.clone(),
-            balance: by_id.remove(&s.id),
-            pacing: s.pacing_state(now),
+            balance,
+            pacing,
             bids: s.bids.load(Relaxed),
             wins: s.wins.load(Relaxed),
             charged_here: Nanos(s.charged.load(Relaxed)),

@@ -19,7 +19,8 @@ use crate::notice::notice_urls;
 use crate::runtime::Snapshot;
 use crate::server::State;
 
-/// After a budget refusal, how long a campaign is skipped without asking the ledger again.
+/// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
+/// asking again; local refusals (memory, leases) cost nothing and are not remembered.
 const EXHAUSTED_BACKOFF: Duration = Duration::from_millis(250);
 
 thread_local! {
@@ -150,10 +151,16 @@ async fn reserve_first(
             }
             Err(ReserveError::Refused(r)) => {
                 state.metrics.skip(SkipReason::Refused);
+                if r == Refusal::UnknownCampaign {
+                    // The ledger lost its limits (a Redis restarted empty): the pacing tick
+                    // writes them again.
+                    state.limits_pending.store(true, Relaxed);
+                }
                 if matches!(
                     r,
                     Refusal::InsufficientBudget | Refusal::InsufficientDailyBudget
-                ) {
+                ) && !state.ledger.refusals_are_local()
+                {
                     campaign_state.mark_exhausted(now, EXHAUSTED_BACKOFF);
                 }
             }

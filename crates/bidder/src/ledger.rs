@@ -112,6 +112,13 @@ impl Ledger {
         }
     }
 
+    /// Whether a refused reservation costs nothing worth avoiding (no Redis round trip), so
+    /// that a campaign refused for budget may be asked again at the next request: in lease mode
+    /// a refusal is also how a campaign asks for its first lease.
+    pub fn refusals_are_local(&self) -> bool {
+        !matches!(self.store, Store::PerBid(_))
+    }
+
     pub fn kind(&self) -> &'static str {
         match self.store {
             Store::Memory(_) => "memory",
@@ -139,13 +146,15 @@ impl Ledger {
                 Ok(())
             }
             Store::PerBid(redis) => {
-                for (id, l) in limits {
-                    redis
-                        .set_limits(id, *l, now)
-                        .await
-                        .map_err(|e| Unavailable(e.to_string()))?;
+                // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
+                let answers = redis
+                    .set_limits_many(limits, now)
+                    .await
+                    .map_err(|e| Unavailable(e.to_string()))?;
+                match answers.into_iter().find_map(Result::err) {
+                    Some(e) => Err(Unavailable(e.to_string())),
+                    None => Ok(()),
                 }
-                Ok(())
             }
             Store::Leased(leased) => {
                 leased.set_campaigns(limits.to_vec());

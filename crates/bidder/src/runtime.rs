@@ -62,6 +62,14 @@ impl CampaignState {
         self.share_ppm.store(pacer.bid_share_ppm(), Relaxed);
     }
 
+    /// Steps an `asap` pacer, which needs no spend figures: it only opens and closes with the
+    /// flight.
+    pub fn pace_flight(&self, now: Timestamp) {
+        let mut pacer = Self::lock(&self.pacer);
+        pacer.update(now, Nanos::ZERO, Nanos::ZERO);
+        self.share_ppm.store(pacer.bid_share_ppm(), Relaxed);
+    }
+
     pub fn pacing_state(&self, now: Timestamp) -> PacingState {
         Self::lock(&self.pacer).state(now)
     }

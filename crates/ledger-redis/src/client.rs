@@ -102,6 +102,79 @@ impl Client {
         .map_err(|_| LedgerError::Timeout)?
     }
 
+    /// Runs several scripts in one round trip (pipelined on one connection; Redis runs them in
+    /// order, each atomically, other clients' commands possibly in between), bounded by
+    /// `timeout` as a whole. The outer error is the transport: any of the scripts may or may not
+    /// have run. The inner ones are per script (its error reply). Scripts answered `NOSCRIPT`
+    /// did not run and are sent again with `EVAL`, after the others (a second round trip).
+    pub(crate) async fn eval_pipeline(
+        &self,
+        calls: &[(&Script, Vec<&[u8]>)],
+        timeout: Duration,
+    ) -> Result<Vec<Result<Value, LedgerError>>, LedgerError> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        tokio::time::timeout(timeout, async {
+            let commands: Vec<Vec<&[u8]>> = calls
+                .iter()
+                .map(|(script, argv)| {
+                    let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len() + 3);
+                    args.push(b"EVALSHA");
+                    args.push(script.sha.as_bytes());
+                    args.push(b"0");
+                    args.extend_from_slice(argv);
+                    args
+                })
+                .collect();
+            let mut replies = self.exchange(&commands).await?;
+            let missing: Vec<usize> = replies
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| matches!(r, Value::Error(msg) if msg.starts_with("NOSCRIPT")))
+                .map(|(i, _)| i)
+                .collect();
+            if !missing.is_empty() {
+                let retry: Vec<Vec<&[u8]>> = missing
+                    .iter()
+                    .filter_map(|&i| {
+                        let mut args = commands.get(i)?.clone();
+                        let (script, _) = calls.get(i)?;
+                        *args.get_mut(0)? = b"EVAL";
+                        *args.get_mut(1)? = script.body.as_bytes();
+                        Some(args)
+                    })
+                    .collect();
+                let again = self.exchange(&retry).await?;
+                for (i, reply) in missing.into_iter().zip(again) {
+                    if let Some(slot) = replies.get_mut(i) {
+                        *slot = reply;
+                    }
+                }
+            }
+            Ok(replies.into_iter().map(script_reply).collect())
+        })
+        .await
+        .map_err(|_| LedgerError::Timeout)?
+    }
+
+    /// A pipeline of commands on one connection (see [`Conn::request_many`]).
+    async fn exchange(&self, commands: &[Vec<&[u8]>]) -> Result<Vec<Value>, LedgerError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| LedgerError::Unavailable("client closed".into()))?;
+        let mut conn = match self.take_idle() {
+            Some(conn) => conn,
+            None => self.dial().await?,
+        };
+        // As in `call_unbounded`: back to the pool only after every reply was read.
+        let replies = conn.request_many(commands).await?;
+        self.put_idle(conn);
+        Ok(replies)
+    }
+
     async fn call_unbounded(&self, args: &[&[u8]]) -> Result<Value, LedgerError> {
         let _permit = self
             .permits

@@ -7,8 +7,11 @@
 //!   running one script. Same answers as `pacing::Book` (its types are reused), same invariants,
 //!   shared by every instance. Simple, exact, and as slow as the network.
 //! - **Leases** ([`LeasedLedger`]): each instance keeps a local `pacing::Book` whose budget is
-//!   what Redis has leased to it, answers bids from it synchronously, and a background task tops
-//!   the lease up, reports spend and extends the lease (the RTBkit banker's "float").
+//!   what Redis has leased to it, answers bids from it synchronously, and a background task takes
+//!   a lease for each campaign that tries to spend, tops it up, reports spend, extends it, and
+//!   hands it back when the campaign stops spending (the RTBkit banker's "float"). Its cost per
+//!   round follows the campaigns spending, not the campaigns configured (see [lease mode on one
+//!   instance](#lease-mode-on-one-instance)).
 //!
 //! # Wiring lease mode
 //! ```no_run
@@ -32,7 +35,8 @@
 //! let summer = Limits { total: Nanos(5_000 * Nanos::PER_UNIT), daily: Some(Nanos(500 * Nanos::PER_UNIT)) };
 //! let ledger = LeasedLedger::start(redis, config, vec![("summer".to_owned(), summer)]).await;
 //!
-//! // Request path: synchronous, no Redis.
+//! // Request path: synchronous, no Redis. A campaign's first bids on this instance are refused
+//! // (insufficient budget) until its lease arrives, typically one Redis round trip later.
 //! let now = Timestamp::now();
 //! let expires = now.saturating_add(Duration::from_secs(30));
 //! if ledger.reserve("auction-1/imp-1", "summer", Nanos(2_500_000), expires, now).is_ok() {
@@ -71,8 +75,10 @@
 //! `common.lua` (prelude: loading a campaign with the lazy day rollover, the invariant guard,
 //! tombstones) is prepended to each of `set_limits`, `reserve`, `commit`, `release`, `expire`
 //! (sweep of the `exp` index, at most [`RedisConfig::sweep_batch`] items per call), `balances`
-//! (read only), `take_lease`, `report_lease`, `close_lease` and `check` (an O(n) audit). They run
-//! with `EVALSHA`, falling back to `EVAL` on `NOSCRIPT` (after a restart or a `SCRIPT FLUSH`).
+//! (read only; [`RedisLedger::balances`] sends at most [`BALANCES_CHUNK`] campaigns per call, so
+//! reading 100,000 campaigns is 200 short calls, never one long one), `take_lease`,
+//! `report_lease`, `close_lease` and `check` (an O(n) audit). They run with `EVALSHA`, falling
+//! back to `EVAL` on `NOSCRIPT` (after a restart or a `SCRIPT FLUSH`).
 //! Each script validates, computes in Lua locals, checks the result and only then writes:
 //! Redis does not roll a script back, so a script that fails has written nothing. `now` is the
 //! caller's clock; the day is `now`'s UTC day. Tombstone expiry runs on Redis's clock.
@@ -101,6 +107,44 @@
 //! - A lease belongs to the UTC day it was (last) grown on; [`LeasedLedger`] takes a new lease
 //!   when its clock enters a new day, so a day's spend is bounded by that day's grants.
 //!
+//! # Lease mode on one instance
+//! [`LeasedLedger`] is built for many configured campaigns (100,000) of which a minority spend
+//! at any moment. Nothing it does per round scales with the campaigns configured:
+//! - **Limits** are written once: at start for every campaign (pipelined, [`PIPELINE_MAX`] per
+//!   round trip: about 2 s for 100,000 on a small machine), then only when a reload changes them
+//!   (at most 2,000 per round), or when Redis turns out to have lost them (a lease call answers
+//!   "unknown campaign", or [`LeasedLedger::balances`] misses a campaign).
+//! - **Leases on demand.** No campaign holds a lease until this instance tries to spend from it.
+//!   A reservation without enough leased headroom is refused (insufficient budget, as when the
+//!   lease runs dry), raises the campaign's demand flag and wakes the task; a reservation that
+//!   leaves less than half a chunk does the same without being refused. Both are O(1) under the
+//!   local lock, no Redis. The woken task asks Redis for a chunk at once (not at the next
+//!   interval), so **a campaign's first bids on an instance are refused until its lease arrives,
+//!   typically one Redis round trip later**; a burst of bids in that window asks once. A grant
+//!   short of the ask (the campaign is nearly out) holds the campaign's next ask back for four
+//!   report intervals.
+//! - **Reports only when needed.** Every [`LeaseConfig::report_interval`] a full round looks at
+//!   the leases it holds (in memory) and reports a lease only if its cumulative spend changed
+//!   since the last acknowledged report, or if its expiry is within half the TTL (at least the
+//!   safety margin plus two intervals): that report extends it. It closes the lease of a
+//!   campaign that made no reservation for [`LeaseConfig::idle_close`] (default 30 s, three
+//!   TTLs) once its open reservations are resolved, handing the unspent part back; of a
+//!   campaign retired by a reload; and of the previous UTC day (renewed at once if the campaign
+//!   is spending).
+//! - **Pipelined.** A round is two pipelined exchanges (upkeep: reports, closes, one sweep batch,
+//!   pending limits; then top-ups, each preceded by its limits if unwritten), up to
+//!   [`PIPELINE_MAX`] script calls per round trip.
+//!
+//! So with `s` campaigns spending, a full round costs at most `2s + 1` script calls (one report
+//! and one top-up per spending campaign, one sweep) in two pipelined round trips (one more per
+//! further [`PIPELINE_MAX`] calls); idle campaigns cost nothing, an idle lease one extension per
+//! half TTL until it is closed. A wake-up round only handles the campaigns that asked (no
+//! sweep). [`LeaseStats`] counts rounds, calls, round trips and open leases.
+//! [`LeasedLedger::balances`] (for pacing and admin pages) still reads every configured
+//! campaign, in chunks: several microseconds of Redis time per campaign per call (about 8 on a
+//! small shared machine), so 100,000 campaigns read once a second by each instance is a large
+//! share of one Redis core.
+//!
 //! # Failure bounds
 //! - **Redis unreachable or partitioned from an instance**: the instance spends only what is
 //!   leased locally, and stops taking new bids once its clock passes the lease expiry minus
@@ -115,7 +159,9 @@
 //!   lease) is lost from the books; the rest of its lease comes back.
 //! - **Redis restart without persistence**: everything is gone. [`LeasedLedger`] re-creates its
 //!   campaigns' limits when it finds them missing, with spent back at zero: the campaigns can
-//!   spend their budget again. In production run Redis with persistence (`appendonly yes`,
+//!   spend their budget again. A lease it holds is found lost at its next report or top-up
+//!   (a top-up only grows a lease Redis knows: it never re-creates one under its old id) and
+//!   replaced on demand. In production run Redis with persistence (`appendonly yes`,
 //!   `appendfsync everysec` loses at most one second of writes) and a replica; a failover to a
 //!   replica that missed the last writes can likewise lose the last moments of reports and
 //!   grants (Redis replication is asynchronous).
@@ -126,7 +172,9 @@
 //! properties that matter easy to state. Every call is bounded by the caller's deadline end to
 //! end, and a connection is only returned to the pool after a complete exchange: one that
 //! failed, timed out or was cancelled is dropped, and the next call dials a new one, which is
-//! how the client reconnects after a Redis restart. Idle connections are checked for a closed
+//! how the client reconnects after a Redis restart. Batches of script calls are pipelined on one
+//! connection (one write, the replies read in order), the whole batch bounded by the deadline;
+//! scripts answered `NOSCRIPT` are sent again with `EVAL`. Idle connections are checked for a closed
 //! peer before reuse. Replies are parsed with bounds on every length; nothing panics.
 
 mod client;
@@ -141,7 +189,8 @@ pub mod test_server;
 pub use error::{LeaseError, LedgerError};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use redis_ledger::{
-    LeaseClose, LeaseGrant, LeaseReport, LeaseState, RedisConfig, RedisLedger, Swept,
+    BALANCES_CHUNK, LeaseClose, LeaseGrant, LeaseReport, LeaseState, PIPELINE_MAX, RedisConfig,
+    RedisLedger, Swept,
 };
 
 /// The largest amount of nanos the scripts compute exactly: 2^53 - 1 (about 9,007,199 currency

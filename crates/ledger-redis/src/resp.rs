@@ -99,6 +99,28 @@ impl Conn {
         self.read_value().await
     }
 
+    /// Sends several commands in one write (a pipeline: Redis runs them in order) and reads
+    /// their replies, in the same order. One round trip instead of one per command.
+    pub(crate) async fn request_many(
+        &mut self,
+        commands: &[Vec<&[u8]>],
+    ) -> Result<Vec<Value>, LedgerError> {
+        self.out.clear();
+        for args in commands {
+            encode_into(&mut self.out, args);
+        }
+        self.stream
+            .get_mut()
+            .write_all(&self.out)
+            .await
+            .map_err(io_error)?;
+        let mut replies = Vec::with_capacity(commands.len());
+        for _ in commands {
+            replies.push(self.read_value().await?);
+        }
+        Ok(replies)
+    }
+
     async fn read_value(&mut self) -> Result<Value, LedgerError> {
         // Iterative rather than recursive: arrays push a frame, completed values pop into it.
         let mut stack: Vec<(usize, Vec<Value>)> = Vec::new();
@@ -196,6 +218,11 @@ enum Header {
 /// Writes `args` as a RESP array of bulk strings into `out` (cleared first).
 fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.clear();
+    encode_into(out, args);
+}
+
+/// Appends `args` as a RESP array of bulk strings to `out`.
+fn encode_into(out: &mut Vec<u8>, args: &[&[u8]]) {
     push_len(out, b'*', args.len());
     for arg in args {
         push_len(out, b'$', arg.len());

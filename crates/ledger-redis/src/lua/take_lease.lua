@@ -1,10 +1,12 @@
--- take_lease: ARGV = prefix, lease id, campaign, want, expires_at, day.
--- Grants min(want, total headroom, today's headroom), counted as reserved, creating or growing
--- the lease; its expiry only moves forward.
+-- take_lease: ARGV = prefix, lease id, campaign, want, expires_at, day, grow only ('1', or
+-- '0' / absent). Grants min(want, total headroom, today's headroom), counted as reserved,
+-- creating or growing the lease; its expiry only moves forward. With grow only, an unknown
+-- lease is refused instead of created (its holder believes it exists: Redis lost it).
 local id, c = ARGV[2], ARGV[3]
 local want, exp, day = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if want <= 0 then return { 'NonPositiveAmount' } end
 local L = load_lease(id)
+if not L and ARGV[7] == '1' then return { 'UnknownLease' } end
 if L and L.state ~= 'open' then return { 'LeaseClosed' } end
 if L and L.campaign ~= c then return { 'CampaignMismatch' } end
 local C = load_campaign(c, day)
