@@ -1,10 +1,9 @@
 //! Every metric the bidder exports, in one place, rendered in the Prometheus text format. Label
 //! sets are bounded: outcomes and reasons are fixed enums.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use telemetry::{ByLabel, Histogram, labelled_counters};
+use telemetry::{ByLabel, Histogram, family, labelled_counters, sample};
 
 labelled_counters! {
     /// How one bid request ended.
@@ -117,73 +116,68 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut o = String::with_capacity(4096);
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_requests_total Bid requests by outcome.\n# TYPE gavel_bidder_requests_total counter"
-        );
+        let requests = "gavel_bidder_requests_total";
+        family(&mut o, requests, "counter", "Bid requests by outcome.");
         for r in RequestOutcome::ALL {
-            let _ = writeln!(
-                o,
-                "gavel_bidder_requests_total{{outcome=\"{}\"}} {}",
-                r.label(),
-                self.request_count(*r)
+            sample(
+                &mut o,
+                requests,
+                &[("outcome", r.label())],
+                self.request_count(*r),
             );
         }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_bids_total Bids made (one per imp answered).\n# TYPE gavel_bidder_bids_total counter\ngavel_bidder_bids_total {}",
-            self.bids.load(Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_candidate_skips_total Matching campaigns that did not bid, by reason.\n# TYPE gavel_bidder_candidate_skips_total counter"
+        let bids = "gavel_bidder_bids_total";
+        family(&mut o, bids, "counter", "Bids made (one per imp answered).");
+        sample(&mut o, bids, &[], self.bids.load(Relaxed));
+        let skips = "gavel_bidder_candidate_skips_total";
+        family(
+            &mut o,
+            skips,
+            "counter",
+            "Matching campaigns that did not bid, by reason.",
         );
         for r in SkipReason::ALL {
-            let _ = writeln!(
-                o,
-                "gavel_bidder_candidate_skips_total{{reason=\"{}\"}} {}",
-                r.label(),
-                self.skip_count(*r)
-            );
+            sample(&mut o, skips, &[("reason", r.label())], self.skip_count(*r));
         }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_notices_total Notices received, by kind and what they did.\n# TYPE gavel_bidder_notices_total counter"
+        let notices = "gavel_bidder_notices_total";
+        family(
+            &mut o,
+            notices,
+            "counter",
+            "Notices received, by kind and what they did.",
         );
         for k in NoticeKind::ALL {
             for n in NoticeOutcome::ALL {
-                let _ = writeln!(
-                    o,
-                    "gavel_bidder_notices_total{{kind=\"{}\",outcome=\"{}\"}} {}",
-                    k.label(),
-                    n.label(),
-                    self.notice_count(*k, *n)
-                );
+                let labels = [("kind", k.label()), ("outcome", n.label())];
+                sample(&mut o, notices, &labels, self.notice_count(*k, *n));
             }
         }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_campaign_reloads_total Campaign file reloads, by outcome.\n# TYPE gavel_bidder_campaign_reloads_total counter"
+        let reloads = "gavel_bidder_campaign_reloads_total";
+        family(
+            &mut o,
+            reloads,
+            "counter",
+            "Campaign file reloads, by outcome.",
         );
         for r in ReloadOutcome::ALL {
-            let _ = writeln!(
-                o,
-                "gavel_bidder_campaign_reloads_total{{outcome=\"{}\"}} {}",
-                r.label(),
-                self.reload_count(*r)
+            sample(
+                &mut o,
+                reloads,
+                &[("outcome", r.label())],
+                self.reload_count(*r),
             );
         }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_campaigns Campaigns serving now.\n# TYPE gavel_bidder_campaigns gauge\ngavel_bidder_campaigns {}",
-            self.campaigns.load(Relaxed)
+        let campaigns = "gavel_bidder_campaigns";
+        family(&mut o, campaigns, "gauge", "Campaigns serving now.");
+        sample(&mut o, campaigns, &[], self.campaigns.load(Relaxed));
+        let latency = "gavel_bidder_decision_seconds";
+        family(
+            &mut o,
+            latency,
+            "histogram",
+            "Time from reading a request to its answer.",
         );
-        let _ = writeln!(
-            o,
-            "# HELP gavel_bidder_decision_seconds Time from reading a request to its answer.\n# TYPE gavel_bidder_decision_seconds histogram"
-        );
-        self.decision_latency
-            .render(&mut o, "gavel_bidder_decision_seconds", "");
+        self.decision_latency.render(&mut o, latency, "");
         o
     }
 }

@@ -1,20 +1,16 @@
 //! The bidder's HTTP server: routes, input limits, and the bid path. `Bidder::start` wires the
 //! ledger, the campaigns and the background tasks; `Bidder::serve(listener, shutdown)` serves.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::config::{BidderConfig, ChargeOn};
@@ -55,46 +51,8 @@ pub struct Bidder {
     pub(crate) state: Arc<State>,
 }
 
-pub(crate) fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Full::new(body.into()))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
-}
-
-pub(crate) fn json_error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
-    json(status, serde_json::json!({ "error": message }).to_string())
-}
-
-fn plain(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(body.into()))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
-}
-
-fn no_content() -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(StatusCode::NO_CONTENT)
-        .body(Full::new(Bytes::new()))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
-}
-
-fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
-    let mut r = json_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        &format!("method not allowed; use {allow}"),
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
-    r
-}
+pub(crate) use edge::{json, json_error};
+use edge::{method_not_allowed, no_content, plain};
 
 impl Bidder {
     pub fn metrics(&self) -> Arc<Metrics> {
@@ -104,38 +62,13 @@ impl Bidder {
     /// Serves until `shutdown` completes; then stops accepting (in-flight requests finish on
     /// their own connections).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        tokio::pin!(shutdown);
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                () = &mut shutdown => return,
-            };
-            let (stream, _peer) = match accepted {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            let state = self.state.clone();
-            tokio::spawn(async move {
-                let read_timeout = state.config.read_timeout();
-                let service = service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(handle(&state, req).await) }
-                });
-                let mut builder = http1::Builder::new();
-                builder
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(read_timeout)
-                    .keep_alive(true);
-                let _ = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
+        let state = self.state.clone();
+        let read_timeout = state.config.read_timeout();
+        edge::serve(listener, shutdown, read_timeout, move |req| {
+            let state = state.clone();
+            async move { handle(&state, req).await }
+        })
+        .await;
     }
 }
 
@@ -210,40 +143,15 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
 /// Reads the body within the size limit and the read timeout.
 async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
     let limit = state.config.http.max_body_bytes;
-    let too_large = || {
-        state.metrics.request(RequestOutcome::TooLarge);
-        json_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("body exceeds the limit of {limit} bytes"),
-        )
-    };
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    let collect = Limited::new(req.into_body(), limit).collect();
-    match tokio::time::timeout(state.config.read_timeout(), collect).await {
-        Ok(Ok(body)) => Ok(body.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(e)) => {
-            state.metrics.request(RequestOutcome::BadRequest);
-            Err(json_error(
-                StatusCode::BAD_REQUEST,
-                &format!("reading the body failed: {e}"),
-            ))
-        }
-        Err(_) => {
-            state.metrics.request(RequestOutcome::BadRequest);
-            Err(json_error(
-                StatusCode::REQUEST_TIMEOUT,
-                "body not received in time",
-            ))
-        }
-    }
+    edge::read_body(req, limit, state.config.read_timeout())
+        .await
+        .map_err(|e| {
+            state.metrics.request(match e {
+                edge::BodyError::TooLarge { .. } => RequestOutcome::TooLarge,
+                edge::BodyError::Read(_) | edge::BodyError::Timeout => RequestOutcome::BadRequest,
+            });
+            e.response()
+        })
 }
 
 async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {

@@ -21,10 +21,7 @@ use crate::validate::{auction_currency, validate};
 const MAX_MARKUP_BYTES: usize = 256 * 1024;
 
 fn no_bid() -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(StatusCode::NO_CONTENT)
-        .body(Full::new(Bytes::new()))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+    edge::no_content()
 }
 
 fn bad_request(state: &State, message: &str) -> Response<Full<Bytes>> {

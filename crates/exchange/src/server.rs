@@ -2,7 +2,6 @@
 //! auction path of [`crate::auction_path`]. `Exchange::serve(listener, shutdown)` is all a binary
 //! or a test needs.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -10,12 +9,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use auction::AuctionConfig;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::config::Validated;
@@ -134,72 +130,18 @@ impl Exchange {
     /// Serves until `shutdown` completes; then stops accepting (in-flight requests finish on
     /// their own connections).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        tokio::pin!(shutdown);
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                () = &mut shutdown => return,
-            };
-            let (stream, _peer) = match accepted {
-                Ok(s) => s,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            let state = self.state.clone();
-            tokio::spawn(async move {
-                let read_timeout = state.config.read_timeout();
-                let service = service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(handle(&state, req).await) }
-                });
-                let mut builder = http1::Builder::new();
-                builder
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(read_timeout)
-                    .keep_alive(true);
-                let _ = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
+        let state = self.state.clone();
+        let read_timeout = state.config.read_timeout();
+        edge::serve(listener, shutdown, read_timeout, move |req| {
+            let state = state.clone();
+            async move { handle(&state, req).await }
+        })
+        .await;
     }
 }
 
-pub(crate) fn json_error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
-    let body = serde_json::json!({ "error": message }).to_string();
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
-}
-
-fn plain(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(body.into()))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
-}
-
-fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
-    let mut r = json_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        &format!("method not allowed; use {allow}"),
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
-    r
-}
+pub(crate) use edge::json_error;
+use edge::{method_not_allowed, plain};
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let metrics = &state.metrics;
@@ -229,41 +171,15 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 /// Reads the body within the size limit and the read timeout.
 async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
     let limit = state.config.config.http.max_body_bytes;
-    let too_large = || {
-        state.metrics.request(RequestOutcome::TooLarge);
-        json_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("body exceeds the limit of {limit} bytes"),
-        )
-    };
-    // Refuse at once what announces itself as too large, before reading a byte of it.
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    let collect = Limited::new(req.into_body(), limit).collect();
-    match tokio::time::timeout(state.config.read_timeout(), collect).await {
-        Ok(Ok(body)) => Ok(body.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(e)) => {
-            state.metrics.request(RequestOutcome::BadRequest);
-            Err(json_error(
-                StatusCode::BAD_REQUEST,
-                &format!("reading the body failed: {e}"),
-            ))
-        }
-        Err(_) => {
-            state.metrics.request(RequestOutcome::BadRequest);
-            Err(json_error(
-                StatusCode::REQUEST_TIMEOUT,
-                "body not received in time",
-            ))
-        }
-    }
+    edge::read_body(req, limit, state.config.read_timeout())
+        .await
+        .map_err(|e| {
+            state.metrics.request(match e {
+                edge::BodyError::TooLarge { .. } => RequestOutcome::TooLarge,
+                edge::BodyError::Read(_) | edge::BodyError::Timeout => RequestOutcome::BadRequest,
+            });
+            e.response()
+        })
 }
 
 async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {

@@ -92,3 +92,46 @@ impl<const N: usize> ByLabel<N> {
         self.0.get(index).map_or(0, |c| c.load(Relaxed))
     }
 }
+
+/// Writes the `# HELP` and `# TYPE` lines of a metric family.
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Writes one sample, `name{k="v",...} value`; label values are bounded strings from code.
+pub fn sample(
+    out: &mut String,
+    name: &str,
+    labels: &[(&str, &str)],
+    value: impl std::fmt::Display,
+) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{v}\"");
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_and_samples() {
+        let mut out = String::new();
+        family(&mut out, "x_total", "counter", "Things.");
+        sample(&mut out, "x_total", &[("a", "1"), ("b", "2")], 7);
+        sample(&mut out, "x_total", &[], 8);
+        assert_eq!(
+            out,
+            "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"1\",b=\"2\"} 7\nx_total 8\n"
+        );
+    }
+}
