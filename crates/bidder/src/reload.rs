@@ -21,12 +21,26 @@ use crate::server::State;
 /// How often the watcher looks at the campaign file.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Loads the campaign file on a blocking thread.
-pub(crate) async fn load(path: &Path) -> Result<CampaignSet, String> {
+/// Loads, validates and indexes the campaign file and builds its snapshot (keeping the running
+/// state of campaigns in `previous`), all on a blocking thread: 100,000 campaigns take a while,
+/// and the runtime's threads must keep answering bids meanwhile.
+pub(crate) async fn load(
+    path: &Path,
+    previous: Option<Arc<Snapshot>>,
+    interval: Duration,
+) -> Result<Snapshot, String> {
     let path = path.to_owned();
-    match tokio::task::spawn_blocking(move || CampaignSet::load(&path)).await {
-        Ok(Ok(set)) => Ok(set),
-        Ok(Err(e)) => Err(e.to_string()),
+    let build = move || {
+        let set = CampaignSet::load(&path).map_err(|e| e.to_string())?;
+        Ok(Snapshot::build(
+            set,
+            previous.as_deref(),
+            Timestamp::now(),
+            interval,
+        ))
+    };
+    match tokio::task::spawn_blocking(build).await {
+        Ok(result) => result,
         Err(e) => Err(format!("loading campaigns stopped: {e}")),
     }
 }
@@ -36,17 +50,15 @@ pub(crate) async fn load(path: &Path) -> Result<CampaignSet, String> {
 pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     let _one_at_a_time = state.reload_lock.lock().await;
     let path = &state.config.campaigns;
-    let set = match load(path).await {
-        Ok(set) => set,
+    let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
+    let snapshot = match load(path, Some(state.snapshot.load_full()), interval).await {
+        Ok(snapshot) => snapshot,
         Err(e) => {
             state.metrics.reload(ReloadOutcome::Failed);
             tracing::error!(file = %path.display(), error = %e, "campaign reload refused; the last good campaigns keep serving");
             return Err(e);
         }
     };
-    let previous = state.snapshot.load_full();
-    let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
-    let snapshot = Snapshot::build(set, Some(&previous), Timestamp::now(), interval);
     // Budgets first, so that no new campaign bids before the ledger knows its limits. If the
     // ledger cannot be told (Redis down), the new set still serves: its campaigns' reservations
     // are refused until the pacing tick, which retries, gets the limits through.
