@@ -266,6 +266,70 @@ impl Ledger {
         }
     }
 
+    /// Appends the lease task's counters to a Prometheus exposition (lease mode only).
+    pub fn render_metrics(&self, out: &mut String) {
+        let Store::Leased(leased) = &self.store else {
+            return;
+        };
+        let s = leased.stats();
+        let counters: [(&str, &str, u64); 7] = [
+            (
+                "gavel_bidder_lease_grants_total",
+                "Leases granted or grown by Redis.",
+                s.grants,
+            ),
+            (
+                "gavel_bidder_leases_lost_total",
+                "Leases Redis reclaimed or lost before this instance closed them.",
+                s.leases_lost,
+            ),
+            (
+                "gavel_bidder_lease_idle_closes_total",
+                "Leases handed back because their campaign stopped bidding.",
+                s.idle_closes,
+            ),
+            (
+                "gavel_bidder_lease_redis_calls_total",
+                "Script calls sent to Redis by the lease task.",
+                s.redis_calls,
+            ),
+            (
+                "gavel_bidder_lease_round_trips_total",
+                "Round trips those calls took.",
+                s.round_trips,
+            ),
+            (
+                "gavel_bidder_lease_redis_errors_total",
+                "Failed round trips to Redis.",
+                s.redis_errors,
+            ),
+            (
+                "gavel_bidder_lease_uncharged_nanos_total",
+                "Spend reported too late to be charged (spent, not billed), in nanos.",
+                u64::try_from(s.uncharged.get()).unwrap_or(0),
+            ),
+        ];
+        for (name, help, value) in counters {
+            telemetry::family(out, name, "counter", help);
+            telemetry::sample(out, name, &[], value);
+        }
+        telemetry::family(
+            out,
+            "gavel_bidder_open_leases",
+            "gauge",
+            "Leases this instance holds.",
+        );
+        telemetry::sample(out, "gavel_bidder_open_leases", &[], s.open_leases);
+        let up = u8::from(leased.redis_healthy());
+        telemetry::family(
+            out,
+            "gavel_bidder_ledger_up",
+            "gauge",
+            "1 when the last Redis call of the lease task succeeded.",
+        );
+        telemetry::sample(out, "gavel_bidder_ledger_up", &[], up);
+    }
+
     /// Hands back unused leases (graceful shutdown).
     pub async fn shutdown(&self) {
         if let Store::Leased(leased) = &self.store

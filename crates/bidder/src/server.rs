@@ -95,11 +95,11 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::POST, "/admin/reload") => crate::admin::reload(state).await,
         (_, "/admin/reload") => method_not_allowed("POST"),
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
-        (&Method::GET, "/metrics") => plain(
-            StatusCode::OK,
-            "text/plain; version=0.0.4",
-            metrics.render(),
-        ),
+        (&Method::GET, "/metrics") => {
+            let mut text = metrics.render();
+            state.ledger.render_metrics(&mut text);
+            plain(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
         (_, "/healthz" | "/metrics") => method_not_allowed("GET"),
         _ => {
             metrics.request(RequestOutcome::NotFound);

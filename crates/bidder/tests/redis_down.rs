@@ -77,6 +77,16 @@ async fn kill_and_restart(mode: &str) {
     // and bids without being restarted.
     let _redis = RedisServer::start_on(port).await.unwrap();
     let took = until_it_bids(&b).await;
+    if mode == "lease" {
+        // The outage shows in the lease task's metrics.
+        let metrics = b.get("/metrics").await.1;
+        let errors: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("gavel_bidder_lease_redis_errors_total "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(errors > 0, "{metrics}");
+    }
     eprintln!(
         "{mode}: {bids_while_down} bids while Redis was down; bidding again {took:?} after it came back"
     );
