@@ -3,20 +3,25 @@
 //! brute-force scan at 10,000 for comparison; then the whole bid decision (matching, pricing,
 //! pacing draw and ranking by `decide::rank`, and the reservation of the best candidate's price in
 //! an in-memory `pacing::Book`). One element = one request, so criterion reports decisions per
-//! second.
+//! second. The decision group also runs a broadly targeted set of 100,000 campaigns where about
+//! 7% of the campaigns match an impression (thousands of candidates), the case the price-ordered
+//! early exit of `decide::rank` is for.
 //!
 //! `cargo bench -p bidder --bench matching -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 
-use bidder::campaign::synth::{NOW, synthetic, synthetic_requests};
+use bidder::campaign::synth::{
+    NOW, synthetic, synthetic_broad, synthetic_requests, synthetic_requests_broad,
+};
 use std::time::Duration;
 
 use bidder::campaign::{CampaignSet, Candidate, ImpFacts, RequestFacts};
 use bidder::decide::rank;
-use bidder::metrics::Metrics;
+use bidder::metrics::{Metrics, SkipReason};
 use bidder::runtime::Snapshot;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use openrtb::BidRequest;
 use pacing::{Book, Limits, Nanos, Timestamp};
 
@@ -96,55 +101,112 @@ fn decision(c: &mut Criterion) {
     let mut group = c.benchmark_group("decision");
     group.throughput(Throughput::Elements(1));
     for n in [10_000, 100_000] {
-        let snapshot = Snapshot::build(build(n), None, NOW, Duration::from_secs(1));
-        // Budgets that never run out; resolved reservations forgotten 1 ms after they resolve.
-        let mut book = Book::new(Duration::from_millis(1));
-        let limits = Limits {
-            total: Nanos::from_units(1e6).unwrap_or(Nanos(i64::MAX / 4)),
-            daily: None,
-        };
-        for campaign in snapshot.set.campaigns() {
-            book.set_limits(campaign.id(), limits, NOW);
-        }
-        let metrics = Metrics::default();
-        let mut scratch: Vec<Candidate> = Vec::with_capacity(1024);
-        let (mut k, mut seq, mut bids) = (0usize, 0u64, 0u64);
-        let mut draw = || 0u32;
-        group.bench_function(format!("memory-ledger/{n}"), |b| {
-            b.iter(|| {
-                let r = &requests[k % REQUESTS];
-                k += 1;
-                let now = Timestamp(NOW.millis() + k as u64 / 1024 * 1000);
-                if k.is_multiple_of(1024) {
-                    book.expire(now);
-                }
-                let req = RequestFacts::from_request(black_box(r), NOW);
-                for imp in &r.imp {
-                    let proposals = rank(
-                        &snapshot,
-                        &req,
-                        &ImpFacts::from_imp(imp),
-                        NOW,
-                        &mut scratch,
-                        &mut draw,
-                        &metrics,
-                    );
-                    let Some(best) = proposals.first() else {
-                        continue;
-                    };
-                    let campaign = &snapshot.set.campaigns()[best.campaign as usize];
-                    seq += 1;
-                    let id = format!("bench-{seq:x}");
-                    let amount = Nanos::of_impression(best.price);
-                    if book.reserve(&id, campaign.id(), amount, now, now).is_ok() {
-                        bids += 1;
-                    }
-                }
-                black_box(bids)
-            });
-        });
+        decide_bench(
+            &mut group,
+            &format!("memory-ledger/{n}"),
+            build(n),
+            &requests,
+        );
     }
+    // Broad targeting: about 7% of the campaigns match, thousands of candidates per request.
+    let broad_requests = synthetic_requests_broad(REQUESTS, 7);
+    let broad = match CampaignSet::from_campaigns(synthetic_broad(100_000, 42)) {
+        Ok(set) => set,
+        Err(e) => panic!("synthetic campaigns must index: {e}"),
+    };
+    eprintln!(
+        "100000 broad campaigns: {:.1} candidates per request on average",
+        total_candidates(&broad, &broad_requests) as f64 / REQUESTS as f64
+    );
+    decide_bench(
+        &mut group,
+        "memory-ledger-broad/100000",
+        broad,
+        &broad_requests,
+    );
     group.finish();
+}
+
+fn decide_bench(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    set: CampaignSet,
+    requests: &[BidRequest],
+) {
+    let snapshot = Snapshot::build(set, None, NOW, Duration::from_secs(1));
+    // Budgets that never run out; resolved reservations forgotten 1 ms after they resolve.
+    let mut book = Book::new(Duration::from_millis(1));
+    let limits = Limits {
+        total: Nanos::from_units(1e6).unwrap_or(Nanos(i64::MAX / 4)),
+        daily: None,
+    };
+    for campaign in snapshot.set.campaigns() {
+        book.set_limits(campaign.id(), limits, NOW);
+    }
+    let metrics = Metrics::default();
+    let mut scratch: Vec<Candidate> = Vec::with_capacity(1024);
+    // How far ranking looks before its early exit: the candidates drawn for pacing or refused
+    // below their floor (printed once per set).
+    let mut looked = 0usize;
+    for r in requests {
+        let req = RequestFacts::from_request(r, NOW);
+        for imp in &r.imp {
+            let imp = ImpFacts::from_imp(imp);
+            let mut count = || {
+                looked += 1;
+                0
+            };
+            rank(
+                &snapshot,
+                &req,
+                &imp,
+                NOW,
+                &mut scratch,
+                &mut count,
+                &metrics,
+            );
+        }
+    }
+    looked += metrics.skip_count(SkipReason::BelowFloor) as usize;
+    eprintln!(
+        "{name}: rank looked at {:.1} candidates per request on average",
+        looked as f64 / requests.len() as f64
+    );
+    let (mut k, mut seq, mut bids) = (0usize, 0u64, 0u64);
+    let mut draw = || 0u32;
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let r = &requests[k % requests.len()];
+            k += 1;
+            let now = Timestamp(NOW.millis() + k as u64 / 1024 * 1000);
+            if k.is_multiple_of(1024) {
+                book.expire(now);
+            }
+            let req = RequestFacts::from_request(black_box(r), NOW);
+            for imp in &r.imp {
+                let proposals = rank(
+                    &snapshot,
+                    &req,
+                    &ImpFacts::from_imp(imp),
+                    NOW,
+                    &mut scratch,
+                    &mut draw,
+                    &metrics,
+                );
+                let Some(best) = proposals.first() else {
+                    continue;
+                };
+                let campaign = &snapshot.set.campaigns()[best.campaign as usize];
+                seq += 1;
+                let id = format!("bench-{seq:x}");
+                let amount = Nanos::of_impression(best.price);
+                if book.reserve(&id, campaign.id(), amount, now, now).is_ok() {
+                    bids += 1;
+                }
+            }
+            black_box(bids)
+        });
+    });
 }
 
 criterion_group!(benches, matching, decision);

@@ -1,7 +1,10 @@
 //! The bid decision for one impression, as synchronous, deterministic code: the candidates the
-//! campaign index returns, priced, filtered by budget state and pacing, ranked best first.
+//! campaign index visits, priced, filtered by budget state and pacing, ranked best first,
+//! stopping as soon as no later candidate can make the top [`MAX_PROPOSALS`].
 //! Reserving budget (which may wait on a store) is the caller's step, so this part is
 //! testable with plain data.
+
+use std::ops::ControlFlow;
 
 use openrtb::Price;
 use pacing::Timestamp;
@@ -28,9 +31,18 @@ pub struct Proposal {
 /// Ranks the candidates of one impression, best first, at most [`MAX_PROPOSALS`].
 ///
 /// `draw` supplies uniform draws in `0..1_000_000` for pacing (seeded by the caller). Ties in
-/// price go to the campaign listed first in the file, so the same input gives the same answer.
-/// Candidates are deduplicated by campaign: the first (creative, deal) the index lists for a
-/// campaign is the one it bids with.
+/// price go to the campaign listed first in the set (highest `max_cpm`, then file order), so the
+/// same input gives the same answer. One proposal per campaign: the first of its (creative,
+/// deal) candidates, in the index's order, that meets its floor.
+///
+/// Early exit: the set lists campaigns by descending `max_cpm` and a campaign never bids above
+/// its `max_cpm`, so once [`MAX_PROPOSALS`] are held and the next candidate's `max_cpm` is at
+/// most the lowest price held, no later candidate can displace one (an equal price loses the
+/// tie to the earlier campaign) and matching stops there. Skips (below floor, exhausted, paced)
+/// are counted, and `draw` called, only for the candidates visited before the stop.
+///
+/// `scratch` is no longer used (candidates are visited, not collected); it is kept so that
+/// callers need not change.
 pub fn rank(
     snapshot: &Snapshot,
     req: &RequestFacts<'_>,
@@ -41,42 +53,64 @@ pub fn rank(
     metrics: &Metrics,
 ) -> Vec<Proposal> {
     scratch.clear();
-    snapshot.set.candidates(req, imp, scratch);
-    let mut proposals: Vec<Proposal> = Vec::new();
+    let mut proposals: Vec<Proposal> = Vec::with_capacity(MAX_PROPOSALS + 1);
     let campaigns = snapshot.set.campaigns();
-    for cand in scratch.iter() {
+    // The index visits candidates by campaign, so one campaign's are adjacent: once it has a
+    // proposal, its other candidates are skipped by comparing with the last one.
+    let mut proposed: Option<u32> = None;
+    let _ = snapshot.set.visit_candidates(req, imp, |cand| {
+        if proposed == Some(cand.campaign) {
+            return ControlFlow::Continue(());
+        }
         let (Some(campaign), Some(state)) = (
             campaigns.get(cand.campaign as usize),
             snapshot.states.get(cand.campaign as usize),
         ) else {
-            continue;
+            return ControlFlow::Continue(());
         };
-        if proposals.iter().any(|p| p.campaign == cand.campaign) {
-            continue;
+        // Held proposals are best first, so the last is the lowest.
+        if proposals.len() == MAX_PROPOSALS
+            && proposals
+                .last()
+                .is_some_and(|lowest| campaign.bid().max_cpm <= lowest.price)
+        {
+            return ControlFlow::Break(());
         }
         let (floor, first_price) = imp.terms(req, cand.deal);
         let Some(price) = bid_price(campaign, floor, first_price) else {
             metrics.skip(SkipReason::BelowFloor);
-            continue;
+            return ControlFlow::Continue(());
         };
         if state.is_exhausted(now) {
             metrics.skip(SkipReason::Exhausted);
-            continue;
+            return ControlFlow::Continue(());
         }
         if !state.admits(draw()) {
             metrics.skip(SkipReason::Paced);
-            continue;
+            return ControlFlow::Continue(());
         }
-        proposals.push(Proposal {
-            campaign: cand.campaign,
-            creative: cand.creative,
-            deal: cand.deal,
-            price,
-        });
-    }
-    // Stable sort: equal prices keep the index's (file) order.
-    proposals.sort_by(|a, b| b.price.cmp(&a.price).then(a.campaign.cmp(&b.campaign)));
-    proposals.truncate(MAX_PROPOSALS);
+        proposed = Some(cand.campaign);
+        // Keep the best few, best first; equal prices keep the index's order.
+        let at = proposals
+            .iter()
+            .position(|p| {
+                (p.price, std::cmp::Reverse(p.campaign)) < (price, std::cmp::Reverse(cand.campaign))
+            })
+            .unwrap_or(proposals.len());
+        if at < MAX_PROPOSALS {
+            proposals.insert(
+                at,
+                Proposal {
+                    campaign: cand.campaign,
+                    creative: cand.creative,
+                    deal: cand.deal,
+                    price,
+                },
+            );
+            proposals.truncate(MAX_PROPOSALS);
+        }
+        ControlFlow::Continue(())
+    });
     proposals
 }
 
@@ -89,6 +123,15 @@ mod tests {
 
     use super::*;
     use crate::campaign::CampaignSet;
+    use crate::campaign::synth::{NOW, Profile, synthetic_requests_with, synthetic_with};
+    use crate::runtime::CampaignState;
+
+    fn state<'s>(s: &'s Snapshot, id: &str) -> &'s CampaignState {
+        match s.state(id) {
+            Some(state) => state,
+            None => panic!("no campaign {id}"),
+        }
+    }
 
     fn campaign(id: &str, cpm: f64) -> String {
         format!(
@@ -154,14 +197,192 @@ mod tests {
         assert_eq!(ranked(&s, 1.5, 0, &metrics).len(), 2);
         assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 1);
         // "b" known to be out of budget: skipped without asking the ledger.
-        s.states[1].mark_exhausted(Timestamp::now(), Duration::from_secs(60));
+        state(&s, "b").mark_exhausted(Timestamp::now(), Duration::from_secs(60));
         let got = ranked(&s, 0.1, 0, &metrics);
         assert_eq!(got.first().map(|g| g.0.as_str()), Some("c"));
         assert_eq!(metrics.skip_count(SkipReason::Exhausted), 1);
         // A pacer share of 50%: a draw below it bids, one above it does not.
-        s.states[2].share_ppm.store(500_000, Relaxed);
+        state(&s, "c").share_ppm.store(500_000, Relaxed);
         assert_eq!(ranked(&s, 0.1, 499_999, &metrics).len(), 2);
         assert_eq!(ranked(&s, 0.1, 500_000, &metrics).len(), 1);
         assert_eq!(metrics.skip_count(SkipReason::Paced), 1);
+    }
+
+    #[test]
+    fn the_set_puts_the_highest_ceiling_first_and_ties_keep_file_order() {
+        let s = snapshot(&[
+            campaign("a", 1.0),
+            campaign("b", 3.0),
+            campaign("c", 2.0),
+            campaign("d", 3.0),
+        ]);
+        let ids: Vec<&str> = s.set.campaigns().iter().map(|c| c.id()).collect();
+        assert_eq!(ids, ["b", "d", "c", "a"]);
+        assert_eq!(s.set.position("d"), Some(1));
+        assert_eq!(s.set.get("c").map(|c| c.id()), Some("c"));
+        assert_eq!(state(&s, "a").id, "a");
+    }
+
+    /// What `rank` must return when every campaign is fully paced in and none is exhausted: all
+    /// candidates (from the brute-force scan), each campaign's first one that meets its floor,
+    /// priced, sorted by price then campaign, the best [`MAX_PROPOSALS`].
+    fn reference(s: &Snapshot, req: &RequestFacts<'_>, imp: &ImpFacts<'_>) -> Vec<Proposal> {
+        let mut all = Vec::new();
+        s.set.candidates_scan(req, imp, &mut all);
+        let mut priced: Vec<Proposal> = Vec::new();
+        for cand in all {
+            if priced.iter().any(|p| p.campaign == cand.campaign) {
+                continue;
+            }
+            let campaign = &s.set.campaigns()[cand.campaign as usize];
+            let (floor, first_price) = imp.terms(req, cand.deal);
+            if let Some(price) = bid_price(campaign, floor, first_price) {
+                priced.push(Proposal {
+                    campaign: cand.campaign,
+                    creative: cand.creative,
+                    deal: cand.deal,
+                    price,
+                });
+            }
+        }
+        priced.sort_by(|a, b| b.price.cmp(&a.price).then(a.campaign.cmp(&b.campaign)));
+        priced.truncate(MAX_PROPOSALS);
+        priced
+    }
+
+    /// Compares `rank` with [`reference`] on every impression of `requests`; returns (full
+    /// proposal lists seen, campaigns `rank` looked at, campaigns that matched).
+    fn rank_equals_reference(set: CampaignSet, requests: &[BidRequest]) -> (usize, usize, usize) {
+        let s = Snapshot::build(set, None, NOW, Duration::from_secs(1));
+        for state in &s.states {
+            state.share_ppm.store(1_000_000, Relaxed);
+        }
+        let metrics = Metrics::default();
+        let (mut full, mut looked, mut matched) = (0, 0, 0);
+        let mut scratch = Vec::new();
+        for r in requests {
+            let req = RequestFacts::from_request(r, NOW);
+            for imp in &r.imp {
+                let imp = ImpFacts::from_imp(imp);
+                let mut draws = 0;
+                let below = metrics.skip_count(SkipReason::BelowFloor);
+                let got = rank(
+                    &s,
+                    &req,
+                    &imp,
+                    NOW,
+                    &mut scratch,
+                    &mut || {
+                        draws += 1;
+                        0
+                    },
+                    &metrics,
+                );
+                assert_eq!(got, reference(&s, &req, &imp), "request {}", r.id);
+                full += usize::from(got.len() == MAX_PROPOSALS);
+                // Each campaign looked at is drawn for once, or skipped below its floor (once
+                // per candidate: an upper bound).
+                looked += draws + (metrics.skip_count(SkipReason::BelowFloor) - below) as usize;
+                let mut all = Vec::new();
+                s.set.candidates(&req, &imp, &mut all);
+                all.dedup_by_key(|c| c.campaign);
+                matched += all.len();
+            }
+        }
+        assert_eq!(metrics.skip_count(SkipReason::Exhausted), 0);
+        assert_eq!(metrics.skip_count(SkipReason::Paced), 0);
+        (full, looked, matched)
+    }
+
+    #[test]
+    fn early_exit_ranks_like_pricing_every_candidate_on_dense_random_sets() {
+        let mut full = 0;
+        for seed in 0..10 {
+            let set = CampaignSet::from_campaigns(synthetic_with(400, seed, Profile::DENSE))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let requests = synthetic_requests_with(200, seed, Profile::DENSE);
+            full += rank_equals_reference(set, &requests).0;
+        }
+        // Not vacuous: the early exit had a full list to compare against many times.
+        assert!(full > 1_000, "only {full} full rankings");
+    }
+
+    #[test]
+    fn early_exit_ranks_like_pricing_every_candidate_on_a_broad_set() {
+        // 20,000 broadly targeted campaigns (5 chunks of the bitset), thousands of candidates
+        // per impression.
+        let set = CampaignSet::from_campaigns(synthetic_with(20_000, 3, Profile::BROAD))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let requests = synthetic_requests_with(120, 3, Profile::BROAD);
+        let (full, looked, matched) = rank_equals_reference(set, &requests);
+        assert!(full > 100, "only {full} full rankings");
+        assert!(matched > 100_000, "only {matched} matching campaigns");
+        // The early exit looked at a small share of the matching campaigns.
+        assert!(looked * 5 < matched, "looked at {looked} of {matched}");
+    }
+
+    #[test]
+    fn early_exit_stops_after_the_best_when_they_have_the_highest_ceilings() {
+        // 1,000 campaigns that all match, cheapest first in the file: the set puts the three
+        // highest ceilings first, and once they are held the fourth cannot beat them.
+        let campaigns: Vec<String> = (1..=1_000)
+            .map(|i| campaign(&format!("c{i}"), f64::from(i) / 100.0))
+            .collect();
+        let s = snapshot(&campaigns);
+        let req = request(0.5);
+        let now = Timestamp::now();
+        let facts = RequestFacts::from_request(&req, now);
+        let imp = ImpFacts::from_imp(&req.imp[0]);
+        let mut all = Vec::new();
+        s.set.candidates(&facts, &imp, &mut all);
+        assert_eq!(all.len(), 1_000);
+        let metrics = Metrics::default();
+        let mut draws = 0;
+        let got = rank(
+            &s,
+            &facts,
+            &imp,
+            now,
+            &mut Vec::new(),
+            &mut || {
+                draws += 1;
+                0
+            },
+            &metrics,
+        );
+        let ids: Vec<&str> = got
+            .iter()
+            .map(|p| s.set.campaigns()[p.campaign as usize].id())
+            .collect();
+        assert_eq!(ids, ["c1000", "c999", "c998"]);
+        assert_eq!(draws, 3, "three candidates visited, not 1,000");
+        assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 0);
+
+        // A floor above the best: the candidates that cannot pay it are visited and counted,
+        // then the exit comes as soon as three are held.
+        let req = request(9.985);
+        let facts = RequestFacts::from_request(&req, now);
+        let imp = ImpFacts::from_imp(&req.imp[0]);
+        let mut draws = 0;
+        let got = rank(
+            &s,
+            &facts,
+            &imp,
+            now,
+            &mut Vec::new(),
+            &mut || {
+                draws += 1;
+                0
+            },
+            &metrics,
+        );
+        let ids: Vec<&str> = got
+            .iter()
+            .map(|p| s.set.campaigns()[p.campaign as usize].id())
+            .collect();
+        assert_eq!(ids, ["c1000", "c999"]);
+        // Fewer than three can pay: every candidate is visited.
+        assert_eq!(draws, 2);
+        assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 998);
     }
 }

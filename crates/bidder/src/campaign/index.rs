@@ -1,6 +1,16 @@
 //! [`CampaignSet`]: the validated campaigns of one file and the index built over them once, at
 //! load. Immutable afterwards: a reload builds a new set aside and swaps it in whole.
 //!
+//! # Order
+//!
+//! The set holds its campaigns by highest possible bid, [`BidRule::max_cpm`] descending (file
+//! order among equal ones), and every index ([`Candidate::campaign`], [`CampaignSet::position`])
+//! is a position in that order. Matching visits candidates in campaign order, so a caller that
+//! wants only the best few bids can stop as soon as the next campaign's `max_cpm` cannot beat
+//! what it holds ([`CampaignSet::visit_candidates`]).
+//!
+//! [`BidRule::max_cpm`]: super::model::BidRule::max_cpm
+//!
 //! # Index
 //!
 //! One posting per (dimension, value): the campaigns that name the value. Dimensions: media
@@ -13,28 +23,34 @@
 //! For an impression, each dimension's candidates are the union of `any` and the postings of
 //! the request's values (for domains, the domain and each parent; for deals, `any` only outside
 //! a private auction; for media, the impression's sizes and video). Their size is known from one
-//! hash lookup per value. [`CampaignSet::candidates`] then:
+//! hash lookup per value. [`CampaignSet::visit_candidates`] then:
 //! 1. orders the dimensions by that size and returns at once if one is empty;
 //! 2. when the smallest is tiny (under a quarter of the bitset's word count) and all lists,
-//!    gathers it, sorts and deduplicates it, and verifies those campaigns only;
-//! 3. otherwise intersects dimensions word by word in a bitset, smallest first, until the
-//!    survivors are few (fewer than one per 32 words) or the dimensions run out, clears the
-//!    campaigns whose `block_domains` postings hold a request domain or parent, and verifies
-//!    the survivors in campaign order.
+//!    gathers it, sorts and deduplicates it, and verifies those campaigns in order;
+//! 3. otherwise works through the bitset a chunk of [`CHUNK_WORDS`] words at a time, in
+//!    campaign order: in each chunk it intersects dimensions word by word, smallest first,
+//!    until the survivors are few (fewer than one per 32 words) or the dimensions run out,
+//!    clears the campaigns whose `block_domains` postings hold a request domain or parent, and
+//!    verifies the survivors in campaign order before the next chunk.
+//!
+//! Either way, each candidate goes to the visitor as soon as it is verified, and when the
+//! visitor breaks no further intersection or verification is done.
 //!
 //! Verification reads a packed per-campaign record first (flight, creative media keys, whether
 //! it has deals) and runs the predicate of [`super::targeting`] without the checks the
 //! intersection already made exactly; when every dimension was intersected, a banner campaign
 //! without deals on a request without `bcat`/`badv` is settled without reading the campaign.
 //!
-//! So the work is a few passes over `n / 64` words plus verification of about as many
-//! campaigns as match, never the predicate on every campaign. Correctness rests on one
-//! property, tested against the brute-force scan: the union of a dimension's postings is
-//! exactly the set of campaigns that pass that dimension's check.
+//! So the work is at most a few passes over `n / 64` words plus verification of about as many
+//! campaigns as match, never the predicate on every campaign; with an early stop, only the part
+//! before the stop. Correctness rests on one property, tested against the brute-force scan: the
+//! union of a dimension's postings is exactly the set of campaigns that pass that dimension's
+//! check.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use super::error::{CampaignError, Problem};
@@ -48,7 +64,7 @@ use super::validate::validate_all;
 /// One way a campaign may answer an impression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Candidate {
-    /// Index into [`CampaignSet::campaigns`].
+    /// Index into [`CampaignSet::campaigns`] (descending `max_cpm` order).
     pub campaign: u32,
     /// Index into that campaign's [`Campaign::creatives`].
     pub creative: u32,
@@ -58,6 +74,12 @@ pub struct Candidate {
 }
 
 /// Validated campaigns and their index; see the module documentation.
+///
+/// [`CampaignSet::campaigns`] is in descending [`BidRule::max_cpm`] order, file order within
+/// equal ones; [`Candidate::campaign`], [`CampaignSet::position`] and anything indexed like the
+/// campaigns (a snapshot's states) use that order, not the file's.
+///
+/// [`BidRule::max_cpm`]: super::model::BidRule::max_cpm
 #[derive(Debug)]
 pub struct CampaignSet {
     campaigns: Vec<Campaign>,
@@ -81,9 +103,10 @@ impl CampaignSet {
         Self::from_campaigns(validate_all(parse::parse_toml(text)?)?)
     }
 
-    /// Indexes already validated campaigns; refuses duplicate ids and more than
-    /// [`MAX_CAMPAIGNS`].
-    pub fn from_campaigns(campaigns: Vec<Campaign>) -> Result<CampaignSet, CampaignError> {
+    /// Indexes already validated campaigns; refuses duplicate ids (named by their position in
+    /// `campaigns`) and more than [`MAX_CAMPAIGNS`]. The set then orders them by descending
+    /// `max_cpm`, stably (see [`CampaignSet::campaigns`]).
+    pub fn from_campaigns(mut campaigns: Vec<Campaign>) -> Result<CampaignSet, CampaignError> {
         if campaigns.len() > MAX_CAMPAIGNS {
             return Err(CampaignError::invalid(
                 "campaigns",
@@ -102,6 +125,14 @@ impl CampaignSet {
                 ));
             }
         }
+        // Validated in file order above (errors name file positions); from here on, by highest
+        // possible bid. `sort_by_key` is stable: equal ceilings keep file order.
+        campaigns.sort_by_key(|c| std::cmp::Reverse(c.bid().max_cpm));
+        for (i, c) in campaigns.iter().enumerate() {
+            if let Some(slot) = by_id.get_mut(c.id()) {
+                *slot = u32::try_from(i).unwrap_or(u32::MAX);
+            }
+        }
         let index = Index::build(&campaigns);
         Ok(CampaignSet {
             campaigns,
@@ -110,7 +141,8 @@ impl CampaignSet {
         })
     }
 
-    /// The campaigns, in file order; [`Candidate::campaign`] indexes this slice.
+    /// The campaigns by descending `max_cpm`, file order within equal ones;
+    /// [`Candidate::campaign`] indexes this slice.
     pub fn campaigns(&self) -> &[Campaign] {
         &self.campaigns
     }
@@ -135,16 +167,61 @@ impl CampaignSet {
     }
 
     /// Appends to `out` every (campaign, creative) that may bid on `imp`, sorted by campaign
-    /// then creative, each once. Uses the index (see the module documentation).
+    /// then creative, each once. Uses the index (see the module documentation); the same as
+    /// [`CampaignSet::visit_candidates`] visiting everything.
     pub fn candidates(&self, req: &RequestFacts<'_>, imp: &ImpFacts<'_>, out: &mut Vec<Candidate>) {
-        let n = self.campaigns.len();
-        if n == 0 {
-            return;
+        let _ = self.visit_candidates(req, imp, |c| {
+            out.push(c);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// Calls `visit` with every (campaign, creative) that may bid on `imp`, in the order of
+    /// [`CampaignSet::candidates`]: by campaign (so by descending `max_cpm`), then creative.
+    /// Candidates are found lazily, in that order: when `visit` breaks, matching stops there,
+    /// without intersecting or verifying the rest. Returns `Break` when `visit` did.
+    pub fn visit_candidates(
+        &self,
+        req: &RequestFacts<'_>,
+        imp: &ImpFacts<'_>,
+        mut visit: impl FnMut(Candidate) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if self.campaigns.is_empty() {
+            return ControlFlow::Continue(());
         }
+        SCRATCH.with(|cell| {
+            // A visitor that matches again on this thread gets fresh buffers.
+            let mut fresh = Scratch::default();
+            let mut guard = cell.try_borrow_mut();
+            let scratch = match guard.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut fresh,
+            };
+            self.visit_with(scratch, req, imp, &mut visit)
+        })
+    }
+
+    fn visit_with(
+        &self,
+        scratch: &mut Scratch,
+        req: &RequestFacts<'_>,
+        imp: &ImpFacts<'_>,
+        visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let n = self.campaigns.len();
         let idx = &self.index;
-        // Size of each restricting dimension's candidate union (an upper bound: postings may
-        // overlap). A dimension no campaign restricts needs neither intersecting nor checking.
-        let mut costs = [(0usize, Dim::Media); Dim::ALL.len()];
+        let Scratch {
+            acc,
+            tmp,
+            ids,
+            parts,
+            blocked,
+        } = scratch;
+        // Each restricting dimension: the size of its candidate union (an upper bound:
+        // postings may overlap) and its postings, `parts[start..end]`. A dimension no campaign
+        // restricts needs neither intersecting nor checking.
+        parts.clear();
+        let mut dims = [DimParts::default(); Dim::ALL.len()];
         let mut restricting = 0;
         let mut done = Done::NONE;
         for dim in Dim::ALL {
@@ -152,116 +229,130 @@ impl CampaignSet {
                 done = done.with(dim.done());
                 continue;
             }
+            let start = parts.len();
             let mut cost = 0;
-            idx.parts(dim, req, imp, |p| cost += p.len());
+            idx.parts(dim, req, imp, |id| {
+                cost += idx.posting(id).map_or(0, Posting::len);
+                parts.push(id);
+            });
             if cost == 0 {
-                return;
+                return ControlFlow::Continue(());
             }
-            costs[restricting] = (cost, dim);
-            restricting += 1;
+            if let Some(slot) = dims.get_mut(restricting) {
+                *slot = DimParts {
+                    cost,
+                    dim,
+                    start,
+                    end: parts.len(),
+                };
+                restricting += 1;
+            }
         }
-        let costs = &mut costs[..restricting];
-        costs.sort_unstable_by_key(|&(cost, _)| cost);
-        let Some(&(smallest, first)) = costs.first() else {
-            return;
+        let dims = &mut dims[..restricting];
+        dims.sort_unstable_by_key(|d| d.cost);
+        let Some(&first) = dims.first() else {
+            return ControlFlow::Continue(());
         };
+        let first_parts = parts.get(first.start..first.end).unwrap_or_default();
         // The union of a dimension's postings is exactly the campaigns that pass its check.
-        done = done.with(first.done());
-        SCRATCH.with(|cell| {
-            let mut fresh = Scratch::default();
-            let mut guard = cell.try_borrow_mut();
-            let scratch = match guard.as_deref_mut() {
-                Ok(s) => s,
-                Err(_) => &mut fresh,
-            };
-            let words = idx.words;
-            if smallest <= words / 4 {
-                let mut all_sparse = true;
-                idx.parts(first, req, imp, |p| {
-                    all_sparse &= matches!(p, Posting::Sparse(_))
-                });
-                if all_sparse {
-                    let ids = &mut scratch.ids;
-                    ids.clear();
-                    idx.parts(first, req, imp, |p| {
-                        if let Posting::Sparse(list) = p {
-                            ids.extend_from_slice(list);
-                        }
-                    });
-                    ids.sort_unstable();
-                    ids.dedup();
-                    for &ci in ids.iter() {
-                        self.verify(ci, req, imp, done, out);
-                    }
-                    return;
+        done = done.with(first.dim.done());
+        let words = idx.words;
+        if first.cost <= words / 4
+            && first_parts
+                .iter()
+                .all(|&id| matches!(idx.posting(id), Some(Posting::Sparse(_))))
+        {
+            ids.clear();
+            for &id in first_parts {
+                if let Some(Posting::Sparse(list)) = idx.posting(id) {
+                    ids.extend_from_slice(list);
                 }
             }
-            let Scratch { acc, tmp, .. } = scratch;
+            ids.sort_unstable();
+            ids.dedup();
+            for &ci in ids.iter() {
+                self.verify(ci, req, imp, done, visit)?;
+            }
+            return ControlFlow::Continue(());
+        }
+        blocked.clear();
+        idx.blocked_postings(req, blocked);
+        let mut w0 = 0;
+        while w0 < words {
+            let len = CHUNK_WORDS.min(words - w0);
             acc.clear();
-            acc.resize(words, 0);
-            idx.parts(first, req, imp, |p| p.or_into(acc));
+            acc.resize(len, 0);
+            for &id in first_parts {
+                idx.or_chunk(id, w0, acc);
+            }
             let mut survivors: usize = acc.iter().map(|w| w.count_ones() as usize).sum();
-            // Intersect while a pass over the words costs less than checking the survivors.
-            for &(_, dim) in &costs[1..] {
-                if survivors * 32 <= words {
+            let mut chunk_done = done;
+            // Intersect while a pass over the chunk costs less than checking the survivors.
+            for d in &dims[1..] {
+                if survivors * 32 <= len {
                     break;
                 }
                 tmp.clear();
-                tmp.resize(words, 0);
-                idx.parts(dim, req, imp, |p| p.or_into(tmp));
+                tmp.resize(len, 0);
+                for &id in parts.get(d.start..d.end).unwrap_or_default() {
+                    idx.or_chunk(id, w0, tmp);
+                }
                 survivors = 0;
                 for (a, t) in acc.iter_mut().zip(tmp.iter()) {
                     *a &= *t;
                     survivors += a.count_ones() as usize;
                 }
-                if survivors == 0 {
-                    return;
-                }
-                done = done.with(dim.done());
+                chunk_done = chunk_done.with(d.dim.done());
             }
-            idx.remove_blocked(req, acc);
-            done = done.with(Done::BLOCK_DOMAIN);
-            for (w, &word) in acc.iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let ci = w * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    self.verify(u32::try_from(ci).unwrap_or(u32::MAX), req, imp, done, out);
+            if survivors > 0 {
+                for &id in blocked.iter() {
+                    idx.clear_chunk(id, w0, acc);
+                }
+                chunk_done = chunk_done.with(Done::BLOCK_DOMAIN);
+                for (w, &word) in acc.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        let ci = (w0 + w) * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let ci = u32::try_from(ci).unwrap_or(u32::MAX);
+                        self.verify(ci, req, imp, chunk_done, visit)?;
+                    }
                 }
             }
-        });
+            w0 += len;
+        }
+        ControlFlow::Continue(())
     }
 
-    /// Runs the predicate, less the checks in `done`, on campaign `ci`; appends what fits.
+    /// Runs the predicate, less the checks in `done`, on campaign `ci`; visits what fits.
     fn verify(
         &self,
         ci: u32,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
         done: Done,
-        out: &mut Vec<Candidate>,
-    ) {
+        visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let Some(hot) = self.index.hot.get(ci as usize) else {
-            return;
+            return ControlFlow::Continue(());
         };
         let now = req.now.0;
         // `end == u64::MAX` stands for "no end" (an RFC 3339 end is far below it).
         if now < hot.start || (now >= hot.end && hot.end != u64::MAX) {
-            return;
+            return ControlFlow::Continue(());
         }
         let Some(c) = self.campaigns.get(ci as usize) else {
-            return;
+            return ControlFlow::Continue(());
         };
         if done != Done::ALL {
-            push_fitting(ci, c, req, imp, done, out);
-            return;
+            return visit_fitting(ci, c, req, imp, done, visit);
         }
         // Every targeting check is done: only the deal choice and the creatives remain, and
         // both can often be settled from the compact arrays without reading the campaign.
         let deal = if hot.deals || imp.private_auction {
             match campaign_matches_unchecked(c, req, imp, done) {
                 Some(deal) => deal,
-                None => return,
+                None => return ControlFlow::Continue(()),
             }
         } else {
             None
@@ -291,13 +382,14 @@ impl CampaignSet {
                 }
             };
             if fits {
-                out.push(Candidate {
+                visit(Candidate {
                     campaign: ci,
                     creative: u32::try_from(j).unwrap_or(u32::MAX),
                     deal,
-                });
+                })?;
             }
         }
+        ControlFlow::Continue(())
     }
 
     /// The reference the index is tested against: the same predicate over every campaign.
@@ -308,48 +400,84 @@ impl CampaignSet {
         imp: &ImpFacts<'_>,
         out: &mut Vec<Candidate>,
     ) {
+        let mut push = |cand| {
+            out.push(cand);
+            ControlFlow::Continue(())
+        };
         for (i, c) in self.campaigns.iter().enumerate() {
             // Fewer than u32::MAX campaigns, checked at construction.
             let ci = u32::try_from(i).unwrap_or(u32::MAX);
-            push_fitting(ci, c, req, imp, Done::NONE, out);
+            let _ = visit_fitting(ci, c, req, imp, Done::NONE, &mut push);
         }
     }
 }
 
-/// Per-thread buffers of [`CampaignSet::candidates`], kept between calls so that matching
-/// allocates nothing once warm.
+/// Words of the bitset intersected and verified at a time (4,096 campaigns): small enough that
+/// an early stop skips most of the work, large enough that the per-chunk cost (one look at
+/// each posting) stays small next to the words.
+const CHUNK_WORDS: usize = 64;
+
+/// Per-thread buffers of [`CampaignSet::visit_candidates`], kept between calls so that
+/// matching allocates nothing once warm.
 #[derive(Debug, Default)]
 struct Scratch {
+    /// The chunk being intersected, and the union of one dimension over it.
     acc: Vec<u64>,
     tmp: Vec<u64>,
+    /// The campaigns of a tiny, all-list dimension.
     ids: Vec<u32>,
+    /// The postings of every restricting dimension, one range per dimension.
+    parts: Vec<PostingId>,
+    /// The `block_domains` postings of the request's domains and parents.
+    blocked: Vec<PostingId>,
+}
+
+/// A restricting dimension of one request: its candidate count bound and its postings.
+#[derive(Clone, Copy, Debug)]
+struct DimParts {
+    cost: usize,
+    dim: Dim,
+    start: usize,
+    end: usize,
+}
+
+impl Default for DimParts {
+    fn default() -> Self {
+        DimParts {
+            cost: 0,
+            dim: Dim::Media,
+            start: 0,
+            end: 0,
+        }
+    }
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-fn push_fitting(
+fn visit_fitting(
     ci: u32,
     c: &Campaign,
     req: &RequestFacts<'_>,
     imp: &ImpFacts<'_>,
     done: Done,
-    out: &mut Vec<Candidate>,
-) {
+    visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
+) -> ControlFlow<()> {
     let Some(deal) = campaign_matches_unchecked(c, req, imp, done) else {
-        return;
+        return ControlFlow::Continue(());
     };
     for (j, cr) in c.creatives().iter().enumerate() {
         if creative_fits(c, cr, req, imp) {
-            out.push(Candidate {
+            visit(Candidate {
                 campaign: ci,
                 // At most MAX_CREATIVES creatives.
                 creative: u32::try_from(j).unwrap_or(u32::MAX),
                 deal,
-            });
+            })?;
         }
     }
+    ControlFlow::Continue(())
 }
 
 /// The dimensions that have postings.
@@ -432,16 +560,52 @@ impl Posting {
         }
     }
 
-    fn or_into(&self, acc: &mut [u64]) {
+    /// The members of `list` in the `words` words from word `w0`, as bit positions in them.
+    fn in_chunk(list: &[u32], w0: usize, words: usize) -> impl Iterator<Item = usize> + '_ {
+        let lo = w0 * 64;
+        let hi = lo + words * 64;
+        let from = list.partition_point(|&ci| (ci as usize) < lo);
+        list.get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|&ci| ci as usize)
+            .take_while(move |&ci| ci < hi)
+            .map(move |ci| ci - lo)
+    }
+
+    /// ORs the members in words `w0..w0 + chunk.len()` into `chunk`.
+    fn or_chunk(&self, w0: usize, chunk: &mut [u64]) {
         match self {
             Posting::Sparse(list) => {
-                for &ci in list.iter() {
-                    set_bit(acc, ci);
+                for i in Self::in_chunk(list, w0, chunk.len()) {
+                    if let Some(word) = chunk.get_mut(i / 64) {
+                        *word |= 1 << (i % 64);
+                    }
                 }
             }
             Posting::Dense { bits, .. } => {
-                for (a, b) in acc.iter_mut().zip(bits.iter()) {
+                let bits = bits.get(w0..).unwrap_or_default();
+                for (a, b) in chunk.iter_mut().zip(bits.iter()) {
                     *a |= *b;
+                }
+            }
+        }
+    }
+
+    /// Clears the members in words `w0..w0 + chunk.len()` from `chunk`.
+    fn clear_chunk(&self, w0: usize, chunk: &mut [u64]) {
+        match self {
+            Posting::Sparse(list) => {
+                for i in Self::in_chunk(list, w0, chunk.len()) {
+                    if let Some(word) = chunk.get_mut(i / 64) {
+                        *word &= !(1 << (i % 64));
+                    }
+                }
+            }
+            Posting::Dense { bits, .. } => {
+                let bits = bits.get(w0..).unwrap_or_default();
+                for (a, b) in chunk.iter_mut().zip(bits.iter()) {
+                    *a &= !*b;
                 }
             }
         }
@@ -454,11 +618,14 @@ fn set_bit(bits: &mut [u64], ci: u32) {
     }
 }
 
-/// The postings of one dimension.
+/// Position of a posting in [`Index::postings`].
+type PostingId = u32;
+
+/// The postings of one dimension, as positions in [`Index::postings`].
 #[derive(Debug)]
 struct Postings<K> {
-    values: FxHashMap<K, Posting>,
-    any: Posting,
+    values: FxHashMap<K, PostingId>,
+    any: PostingId,
 }
 
 /// Collects lists while the index is built; [`Lists::finish`] turns them into postings.
@@ -497,27 +664,33 @@ impl<K: std::hash::Hash + Eq> Lists<K> {
         }
     }
 
-    fn finish(self, n: usize, words: usize) -> Postings<K> {
-        let mut values: FxHashMap<K, Posting> = self
+    /// Turns the lists into postings appended to `arena`.
+    fn finish(self, n: usize, words: usize, arena: &mut Vec<Posting>) -> Postings<K> {
+        let mut add = |list: Vec<u32>| {
+            arena.push(Posting::new(list, n, words));
+            // Fewer postings than campaigns times values, far below u32::MAX.
+            PostingId::try_from(arena.len() - 1).unwrap_or(PostingId::MAX)
+        };
+        let mut values: FxHashMap<K, PostingId> = self
             .values
             .into_iter()
-            .map(|(k, list)| (k, Posting::new(list, n, words)))
+            .map(|(k, list)| (k, add(list)))
             .collect();
         values.shrink_to_fit();
         Postings {
             values,
-            any: Posting::new(self.any, n, words),
+            any: add(self.any),
         }
     }
 }
 
 impl<K> Postings<K> {
-    fn get<Q>(&self, key: &Q) -> Option<&Posting>
+    fn get<Q>(&self, key: &Q) -> Option<PostingId>
     where
         K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
         Q: std::hash::Hash + Eq + ?Sized,
     {
-        self.values.get(key)
+        self.values.get(key).copied()
     }
 }
 
@@ -561,6 +734,8 @@ const EXCLUDED_KEY: u64 = u64::MAX - 1;
 struct Index {
     /// Words of a bitset over all campaigns.
     words: usize,
+    /// Every posting of every dimension; the dimensions hold positions in it.
+    postings: Box<[Posting]>,
     /// By banner size (`Size::key`); `any` holds the campaigns with a video creative.
     media: Postings<u64>,
     deal: Postings<Box<str>>,
@@ -651,46 +826,67 @@ impl Index {
                 .map(|mask| (0u8..24).filter(|h| mask & (1 << h) != 0).collect());
             hour.add(ci, hours.as_deref());
         }
+        let mut arena = Vec::new();
+        let media = media.finish(n, words, &mut arena);
+        let deal = deal.finish(n, words, &mut arena);
+        let country = country.finish(n, words, &mut arena);
+        let domain = domain.finish(n, words, &mut arena);
+        let block = block.finish(n, words, &mut arena);
+        let publisher = publisher.finish(n, words, &mut arena);
+        let segment = segment.finish(n, words, &mut arena);
+        let category = category.finish(n, words, &mut arena);
+        let region = region.finish(n, words, &mut arena);
+        let os = os.finish(n, words, &mut arena);
+        let device_type = device_type.finish(n, words, &mut arena);
+        let hour = hour.finish(n, words, &mut arena);
         Index {
             words,
-            media: media.finish(n, words),
-            deal: deal.finish(n, words),
-            country: country.finish(n, words),
-            domain: domain.finish(n, words),
-            block: block.finish(n, words),
+            postings: arena.into_boxed_slice(),
+            media,
+            deal,
+            country,
+            domain,
+            block,
             hot: hot.into_boxed_slice(),
             creative_keys: creative_keys.into_boxed_slice(),
-            publisher: publisher.finish(n, words),
-            segment: segment.finish(n, words),
-            category: category.finish(n, words),
-            region: region.finish(n, words),
-            os: os.finish(n, words),
-            device_type: device_type.finish(n, words),
-            hour: hour.finish(n, words),
+            publisher,
+            segment,
+            category,
+            region,
+            os,
+            device_type,
+            hour,
         }
     }
 
-    /// Clears from `acc` the campaigns whose `block_domains` block the request's domain.
-    fn remove_blocked(&self, req: &RequestFacts<'_>, acc: &mut [u64]) {
+    fn posting(&self, id: PostingId) -> Option<&Posting> {
+        self.postings.get(id as usize)
+    }
+
+    /// ORs posting `id`'s members in words `w0..w0 + chunk.len()` into `chunk`.
+    fn or_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
+        if let Some(p) = self.posting(id) {
+            p.or_chunk(w0, chunk);
+        }
+    }
+
+    /// Clears posting `id`'s members in words `w0..w0 + chunk.len()` from `chunk`.
+    fn clear_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
+        if let Some(p) = self.posting(id) {
+            p.clear_chunk(w0, chunk);
+        }
+    }
+
+    /// Appends the `block_domains` postings of the request's domains and their parents: the
+    /// campaigns to clear from the survivors.
+    fn blocked_postings(&self, req: &RequestFacts<'_>, out: &mut Vec<PostingId>) {
         if self.block.values.is_empty() {
             return;
         }
         for d in &req.domains {
             for parent in parent_domains(d) {
-                match self.block.get(parent) {
-                    None => {}
-                    Some(Posting::Sparse(list)) => {
-                        for &ci in list.iter() {
-                            if let Some(word) = acc.get_mut(ci as usize / 64) {
-                                *word &= !(1 << (ci % 64));
-                            }
-                        }
-                    }
-                    Some(Posting::Dense { bits, .. }) => {
-                        for (a, b) in acc.iter_mut().zip(bits.iter()) {
-                            *a &= !*b;
-                        }
-                    }
+                if let Some(id) = self.block.get(parent) {
+                    out.push(id);
                 }
             }
         }
@@ -698,7 +894,7 @@ impl Index {
 
     /// Whether no campaign restricts `dim` (so every campaign passes it).
     fn unrestricted(&self, dim: Dim, n: usize, imp: &ImpFacts<'_>) -> bool {
-        let any = match dim {
+        let any = *match dim {
             Dim::Media => return false,
             Dim::Deal if imp.private_auction => return false,
             Dim::Deal => &self.deal.any,
@@ -712,24 +908,20 @@ impl Index {
             Dim::DeviceType => &self.device_type.any,
             Dim::Hour => &self.hour.any,
         };
-        any.len() == n
+        self.posting(any).map_or(0, Posting::len) == n
     }
 
     /// Calls `f` with each posting whose union is a superset of the campaigns matching `dim`
     /// for this request and impression.
-    fn parts<'s>(
-        &'s self,
+    fn parts(
+        &self,
         dim: Dim,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
-        mut f: impl FnMut(&'s Posting),
+        mut f: impl FnMut(PostingId),
     ) {
-        fn strings<'s>(
-            p: &'s Postings<Box<str>>,
-            values: &[&str],
-            f: &mut impl FnMut(&'s Posting),
-        ) {
-            f(&p.any);
+        fn strings(p: &Postings<Box<str>>, values: &[&str], f: &mut impl FnMut(PostingId)) {
+            f(p.any);
             for v in values {
                 if let Some(posting) = p.get(*v) {
                     f(posting);
@@ -744,12 +936,12 @@ impl Index {
                     }
                 }
                 if imp.video.is_some() {
-                    f(&self.media.any);
+                    f(self.media.any);
                 }
             }
             Dim::Deal => {
                 if !imp.private_auction {
-                    f(&self.deal.any);
+                    f(self.deal.any);
                 }
                 for d in &imp.deals {
                     if let Some(posting) = self.deal.get(d.id) {
@@ -758,13 +950,13 @@ impl Index {
                 }
             }
             Dim::Country => {
-                f(&self.country.any);
+                f(self.country.any);
                 if let Some(posting) = req.country.and_then(|c| self.country.get(&c)) {
                     f(posting);
                 }
             }
             Dim::Domain => {
-                f(&self.domain.any);
+                f(self.domain.any);
                 for (k, d) in req.domains.iter().enumerate() {
                     for parent in parent_domains(d) {
                         // A parent shared with an earlier domain was already visited.
@@ -781,25 +973,25 @@ impl Index {
             Dim::Segment => strings(&self.segment, &req.segments, &mut f),
             Dim::Category => strings(&self.category, &req.categories, &mut f),
             Dim::Region => {
-                f(&self.region.any);
+                f(self.region.any);
                 if let Some(posting) = req.region.as_deref().and_then(|r| self.region.get(r)) {
                     f(posting);
                 }
             }
             Dim::Os => {
-                f(&self.os.any);
+                f(self.os.any);
                 if let Some(posting) = req.os.as_deref().and_then(|o| self.os.get(o)) {
                     f(posting);
                 }
             }
             Dim::DeviceType => {
-                f(&self.device_type.any);
+                f(self.device_type.any);
                 if let Some(posting) = req.device_type.and_then(|t| self.device_type.get(&t)) {
                     f(posting);
                 }
             }
             Dim::Hour => {
-                f(&self.hour.any);
+                f(self.hour.any);
                 if let Some(posting) = self.hour.get(&req.hour) {
                     f(posting);
                 }

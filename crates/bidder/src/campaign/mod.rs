@@ -10,8 +10,12 @@
 //! - a [`Campaign`] exists only validated; a [`CampaignSet`] never changes after it is built
 //!   (reload = build a new one and swap the `Arc`);
 //! - matching is deterministic, does no I/O and takes the time as an argument;
+//! - a [`CampaignSet`] holds its campaigns by descending `max_cpm` (file order among equal
+//!   ones), and every campaign index is a position in that order;
 //! - [`CampaignSet::candidates`] returns exactly what [`CampaignSet::candidates_scan`] (the
-//!   predicate applied to every campaign) returns, in the same order;
+//!   predicate applied to every campaign) returns, in the same order, and
+//!   [`CampaignSet::visit_candidates`] visits the same candidates in that order, stopping when
+//!   asked;
 //! - nothing here panics on any input file or request.
 //!
 //! The format is documented for operators in `docs/campaigns.md`.

@@ -70,6 +70,9 @@ pub(crate) struct Profile {
     segments: usize,
     deals: usize,
     countries: usize,
+    /// Scales the chance that a campaign restricts each dimension other than country (1.0:
+    /// the realistic mix).
+    targeted: f64,
 }
 
 impl Profile {
@@ -79,6 +82,17 @@ impl Profile {
         segments: 2_000,
         deals: 500,
         countries: COUNTRIES.len(),
+        targeted: 1.0,
+    };
+    /// Broadly targeted campaigns in few countries: a typical impression matches about 7% of
+    /// them, the case where ranking, not matching, dominates a decision.
+    pub(crate) const BROAD: Profile = Profile {
+        domains: 5_000,
+        publishers: 500,
+        segments: 2_000,
+        deals: 500,
+        countries: 3,
+        targeted: 0.3,
     };
     #[cfg(test)]
     pub(crate) const DENSE: Profile = Profile {
@@ -87,6 +101,7 @@ impl Profile {
         segments: 10,
         deals: 5,
         countries: 4,
+        targeted: 1.0,
     };
 }
 
@@ -98,6 +113,18 @@ pub fn synthetic(n: usize, seed: u64) -> Vec<Campaign> {
 /// `n` bid requests from `seed` drawing on the same value pools as [`synthetic`].
 pub fn synthetic_requests(n: usize, seed: u64) -> Vec<BidRequest> {
     synthetic_requests_with(n, seed, Profile::REALISTIC)
+}
+
+/// `n` broadly targeted campaigns from `seed` ([`Profile::BROAD`]): few countries, little
+/// other targeting, so that about 7% of them match an impression of
+/// [`synthetic_requests_broad`].
+pub fn synthetic_broad(n: usize, seed: u64) -> Vec<Campaign> {
+    synthetic_with(n, seed, Profile::BROAD)
+}
+
+/// `n` bid requests from `seed` for [`synthetic_broad`] campaigns.
+pub fn synthetic_requests_broad(n: usize, seed: u64) -> Vec<BidRequest> {
+    synthetic_requests_with(n, seed, Profile::BROAD)
 }
 
 pub(crate) fn synthetic_with(n: usize, seed: u64, profile: Profile) -> Vec<Campaign> {
@@ -138,51 +165,51 @@ fn campaign_spec(rng: &mut SmallRng, i: usize, p: &Profile) -> CampaignSpec {
         let count = rng.random_range(1..=2);
         some_of(rng, count, |r| COUNTRIES[skewed(r, p.countries)].to_owned())
     });
-    let regions = chance(rng, 0.05).then(|| {
+    let regions = chance(rng, 0.05 * p.targeted).then(|| {
         let count = rng.random_range(1..=3);
         some_of(rng, count, |r| REGIONS[skewed(r, REGIONS.len())].to_owned())
     });
-    let device_types = chance(rng, 0.7).then(|| {
+    let device_types = chance(rng, 0.7 * p.targeted).then(|| {
         let count = rng.random_range(1..=2);
         some_of(rng, count, |r| r.random_range(1..=7))
     });
-    let os = chance(rng, 0.25).then(|| {
+    let os = chance(rng, 0.25 * p.targeted).then(|| {
         let count = rng.random_range(1..=2);
         some_of(rng, count, |r| OS[skewed(r, OS.len())].to_owned())
     });
-    let domains = chance(rng, 0.2).then(|| {
+    let domains = chance(rng, 0.2 * p.targeted).then(|| {
         let count = rng.random_range(1..=(p.domains / 100).clamp(2, 50));
         some_of(rng, count, |r| domain(skewed(r, p.domains)))
     });
-    let block_domains = chance(rng, 0.2).then(|| {
+    let block_domains = chance(rng, 0.2 * p.targeted).then(|| {
         let count = rng.random_range(1..=(p.domains / 250).clamp(2, 20));
         some_of(rng, count, |r| domain(r.random_range(0..p.domains)))
     });
-    let publishers = chance(rng, 0.08).then(|| {
+    let publishers = chance(rng, 0.08 * p.targeted).then(|| {
         let count = rng.random_range(1..=3);
         some_of(rng, count, |r| format!("pub-{}", skewed(r, p.publishers)))
     });
-    let categories = chance(rng, 0.15).then(|| {
+    let categories = chance(rng, 0.15 * p.targeted).then(|| {
         let count = rng.random_range(1..=3);
         some_of(rng, count, |r| format!("IAB{}", r.random_range(1..=26)))
     });
-    let sizes = chance(rng, 0.05).then(|| {
+    let sizes = chance(rng, 0.05 * p.targeted).then(|| {
         let count = rng.random_range(1..=4);
         some_of(rng, count, |r| {
             let (w, h) = SIZES[skewed(r, SIZES.len())];
             format!("{w}x{h}")
         })
     });
-    let deals = chance(rng, 0.1).then(|| {
+    let deals = chance(rng, 0.1 * p.targeted).then(|| {
         let count = rng.random_range(1..=2);
         some_of(rng, count, |r| format!("deal-{}", skewed(r, p.deals)))
     });
-    let hours = chance(rng, 0.3).then(|| {
+    let hours = chance(rng, 0.3 * p.targeted).then(|| {
         let from: i64 = rng.random_range(0..24);
         let len: i64 = rng.random_range(4..=16);
         (0..len).map(|k| (from + k) % 24).collect()
     });
-    let segments = chance(rng, 0.4).then(|| {
+    let segments = chance(rng, 0.4 * p.targeted).then(|| {
         let count = rng.random_range(1..=5);
         some_of(rng, count, |r| format!("seg-{}", skewed(r, p.segments)))
     });

@@ -1,5 +1,8 @@
 //! The index returns exactly what the brute-force scan returns, on seeded random campaigns and
-//! requests; synthetic data is deterministic and valid.
+//! requests; visiting stops where the visitor breaks; the set orders campaigns by descending
+//! ceiling; synthetic data is deterministic and valid.
+
+use std::ops::ControlFlow;
 
 use pacing::Timestamp;
 
@@ -70,6 +73,102 @@ fn index_equals_scan_on_a_large_sparse_set() {
     let requests = synthetic_requests(300, 9);
     let (_, found) = compare(&set, &requests);
     assert!(found > 1_000, "only {found} candidates");
+}
+
+#[test]
+fn index_equals_scan_on_a_broad_set() {
+    // About 7% of the campaigns match: dense postings, several chunks of the bitset, and
+    // thousands of candidates per impression.
+    let set = CampaignSet::from_campaigns(synthetic_with(10_000, 4, Profile::BROAD))
+        .expect("synthetic set");
+    let requests = synthetic_requests_with(80, 4, Profile::BROAD);
+    let (imps, found) = compare(&set, &requests);
+    assert!(
+        found > 200 * imps,
+        "only {found} candidates for {imps} impressions"
+    );
+}
+
+/// Visits the candidates of every impression, breaking after `k` of them for several `k`, and
+/// checks that the visitor saw exactly the first `k` candidates of the full list and was not
+/// called again; returns the impressions checked.
+fn check_prefixes(set: &CampaignSet, requests: &[openrtb::BidRequest]) -> usize {
+    let mut imps = 0;
+    let mut full = Vec::new();
+    for r in requests {
+        let req = RequestFacts::from_request(r, NOW);
+        for imp in &r.imp {
+            let imp = ImpFacts::from_imp(imp);
+            full.clear();
+            set.candidates(&req, &imp, &mut full);
+            let len = full.len();
+            for k in [1, 2, 7, len / 3, len.saturating_sub(1), len, len + 1] {
+                let k = k.max(1);
+                let mut seen = Vec::new();
+                let flow = set.visit_candidates(&req, &imp, |c| {
+                    seen.push(c);
+                    if seen.len() == k {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+                assert_eq!(seen, full[..k.min(len)], "request {} k {k}", r.id);
+                assert_eq!(flow.is_break(), k <= len, "request {} k {k}", r.id);
+            }
+            imps += 1;
+        }
+    }
+    imps
+}
+
+#[test]
+fn visiting_stops_where_the_visitor_breaks() {
+    // Small sets (the sparse-list path and one chunk), a realistic 20,000 (sparse lists and
+    // early-stopped intersections over several chunks) and a broad 20,000 (dense postings,
+    // every chunk full of candidates).
+    for seed in 0..4 {
+        let set = CampaignSet::from_campaigns(synthetic_with(400, seed, Profile::DENSE))
+            .expect("synthetic set");
+        check_prefixes(&set, &synthetic_requests_with(100, seed, Profile::DENSE));
+    }
+    let set = CampaignSet::from_campaigns(synthetic(20_000, 9)).expect("synthetic set");
+    check_prefixes(&set, &synthetic_requests(150, 9));
+    let set = CampaignSet::from_campaigns(synthetic_with(20_000, 5, Profile::BROAD))
+        .expect("synthetic set");
+    assert!(check_prefixes(&set, &synthetic_requests_with(40, 5, Profile::BROAD)) >= 40);
+}
+
+#[test]
+fn campaigns_are_ordered_by_descending_ceiling_then_file_order() {
+    let set = CampaignSet::from_campaigns(synthetic(3_000, 11)).expect("synthetic set");
+    let file_pos = |c: &super::super::Campaign| -> usize {
+        c.id()
+            .strip_prefix('c')
+            .and_then(|n| n.parse().ok())
+            .expect("synthetic ids are c<n>")
+    };
+    let campaigns = set.campaigns();
+    assert_eq!(campaigns.len(), 3_000);
+    for pair in campaigns.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            a.bid().max_cpm >= b.bid().max_cpm,
+            "{} before {}",
+            a.id(),
+            b.id()
+        );
+        if a.bid().max_cpm == b.bid().max_cpm {
+            assert!(file_pos(a) < file_pos(b), "{} before {}", a.id(), b.id());
+        }
+    }
+    // Not trivially sorted: the file order was not already the ceiling order.
+    assert_ne!(file_pos(&campaigns[0]), 0);
+    // Lookups by id follow the new order.
+    for (i, c) in campaigns.iter().enumerate() {
+        assert_eq!(set.position(c.id()), u32::try_from(i).ok());
+        assert_eq!(set.get(c.id()).map(|g| g.id()), Some(c.id()));
+    }
 }
 
 #[test]

@@ -345,7 +345,10 @@ fn bid_price_follows_the_floor_shading_and_ceiling() {
          "creatives": [{"id": "a", "w": 1, "h": 1, "adm": "x"}]}
     ]);
     let s = set(&doc.to_string());
-    let (plain, shaded) = (&s.campaigns()[0], &s.campaigns()[1]);
+    // The set orders by max_cpm: "shaded" (3.0) comes before "plain" (2.0).
+    let (Some(plain), Some(shaded)) = (s.get("plain"), s.get("shaded")) else {
+        panic!("both campaigns load");
+    };
     let p = Price::from_micros;
     // Second price: the CPM, whatever the floor below it.
     assert_eq!(bid_price(plain, p(0), false), Some(p(2_000_000)));

@@ -538,6 +538,27 @@ fn duplicate_campaign_ids_name_the_second() {
     let doubled = [campaigns.clone(), campaigns].concat();
     let e = CampaignSet::from_campaigns(doubled).expect_err("duplicate");
     assert_eq!(e.field(), Some("campaigns[1].id"));
+    // Named by file position, although the set reorders by max_cpm: the duplicate (cpm 5)
+    // would come first.
+    let mut cheap = base();
+    cheap["bid"] = json!({"cpm": 1});
+    let mut other = base();
+    other["id"] = json!("c2");
+    other["bid"] = json!({"cpm": 3});
+    let mut dear = base();
+    dear["bid"] = json!({"cpm": 5});
+    let first_two = Value::Array(vec![cheap.clone(), other.clone()]).to_string();
+    let last = Value::Array(vec![dear.clone()]).to_string();
+    let three = Value::Array(vec![cheap, other, dear]).to_string();
+    let e = CampaignSet::from_json_bytes(three.as_bytes()).expect_err("duplicate");
+    assert_eq!(e.field(), Some("campaigns[2].id"));
+    let validated = [
+        super::set(&first_two).campaigns().to_vec(),
+        super::set(&last).campaigns().to_vec(),
+    ]
+    .concat();
+    let e = CampaignSet::from_campaigns(validated).expect_err("duplicate");
+    assert_eq!(e.field(), Some("campaigns[2].id"));
 }
 
 #[test]
