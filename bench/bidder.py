@@ -72,7 +72,7 @@ class Redis:
         self.p.wait()
 
 
-def variant(name, n, ledger, args, capacity):
+def variant(name, n, label, ledger, args, capacity):
     """Capacity of one bidder configuration; returns its figures."""
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "campaigns.json"), "w") as f:
@@ -86,22 +86,23 @@ def variant(name, n, ledger, args, capacity):
                   ready="listening", timeout=120) as b:
             url = f"http://127.0.0.1:{port}/openrtb2/bid"
             cap = capacity(url, 2000, args, b.cpu_seconds, slo_ms=SLO_MS)
-    return {"campaigns": n, "ledger": ledger.replace("\n", "; "), "capacity": cap["capacity"],
+    return {"campaigns": n, "ledger": label, "capacity": cap["capacity"],
             "search": cap, "server_cpu_us_per_request": cap.get("server_cpu_us_per_request")}
 
 
 def run_bidder(args, ctx, capacity):
     runs = {
-        "memory-10k": variant("memory-10k", 10_000, 'backend = "memory"', args, capacity),
-        "memory-100k": variant("memory-100k", 100_000, 'backend = "memory"', args, capacity),
+        "memory-10k": variant("memory-10k", 10_000, "memory", 'backend = "memory"', args, capacity),
+        "memory-100k": variant("memory-100k", 100_000, "memory", 'backend = "memory"', args,
+                               capacity),
     }
     redis = Redis()
     try:
         runs["redis-lease-10k"] = variant(
-            "redis-lease-10k", 10_000,
+            "redis-lease-10k", 10_000, "redis, leases of 5.0 (redis-server on core 1)",
             f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\nlease_chunk = 5.0',
             args, capacity)
     finally:
         redis.stop()
-    return {"slo_p99_ms": SLO_MS, "runs": runs,
+    return {"bidder_slo_p99_ms": SLO_MS, "runs": runs,
             "baseline_capacity": ctx.get("baseline_capacity")}

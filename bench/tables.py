@@ -104,7 +104,7 @@ def section(results):
         out.append("")
     bid = load(results, "bidder")
     if bid:
-        out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['slo_p99_ms']} ms\n")
+        out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['bidder_slo_p99_ms']} ms\n")
         out.append("| campaigns | ledger | capacity/s | ratio to baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
         out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
         b = bid.get("baseline_capacity") or (base["capacity"] if base else None)

@@ -98,9 +98,14 @@ impl DemoBidder {
         let dir = std::env::temp_dir().join(format!("gavel-demo-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let now = Timestamp::now();
-        // Whole seconds: the flight is written to the second.
-        let start = Timestamp(now.millis() / 1000 * 1000);
-        let end = start.saturating_add(run + Duration::from_secs(1));
+        // The flight is written to the second: it starts at the next whole second (the load
+        // starts a moment after this function returns) and ends a second before the load
+        // stops, so demand covers all of it.
+        let start = Timestamp(now.millis().div_ceil(1000) * 1000);
+        let end = start.saturating_add(
+            run.saturating_sub(Duration::from_secs(1))
+                .max(Duration::from_secs(1)),
+        );
         std::fs::write(dir.join("campaigns.json"), campaigns(start, end))
             .context("writing the demo's campaigns")?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
