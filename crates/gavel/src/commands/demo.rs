@@ -48,8 +48,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // In flight at once ~ rate x tmax; give every bidder room for twice that.
     let in_flight = (args.rate * f64::from(args.tmax) / 1000.0).ceil() as u32;
     let per_bidder = (in_flight * 2).clamp(16, 4096);
+    // Loss notices: the real bidder's lost bids then return their reserved price to their
+    // campaign at once instead of when the reservation expires.
     let config_text = format!(
-        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\n{bidders}\n{real}",
+        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
+         [notices]\nfire_lurl = true\n\n{bidders}\n{real}",
         tmax = args.tmax,
         bidders = fleet.exchange_bidders_toml(per_bidder),
         real = real_bidder.exchange_toml(per_bidder),

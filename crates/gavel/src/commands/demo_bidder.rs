@@ -70,7 +70,7 @@ fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
       {{"id": "acme-mrec", "w": 300, "h": 250, "adm": "<a href='https://acme-shoes.example'>shoes</a>", "cat": ["IAB22"]}},
       {{"id": "acme-leader", "w": 728, "h": 90, "adm": "<a href='https://acme-shoes.example'>shoes</a>", "cat": ["IAB22"]}}]}},
   {{"id": "globex-even", "adomain": ["globex.example"], "pacing": "even",
-    "budget": {{"total": 2.00}}, "bid": {{"cpm": 4.00, "shading": 0.85}},
+    "budget": {{"total": 1.00}}, "bid": {{"cpm": 4.00, "shading": 0.85}},
     "flight": {{"start": "{start}", "end": "{end}"}},
     "creatives": [
       {{"id": "globex-mrec", "w": 300, "h": 250, "adm": "<div>globex</div>"}},
@@ -111,9 +111,9 @@ impl DemoBidder {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let config = BidderConfig::from_toml(&format!(
-            // The demo's exchange sends no loss notices (as many do not): a lost bid's
-            // reservation returns to its campaign when it expires, so keep that short here,
-            // where win notices arrive within milliseconds.
+            // The demo's exchange sends loss notices, which release lost bids' reservations at
+            // once; a reservation whose notice never comes (a notice dropped under load) returns
+            // to its campaign when it expires, kept short here where notices take milliseconds.
             "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n\
              [ledger]\nreservation_ttl_ms = 2000\n[pacing]\ncontrol_interval_ms = 250\n",
             dir.join("campaigns.json").display().to_string()
