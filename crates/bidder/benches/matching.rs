@@ -144,7 +144,6 @@ fn decide_bench(
         book.set_limits(campaign.id(), limits, NOW);
     }
     let metrics = Metrics::default();
-    let mut scratch: Vec<Candidate> = Vec::with_capacity(1024);
     // How far ranking looks before its early exit: the candidates drawn for pacing or refused
     // below their floor (printed once per set).
     let mut looked = 0usize;
@@ -156,15 +155,7 @@ fn decide_bench(
                 looked += 1;
                 0
             };
-            rank(
-                &snapshot,
-                &req,
-                &imp,
-                NOW,
-                &mut scratch,
-                &mut count,
-                &metrics,
-            );
+            rank(&snapshot, &req, &imp, NOW, &mut count, &metrics);
         }
     }
     looked += metrics.skip_count(SkipReason::BelowFloor) as usize;
@@ -189,7 +180,6 @@ fn decide_bench(
                     &req,
                     &ImpFacts::from_imp(imp),
                     NOW,
-                    &mut scratch,
                     &mut draw,
                     &metrics,
                 );

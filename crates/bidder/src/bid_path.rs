@@ -11,7 +11,7 @@ use pacing::{Nanos, Refusal, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::campaign::{Candidate, ImpFacts, Media, RequestFacts};
+use crate::campaign::{ImpFacts, Media, RequestFacts};
 use crate::decide::{Proposal, rank};
 use crate::ledger::ReserveError;
 use crate::metrics::SkipReason;
@@ -24,9 +24,9 @@ use crate::server::State;
 const EXHAUSTED_BACKOFF: Duration = Duration::from_millis(250);
 
 thread_local! {
-    /// Per-thread scratch space and pacing draws; seeded per thread from the configured seed so
-    /// that a one-thread bidder makes the same decisions for the same input.
-    static SCRATCH: RefCell<Option<(Vec<Candidate>, SmallRng)>> = const { RefCell::new(None) };
+    /// Per-thread pacing draws, seeded from the configured seed so that a one-thread bidder
+    /// makes the same decisions for the same input.
+    static DRAWS: RefCell<Option<SmallRng>> = const { RefCell::new(None) };
 }
 
 /// The deadline of a request read at `read_at`: its `tmax` (bounded by the configuration)
@@ -92,29 +92,16 @@ fn plan(
     now: Timestamp,
 ) -> Vec<Vec<Proposal>> {
     let facts = RequestFacts::from_request(request, now);
-    SCRATCH.with(|cell| {
+    DRAWS.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let (scratch, rng) = cell.get_or_insert_with(|| {
-            (
-                Vec::new(),
-                SmallRng::seed_from_u64(state.config.pacing.seed),
-            )
-        });
+        let rng = cell.get_or_insert_with(|| SmallRng::seed_from_u64(state.config.pacing.seed));
         let mut draw = || rng.random_range(0..1_000_000u32);
         request
             .imp
             .iter()
             .map(|imp| {
                 let imp_facts = ImpFacts::from_imp(imp);
-                rank(
-                    snapshot,
-                    &facts,
-                    &imp_facts,
-                    now,
-                    scratch,
-                    &mut draw,
-                    &state.metrics,
-                )
+                rank(snapshot, &facts, &imp_facts, now, &mut draw, &state.metrics)
             })
             .collect()
     })

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use openrtb::Price;
 use pacing::Timestamp;
 
-use crate::campaign::{Candidate, ImpFacts, RequestFacts, bid_price};
+use crate::campaign::{ImpFacts, RequestFacts, bid_price};
 use crate::metrics::{Metrics, SkipReason};
 use crate::runtime::Snapshot;
 
@@ -40,19 +40,14 @@ pub struct Proposal {
 /// most the lowest price held, no later candidate can displace one (an equal price loses the
 /// tie to the earlier campaign) and matching stops there. Skips (below floor, exhausted, paced)
 /// are counted, and `draw` called, only for the candidates visited before the stop.
-///
-/// `scratch` is no longer used (candidates are visited, not collected); it is kept so that
-/// callers need not change.
 pub fn rank(
     snapshot: &Snapshot,
     req: &RequestFacts<'_>,
     imp: &ImpFacts<'_>,
     now: Timestamp,
-    scratch: &mut Vec<Candidate>,
     draw: &mut impl FnMut() -> u32,
     metrics: &Metrics,
 ) -> Vec<Proposal> {
-    scratch.clear();
     let mut proposals: Vec<Proposal> = Vec::with_capacity(MAX_PROPOSALS + 1);
     let campaigns = snapshot.set.campaigns();
     // The index visits candidates by campaign, so one campaign's are adjacent: once it has a
@@ -90,12 +85,11 @@ pub fn rank(
             return ControlFlow::Continue(());
         }
         proposed = Some(cand.campaign);
-        // Keep the best few, best first; equal prices keep the index's order.
+        // Keep the best few, best first. Candidates come in campaign order, so an equal price
+        // goes after those held: the tie stays with the earlier campaign.
         let at = proposals
             .iter()
-            .position(|p| {
-                (p.price, std::cmp::Reverse(p.campaign)) < (price, std::cmp::Reverse(cand.campaign))
-            })
+            .position(|p| p.price < price)
             .unwrap_or(proposals.len());
         if at < MAX_PROPOSALS {
             proposals.insert(
@@ -158,8 +152,7 @@ mod tests {
         let now = Timestamp::now();
         let facts = RequestFacts::from_request(&req, now);
         let imp = ImpFacts::from_imp(&req.imp[0]);
-        let mut scratch = Vec::new();
-        rank(s, &facts, &imp, now, &mut scratch, &mut || draw, metrics)
+        rank(s, &facts, &imp, now, &mut || draw, metrics)
             .iter()
             .map(|p| {
                 let id = s.set.campaigns()[p.campaign as usize].id().to_owned();
@@ -259,7 +252,6 @@ mod tests {
         }
         let metrics = Metrics::default();
         let (mut full, mut looked, mut matched) = (0, 0, 0);
-        let mut scratch = Vec::new();
         for r in requests {
             let req = RequestFacts::from_request(r, NOW);
             for imp in &r.imp {
@@ -271,7 +263,6 @@ mod tests {
                     &req,
                     &imp,
                     NOW,
-                    &mut scratch,
                     &mut || {
                         draws += 1;
                         0
@@ -343,7 +334,6 @@ mod tests {
             &facts,
             &imp,
             now,
-            &mut Vec::new(),
             &mut || {
                 draws += 1;
                 0
@@ -369,7 +359,6 @@ mod tests {
             &facts,
             &imp,
             now,
-            &mut Vec::new(),
             &mut || {
                 draws += 1;
                 0

@@ -5,7 +5,6 @@
 //! campaign's pacing share through one atomic integer; it never takes a lock. Only the pacing
 //! tick, once per control interval, locks a campaign's controller.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,21 +28,33 @@ pub struct CampaignState {
     /// Charged by this instance, in nanos.
     pub charged: AtomicI64,
     pacer: Mutex<Pacer>,
-    pacer_config: Mutex<PacerConfig>,
 }
 
 impl CampaignState {
-    fn new(config: PacerConfig, now: Timestamp) -> CampaignState {
+    fn new(id: &str, config: PacerConfig, now: Timestamp) -> CampaignState {
         let pacer = fresh_pacer(config, now);
         CampaignState {
-            id: String::new(),
+            id: id.to_owned(),
             share_ppm: AtomicU32::new(pacer.bid_share_ppm()),
             exhausted_until: AtomicU64::new(0),
             bids: AtomicU64::new(0),
             wins: AtomicU64::new(0),
             charged: AtomicI64::new(0),
             pacer: Mutex::new(pacer),
-            pacer_config: Mutex::new(config),
+        }
+    }
+
+    /// Applies a reloaded campaign's pacing configuration: an unchanged one keeps the running
+    /// controller; a changed one restarts it. An open flight start stays the moment the campaign
+    /// was first loaded, not the reload's.
+    fn reconfigure(&self, mut config: PacerConfig, open_start: bool, now: Timestamp) {
+        let mut pacer = Self::lock(&self.pacer);
+        if open_start {
+            config.flight.start = pacer.config().flight.start;
+        }
+        if *pacer.config() != config {
+            *pacer = fresh_pacer(config, now);
+            self.share_ppm.store(pacer.bid_share_ppm(), Relaxed);
         }
     }
 
@@ -130,7 +141,6 @@ pub struct Snapshot {
     pub set: CampaignSet,
     pub states: Vec<Arc<CampaignState>>,
     pub loaded_at: Timestamp,
-    by_id: HashMap<String, usize>,
 }
 
 impl Snapshot {
@@ -142,45 +152,32 @@ impl Snapshot {
         now: Timestamp,
         interval: Duration,
     ) -> Snapshot {
-        let old: HashMap<&str, &Arc<CampaignState>> = previous
-            .map(|p| p.states.iter().map(|s| (s.id.as_str(), s)).collect())
-            .unwrap_or_default();
-        let states: Vec<Arc<CampaignState>> = set
+        let states = set
             .campaigns()
             .iter()
             .map(|c| {
                 let config = pacer_config(c, now, interval);
-                if let Some(state) = old.get(c.id()) {
-                    let mut current = CampaignState::lock(&state.pacer_config);
-                    if *current != config {
-                        let pacer = fresh_pacer(config, now);
-                        state.share_ppm.store(pacer.bid_share_ppm(), Relaxed);
-                        *CampaignState::lock(&state.pacer) = pacer;
-                        *current = config;
+                match previous.and_then(|p| p.state(c.id())) {
+                    Some(state) => {
+                        state.reconfigure(config, c.flight().start.is_none(), now);
+                        Arc::clone(state)
                     }
-                    return Arc::clone(state);
+                    None => Arc::new(CampaignState::new(c.id(), config, now)),
                 }
-                let mut state = CampaignState::new(config, now);
-                state.id = c.id().to_owned();
-                Arc::new(state)
             })
-            .collect();
-        let by_id = states
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.clone(), i))
             .collect();
         Snapshot {
             set,
             states,
             loaded_at: now,
-            by_id,
         }
     }
 
     /// The running state of campaign `id`, if it serves now.
     pub fn state(&self, id: &str) -> Option<&Arc<CampaignState>> {
-        self.by_id.get(id).and_then(|&i| self.states.get(i))
+        self.set
+            .position(id)
+            .and_then(|i| self.states.get(i as usize))
     }
 
     pub fn limits(&self) -> Vec<(String, Limits)> {
@@ -193,5 +190,43 @@ impl Snapshot {
 
     pub fn ids(&self) -> Vec<String> {
         self.states.iter().map(|s| s.id.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(cpm: f64) -> CampaignSet {
+        let json = format!(
+            r#"[{{"id": "c", "pacing": "even", "budget": {{"total": 1, "daily": 0.5}}, "bid": {{"cpm": {cpm}}},
+               "creatives": [{{"id": "cr", "w": 300, "h": 250, "adm": "x"}}]}}]"#
+        );
+        CampaignSet::from_json_bytes(json.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn start(s: &Snapshot) -> Timestamp {
+        let state = s.state("c").unwrap_or_else(|| panic!("no state"));
+        CampaignState::lock(&state.pacer).config().flight.start
+    }
+
+    #[test]
+    fn a_reload_keeps_the_state_and_the_first_load_as_an_open_start() {
+        let second = Duration::from_secs(1);
+        let t0 = Timestamp(1_800_000_000_000);
+        let first = Snapshot::build(set(2.0), None, t0, second);
+        first.states[0].bids.store(7, Relaxed);
+        let t1 = Timestamp(t0.millis() + 60_000);
+        let again = Snapshot::build(set(2.0), Some(&first), t1, second);
+        assert!(Arc::ptr_eq(&first.states[0], &again.states[0]));
+        assert_eq!(again.states[0].bids.load(Relaxed), 7);
+        assert_eq!(
+            start(&again),
+            t0,
+            "an unchanged campaign keeps its controller"
+        );
+        // A changed bid does not change the pacing configuration either.
+        let third = Snapshot::build(set(3.0), Some(&again), t1, second);
+        assert_eq!(start(&third), t0);
     }
 }
