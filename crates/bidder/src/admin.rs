@@ -14,22 +14,6 @@ use serde_json::json;
 use crate::ledger::Unavailable;
 use crate::server::{Bidder, State, json as json_response, json_error};
 
-/// Money as both a decimal in currency units (for people) and exact nanos (for programs).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Amount {
-    pub units: f64,
-    pub nanos: i64,
-}
-
-impl From<Nanos> for Amount {
-    fn from(n: Nanos) -> Amount {
-        Amount {
-            units: n.as_units_f64(),
-            nanos: n.get(),
-        }
-    }
-}
-
 /// One campaign as `/admin/campaigns` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CampaignReport {
@@ -93,40 +77,44 @@ pub(crate) async fn campaigns(state: &State) -> Response<Full<Bytes>> {
         Ok(r) => r,
         Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
+    let units = |n: Nanos| n.as_units_f64();
     let list: Vec<serde_json::Value> = reports
         .iter()
         .map(|r| {
             let b = r.balance.as_ref();
-            let amount = |f: fn(&Balance) -> Nanos| b.map(|b| Amount::from(f(b)));
+            // Currency units for people, exact nanos for programs; null before the ledger
+            // knows the campaign.
+            let field = |f: fn(&Balance) -> Nanos| b.map(|b| units(f(b)));
+            let exact = |f: fn(&Balance) -> Nanos| b.map(|b| f(b).get());
             json!({
                 "id": r.id,
-                "budget": amount(|b| b.budget).map(|a| a.units),
-                "spent": amount(|b| b.spent).map(|a| a.units),
-                "reserved": amount(|b| b.reserved).map(|a| a.units),
-                "available": amount(|b| b.available).map(|a| a.units),
+                "budget": field(|b| b.budget),
+                "spent": field(|b| b.spent),
+                "reserved": field(|b| b.reserved),
+                "available": field(|b| b.available),
                 "nanos": {
-                    "budget": amount(|b| b.budget).map(|a| a.nanos),
-                    "spent": amount(|b| b.spent).map(|a| a.nanos),
-                    "reserved": amount(|b| b.reserved).map(|a| a.nanos),
-                    "available": amount(|b| b.available).map(|a| a.nanos),
+                    "budget": exact(|b| b.budget),
+                    "spent": exact(|b| b.spent),
+                    "reserved": exact(|b| b.reserved),
+                    "available": exact(|b| b.available),
                 },
                 "daily": b.and_then(|b| b.daily.as_ref()).map(|d| json!({
                     "day": d.day,
-                    "budget": Amount::from(d.budget).units,
-                    "spent": Amount::from(d.spent).units,
-                    "reserved": Amount::from(d.reserved).units,
-                    "available": Amount::from(d.available).units,
+                    "budget": units(d.budget),
+                    "spent": units(d.spent),
+                    "reserved": units(d.reserved),
+                    "available": units(d.available),
                 })),
                 "pacing": {
                     "mode": r.pacing.mode,
-                    "target": Amount::from(r.pacing.target).units,
-                    "actual": Amount::from(r.pacing.actual).units,
+                    "target": units(r.pacing.target),
+                    "actual": units(r.pacing.actual),
                     "deviation": r.pacing.deviation,
                     "bid_share": r.pacing.bid_share,
                 },
                 "bids": r.bids,
                 "wins": r.wins,
-                "charged_here": Amount::from(r.charged_here).units,
+                "charged_here": units(r.charged_here),
             })
         })
         .collect();

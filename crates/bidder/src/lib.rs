@@ -34,7 +34,7 @@ pub mod runtime;
 pub mod server;
 mod start;
 
-pub use admin::{Amount, CampaignReport};
+pub use admin::CampaignReport;
 pub use config::BidderConfig;
 pub use metrics::Metrics;
 pub use server::{BID_PATH, Bidder};
