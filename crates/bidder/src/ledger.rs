@@ -258,9 +258,8 @@ impl Ledger {
                 .balances(campaigns, now)
                 .await
                 .map_err(|e| Unavailable(e.to_string())),
-            // The campaigns it was given last, which are the ones serving.
             Store::Leased(leased) => leased
-                .balances(now)
+                .balances_of(campaigns, now)
                 .await
                 .map_err(|e| Unavailable(e.to_string())),
         }

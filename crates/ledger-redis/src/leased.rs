@@ -582,12 +582,26 @@ impl LeasedLedger {
     /// without persistence) has its limits written again by the task.
     pub async fn balances(&self, now: Timestamp) -> Result<Vec<Balance>, LedgerError> {
         let names = Arc::clone(&lock(&self.inner.local).active);
-        let balances = self.inner.redis.balances(&names[..], now).await?;
-        if balances.len() < names.len() {
+        self.balances_of(&names[..], now).await
+    }
+
+    /// [`LeasedLedger::balances`] for some campaigns only (e.g. the ones a pacer needs), with
+    /// the same repair of campaigns Redis lost.
+    pub async fn balances_of<S: AsRef<str>>(
+        &self,
+        campaigns: &[S],
+        now: Timestamp,
+    ) -> Result<Vec<Balance>, LedgerError> {
+        let balances = self.inner.redis.balances(campaigns, now).await?;
+        if balances.len() < campaigns.len() {
             let known: HashSet<&str> = balances.iter().map(|b| b.campaign.as_str()).collect();
             let mut lost = false;
             let mut local = lock(&self.inner.local);
-            for name in names.iter().filter(|n| !known.contains(n.as_str())) {
+            for name in campaigns
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|n| !known.contains(n))
+            {
                 if local.campaigns.get(name).is_some_and(|c| c.applied) {
                     local.unapply(name);
                     lost = true;
