@@ -52,6 +52,12 @@ pub(crate) async fn run(
     let currency = openrtb::validate::auction_currency(&request, "USD").to_owned();
     openrtb::validate::validate(&request, &currency).map_err(|e| e.to_string())?;
     let deadline = deadline(state, &request, read_at);
+    if deadline.saturating_duration_since(Instant::now()) < state.admission.config().min_time_left()
+    {
+        // Too little time to decide and answer usefully: a no-bid now, nothing reserved.
+        state.admission.count_late();
+        return Ok(None);
+    }
     let now = Timestamp::now();
     let snapshot = state.snapshot.load_full();
     let plans = plan(state, &snapshot, &request, now);

@@ -61,6 +61,10 @@ pub struct BidderConfig {
     pub ledger: LedgerSection,
     #[serde(default)]
     pub pacing: PacingSection,
+    /// Bound on bid requests in flight; the excess gets an immediate no-bid. Notices are never
+    /// shed (docs/bidder.md).
+    #[serde(default)]
+    pub admission: edge::AdmissionConfig,
 }
 
 /// Input limits and deadline handling.
@@ -78,6 +82,14 @@ pub struct HttpSection {
     /// Time kept back from `tmax` for the answer's trip back, in milliseconds: the bidder
     /// decides within `tmax - answer_margin_ms` of reading the request. Default 10.
     pub answer_margin_ms: u64,
+    /// Open client connections at most; more are closed as soon as accepted. Default 4096.
+    pub max_connections: u32,
+    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
+    pub idle_timeout_ms: u64,
+    /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
+    pub max_header_bytes: usize,
+    /// On SIGTERM, how long requests in flight may take to finish, in ms. Default 5000.
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for HttpSection {
@@ -88,6 +100,10 @@ impl Default for HttpSection {
             default_tmax_ms: 100,
             max_tmax_ms: 1_000,
             answer_margin_ms: 10,
+            max_connections: 4_096,
+            idle_timeout_ms: 60_000,
+            max_header_bytes: 16 * 1024,
+            shutdown_grace_ms: 5_000,
         }
     }
 }
@@ -268,6 +284,24 @@ impl BidderConfig {
                 "must be smaller than http.default_tmax_ms",
             ));
         }
+        edge::Limits::check(
+            h.max_connections,
+            h.idle_timeout_ms,
+            h.max_header_bytes,
+            h.shutdown_grace_ms,
+        )
+        .map_err(|(key, problem)| ConfigError::Invalid {
+            key: match key {
+                "max_connections" => "http.max_connections",
+                "idle_timeout_ms" => "http.idle_timeout_ms",
+                "max_header_bytes" => "http.max_header_bytes",
+                _ => "http.shutdown_grace_ms",
+            },
+            problem: problem.to_owned(),
+        })?;
+        self.admission
+            .validate()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         let l = &self.ledger;
         parse_redis_url(&l.redis_url)?;
         if l.redis_prefix.len() > 64 {
@@ -306,6 +340,18 @@ impl BidderConfig {
 
     pub fn read_timeout(&self) -> Duration {
         Duration::from_millis(self.http.read_timeout_ms)
+    }
+
+    /// What the server accepts from client connections.
+    pub fn limits(&self) -> edge::Limits {
+        let h = &self.http;
+        edge::Limits {
+            max_connections: h.max_connections,
+            header_timeout: self.read_timeout(),
+            idle_timeout: Duration::from_millis(h.idle_timeout_ms),
+            max_header_bytes: h.max_header_bytes,
+            shutdown_grace: Duration::from_millis(h.shutdown_grace_ms),
+        }
     }
 
     pub fn default_tmax(&self) -> Duration {

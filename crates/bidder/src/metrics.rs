@@ -10,6 +10,7 @@ labelled_counters! {
     RequestOutcome {
         Bid => "bid",
         NoBid => "no_bid",
+        Shed => "shed",
         BadRequest => "bad_request",
         TooLarge => "too_large",
         MethodNotAllowed => "method_not_allowed",

@@ -36,6 +36,9 @@ pub(crate) struct State {
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
+    /// The gate of bid requests (notices do not pass through it).
+    pub(crate) admission: Arc<edge::Admission>,
+    pub(crate) connections: Arc<edge::ConnStats>,
 }
 
 impl State {
@@ -59,12 +62,13 @@ impl Bidder {
         self.state.metrics.clone()
     }
 
-    /// Serves until `shutdown` completes; then stops accepting (in-flight requests finish on
-    /// their own connections).
+    /// Serves until `shutdown` completes; then stops accepting, lets requests in flight finish
+    /// (within `http.shutdown_grace_ms`) and returns.
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        let read_timeout = state.config.read_timeout();
-        edge::serve(listener, shutdown, read_timeout, move |req| {
+        let limits = state.config.limits();
+        let connections = state.connections.clone();
+        edge::serve(listener, shutdown, limits, connections, move |req| {
             let state = state.clone();
             async move { handle(&state, req).await }
         })
@@ -101,6 +105,8 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/metrics", _) => {
             let mut text = metrics.render();
             state.ledger.render_metrics(&mut text);
+            state.admission.render("gavel_bidder", &mut text);
+            state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (_, "/healthz" | "/metrics", _) => method_not_allowed("GET"),
@@ -163,6 +169,15 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
         Err(response) => return response,
     };
     let read_at = Instant::now();
+    // Notices skip this gate: they settle money already promised, so they are never shed.
+    let Some(_ticket) = state.admission.try_enter() else {
+        state.metrics.request(RequestOutcome::Shed);
+        return edge::no_bid(
+            state.admission.config().no_bid,
+            &body,
+            openrtb::NoBidReason::TECHNICAL_ERROR.0,
+        );
+    };
     let response = match crate::bid_path::run(state, &body, read_at).await {
         Ok(Some(encoded)) => {
             state.metrics.request(RequestOutcome::Bid);

@@ -103,7 +103,11 @@ impl Bidder {
         metrics
             .campaigns
             .store(snapshot.states.len() as u64, Relaxed);
+        let admission = Arc::new(edge::Admission::new(config.admission.clone()));
+        tokio::spawn(edge::Admission::run_controller(Arc::downgrade(&admission)));
         let state = Arc::new(State {
+            admission,
+            connections: Arc::new(edge::ConnStats::default()),
             charge_on: config.ledger.charge_on,
             config,
             node,

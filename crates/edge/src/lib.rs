@@ -3,22 +3,27 @@
 //! with a request is its own business; how bytes come in and errors go out is the same for all,
 //! so input limits are enforced in one place.
 //!
+//! Besides bodies, the edge bounds connections (a cap, a header timeout against slowloris, an
+//! idle timeout, a header size limit) in [`serve`], admits requests through [`Admission`], and
+//! rate-limits the log lines clients can provoke ([`log_limit`]).
+//!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
 //! read timeout is refused; no answer built here panics.
 
-use std::convert::Infallible;
-use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+
+pub mod admission;
+pub mod log_limit;
+mod serve;
+
+pub use admission::{Admission, AdmissionConfig, NoBidStyle};
+pub use serve::{ConnStats, Limits, MIN_HEADER_BYTES, serve};
 
 /// The body type of every answer.
 pub type Body = Full<Bytes>;
@@ -56,6 +61,24 @@ pub fn plain(
 /// 204 with no body (an OpenRTB no-bid, an applied notice).
 pub fn no_content() -> Response<Body> {
     build(StatusCode::NO_CONTENT, None, Bytes::new())
+}
+
+/// The no-bid for a request answered without being worked on (shed, or too late): 204, or with
+/// [`NoBidStyle::Nbr`] a 200 carrying the request's `id` and `nbr`. Reading the id scans the
+/// body but builds nothing else; a body without a readable id gets the 204.
+pub fn no_bid(style: NoBidStyle, body: &[u8], nbr: i32) -> Response<Body> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: std::borrow::Cow<'a, str>,
+    }
+    if style == NoBidStyle::Nbr
+        && let Ok(req) = serde_json::from_slice::<IdOnly<'_>>(body)
+    {
+        let answer = serde_json::json!({ "id": req.id, "nbr": nbr });
+        return json(StatusCode::OK, answer.to_string());
+    }
+    no_content()
 }
 
 /// 405 naming the methods the path accepts, with `Allow`.
@@ -122,51 +145,5 @@ pub async fn read_body(
         }
         Ok(Err(e)) => Err(BodyError::Read(e.to_string())),
         Err(_) => Err(BodyError::Timeout),
-    }
-}
-
-/// Accepts connections until `shutdown` completes, serving each over HTTP/1.1 keep-alive with
-/// `handler`; then stops accepting (requests in flight finish on their own connections).
-/// `header_timeout` bounds the wait for a request's headers (slowloris).
-pub async fn serve<H, F>(
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()>,
-    header_timeout: Duration,
-    handler: H,
-) where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
-{
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => return,
-        };
-        let (stream, _peer) = match accepted {
-            Ok(s) => s,
-            Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let handler = handler.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let answer = handler(req);
-                async move { Ok::<_, Infallible>(answer.await) }
-            });
-            let mut builder = http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .keep_alive(true);
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
     }
 }

@@ -2,13 +2,13 @@
 //! out, settle, fetch missing markup, answer, then queue notices. See ARCHITECTURE.md for the
 //! diagram.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::{Response, StatusCode, header};
 use http_body_util::Full;
-use openrtb::BidRequest;
+use openrtb::{BidRequest, NoBidReason};
 
 use crate::enrich::enrich;
 use crate::fanout;
@@ -64,18 +64,30 @@ async fn auction(
     };
     *expires_at = Some(deadline.expires_at);
 
-    let auction_id = state.next_auction_id();
     let left = deadline.remaining(Instant::now());
-    let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-    if tmax_ms < 1 {
-        // Nothing useful can come back in under a millisecond: answer now, don't burden bidders.
+    let admission = &state.admission;
+    if left
+        < admission
+            .config()
+            .min_time_left()
+            .max(Duration::from_millis(1))
+    {
+        // A bidder given less time than this cannot answer usefully: answer now, and spend no
+        // bidder's capacity on it.
         state
             .metrics
             .no_time_left
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        admission.count_late();
         state.metrics.request(RequestOutcome::NoBid);
-        return no_bid();
+        return edge::no_bid(
+            admission.config().no_bid,
+            body,
+            NoBidReason::INSUFFICIENT_AUCTION_TIME.0,
+        );
     }
+    let auction_id = state.next_auction_id();
+    let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
     let seller = enrich(
         &mut request,
         auction_id.clone(),

@@ -52,6 +52,12 @@ pub struct Config {
     pub schain: SchainConfig,
     #[serde(default)]
     pub notices: NoticeConfig,
+    /// Bound on auctions in flight; the excess gets an immediate no-bid (docs/config.md).
+    #[serde(default)]
+    pub admission: edge::AdmissionConfig,
+    /// Circuit breakers that stop calling a failing bidder for a while.
+    #[serde(default)]
+    pub breaker: crate::breaker::BreakerConfig,
     /// The demand partners every auction fans out to.
     #[serde(default)]
     pub bidders: Vec<BidderConfig>,
@@ -71,6 +77,14 @@ pub struct HttpConfig {
     /// How long after the auction's deadline a late bidder answer is still read (and thrown
     /// away) so that its connection can be reused, in milliseconds. Default 1000.
     pub bidder_drain_ms: u64,
+    /// Open client connections at most; more are closed as soon as accepted. Default 4096.
+    pub max_connections: u32,
+    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
+    pub idle_timeout_ms: u64,
+    /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
+    pub max_header_bytes: usize,
+    /// On SIGTERM, how long auctions in flight may take to finish, in ms. Default 5000.
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for HttpConfig {
@@ -80,6 +94,10 @@ impl Default for HttpConfig {
             read_timeout_ms: 5_000,
             max_bidder_response_bytes: 256 * 1024,
             bidder_drain_ms: 1_000,
+            max_connections: 4_096,
+            idle_timeout_ms: 60_000,
+            max_header_bytes: 16 * 1024,
+            shutdown_grace_ms: 5_000,
         }
     }
 }
@@ -182,6 +200,10 @@ pub struct BidderConfig {
     /// A disabled bidder stays configured but gets no traffic. Default true.
     #[serde(default = "default_true")]
     pub enabled: bool,
+    /// Requests per second at most (a token bucket with one second of burst); auctions beyond
+    /// it skip this bidder. Default: no cap.
+    #[serde(default)]
+    pub max_qps: Option<u32>,
 }
 
 fn default_listen() -> SocketAddr {
@@ -272,6 +294,17 @@ impl Validated {
     pub fn read_timeout(&self) -> Duration {
         Duration::from_millis(self.config.http.read_timeout_ms)
     }
+    /// What the server accepts from client connections.
+    pub fn limits(&self) -> edge::Limits {
+        let h = &self.config.http;
+        edge::Limits {
+            max_connections: h.max_connections,
+            header_timeout: self.read_timeout(),
+            idle_timeout: Duration::from_millis(h.idle_timeout_ms),
+            max_header_bytes: h.max_header_bytes,
+            shutdown_grace: Duration::from_millis(h.shutdown_grace_ms),
+        }
+    }
 }
 
 impl Config {
@@ -337,6 +370,19 @@ impl Config {
         if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
             return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
         }
+        edge::Limits::check(
+            h.max_connections,
+            h.idle_timeout_ms,
+            h.max_header_bytes,
+            h.shutdown_grace_ms,
+        )
+        .map_err(|(key, problem)| invalid(format!("http.{key}"), problem))?;
+        self.admission
+            .validate()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.breaker
+            .validate()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         let n = &self.notices;
         if n.timeout_ms == 0 || n.timeout_ms > 60_000 {
             return Err(invalid("notices.timeout_ms", "must be 1..=60000"));
@@ -375,6 +421,9 @@ impl Config {
             }
             if b.max_connections == 0 || b.max_connections > 65_536 {
                 return Err(invalid(key("max_connections"), "must be 1..=65536"));
+            }
+            if b.max_qps.is_some_and(|q| q == 0 || q > 1_000_000) {
+                return Err(invalid(key("max_qps"), "must be 1..=1000000"));
             }
             endpoints.push(parse_endpoint(&b.endpoint).map_err(|e| invalid(key("endpoint"), e))?);
         }
@@ -460,6 +509,17 @@ max_connections = 64
         assert!(error_of("[auction]\nanswer_margin_ms = 500\n").contains("answer_margin_ms"));
         assert!(error_of("[http]\nmax_body_bytes = 0\n").contains("http.max_body_bytes"));
         assert!(error_of("[auction]\ndefault_currency = \"usd\"\n").contains("default_currency"));
+        assert!(error_of("[http]\nmax_header_bytes = 100\n").contains("http.max_header_bytes"));
+        assert!(error_of("[http]\nmax_connections = 0\n").contains("http.max_connections"));
+        assert!(error_of("[admission]\nmin_in_flight = 0\n").contains("admission.min_in_flight"));
+        assert!(error_of("[admission]\nno_bid = \"maybe\"\n").contains("no_bid"));
+        assert!(error_of("[breaker]\nprobes = 0\n").contains("breaker.probes"));
+        assert!(
+            error_of(
+                "[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\nmax_qps = 0\n"
+            )
+            .contains("bidders[0].max_qps")
+        );
     }
 
     #[test]

@@ -12,7 +12,8 @@ use bytes::Bytes;
 use http::StatusCode;
 use openrtb::BidResponse;
 
-use crate::metrics::{BidderMetrics, BidderOutcome};
+use crate::breaker::{BreakerState, Health};
+use crate::metrics::{BidderMetrics, BidderOutcome, SkipReason};
 use crate::pool::Call;
 use crate::server::Bidder;
 
@@ -28,8 +29,8 @@ pub enum Reply {
     Invalid(&'static str),
     /// Transport failure (refused connection, reset, body too large).
     Failed(&'static str),
-    /// Not called: every connection of its pool was busy.
-    Skipped,
+    /// Not called: its pool was full, its breaker open or its rate cap reached.
+    Skipped(SkipReason),
 }
 
 impl Reply {
@@ -40,9 +41,52 @@ impl Reply {
             Reply::TimedOut => BidderOutcome::Timeout,
             Reply::Invalid(_) => BidderOutcome::Invalid,
             Reply::Failed(_) => BidderOutcome::Error,
-            Reply::Skipped => BidderOutcome::Skipped,
+            Reply::Skipped(_) => BidderOutcome::Skipped,
         }
     }
+
+    /// What the answer says about the bidder's health, for its breaker (`None`: not called).
+    fn health(&self) -> Option<Health> {
+        match self {
+            Reply::Bids(_) | Reply::NoBid(_) => Some(Health::Good),
+            Reply::TimedOut | Reply::Invalid(_) | Reply::Failed(_) => Some(Health::Bad),
+            Reply::Skipped(_) => None,
+        }
+    }
+}
+
+/// Starts a call to `bidder` unless its pool is full, its rate cap is reached or its breaker is
+/// open. The breaker is asked last, so that a call it allows (perhaps a half-open probe) is
+/// surely made and its outcome recorded.
+fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipReason> {
+    let call = bidder
+        .pool
+        .start(body.clone())
+        .map_err(|_| SkipReason::PoolFull)?;
+    if let Some(cap) = &bidder.rate_cap
+        && !cap.lock().is_ok_and(|mut c| c.try_take(now))
+    {
+        return Err(SkipReason::QpsCap);
+    }
+    if !bidder.breaker.lock().is_ok_and(|mut b| b.allow(now)) {
+        return Err(SkipReason::BreakerOpen);
+    }
+    Ok(call)
+}
+
+/// Tells the bidder's breaker how its call went, and mirrors the breaker into the metrics.
+fn record_health(bidder: &Bidder, metrics: &BidderMetrics, health: Health, now: Instant) {
+    let Ok(mut breaker) = bidder.breaker.lock() else {
+        return;
+    };
+    breaker.record(health, now);
+    let code = match breaker.state() {
+        BreakerState::Closed => 0,
+        BreakerState::Open => 1,
+        BreakerState::HalfOpen => 2,
+    };
+    metrics.breaker_state.store(code, Relaxed);
+    metrics.breaker_trips.store(breaker.trips(), Relaxed);
 }
 
 /// One bidder of one auction.
@@ -69,10 +113,15 @@ pub(crate) async fn fan_out(
         .filter(|b| b.enabled)
         .filter_map(|bidder| {
             let metrics = metrics.get(bidder.index as usize)?;
-            metrics.requests.fetch_add(1, Relaxed);
-            let (call, reply) = match bidder.pool.start(body.clone()) {
-                Ok(call) => (Some(call), None),
-                Err(_) => (None, Some(Reply::Skipped)),
+            let (call, reply) = match start_call(bidder, body, started) {
+                Ok(call) => {
+                    metrics.requests.fetch_add(1, Relaxed);
+                    (Some(call), None)
+                }
+                Err(reason) => {
+                    metrics.skips.inc(reason as usize);
+                    (None, Some(Reply::Skipped(reason)))
+                }
             };
             Some(Slot {
                 bidder,
@@ -114,6 +163,7 @@ pub(crate) async fn fan_out(
     })
     .await;
 
+    let ended = Instant::now();
     slots
         .into_iter()
         .map(|slot| {
@@ -126,6 +176,9 @@ pub(crate) async fn fan_out(
                 (None, None) => Reply::Failed("lost"),
             };
             slot.metrics.outcome(reply.outcome());
+            if let Some(health) = reply.health() {
+                record_health(slot.bidder, slot.metrics, health, ended);
+            }
             (slot.bidder.index, reply)
         })
         .collect()

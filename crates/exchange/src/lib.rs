@@ -12,6 +12,7 @@
 //! - Money is `openrtb::Price` (integer micros) from decode to encode.
 
 pub(crate) mod auction_path;
+pub mod breaker;
 pub mod config;
 pub mod deadline;
 pub mod enrich;

@@ -13,6 +13,7 @@ labelled_counters! {
     RequestOutcome {
         Bid => "bid",
         NoBid => "no_bid",
+        Shed => "shed",
         BadRequest => "bad_request",
         TooLarge => "too_large",
         MethodNotAllowed => "method_not_allowed",
@@ -30,6 +31,15 @@ labelled_counters! {
         Error => "error",
         Invalid => "invalid_response",
         Skipped => "skipped",
+    }
+}
+
+labelled_counters! {
+    /// Why a bidder was not called for an auction.
+    SkipReason {
+        PoolFull => "pool_full",
+        BreakerOpen => "breaker_open",
+        QpsCap => "qps_cap",
     }
 }
 
@@ -57,6 +67,12 @@ labelled_counters! {
 pub struct BidderMetrics {
     pub requests: AtomicU64,
     pub outcomes: ByLabel<{ BidderOutcome::COUNT }>,
+    /// Auctions that skipped this bidder, by reason (their sum is the `skipped` outcome).
+    pub skips: ByLabel<{ SkipReason::COUNT }>,
+    /// Times its circuit breaker opened.
+    pub breaker_trips: AtomicU64,
+    /// Its breaker's state now: 0 closed, 1 open, 2 half-open.
+    pub breaker_state: AtomicU64,
     pub latency: Histogram,
     /// Bids received (each bid of each seatbid).
     pub bids: AtomicU64,
@@ -74,6 +90,10 @@ impl BidderMetrics {
 
     pub fn outcome_count(&self, o: BidderOutcome) -> u64 {
         self.outcomes.get(o as usize)
+    }
+
+    pub fn skip_count(&self, r: SkipReason) -> u64 {
+        self.skips.get(r as usize)
     }
 
     /// Counts a rejected bid. Rejections are rare next to bids, and the list holds one entry per
@@ -103,7 +123,8 @@ pub struct Metrics {
     pub auction_latency: Histogram,
     /// Auctions answered after their deadline (should stay 0).
     pub late_answers: AtomicU64,
-    /// Requests answered at once because no time was left for bidders.
+    /// Requests answered at once because less than `admission.min_time_left_ms` was left for
+    /// bidders; none of them reaches a bidder.
     pub no_time_left: AtomicU64,
     pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
     pub bidder_names: Vec<String>,
@@ -182,7 +203,7 @@ impl Metrics {
         );
         let _ = writeln!(
             o,
-            "# HELP gavel_exchange_no_time_left_total Requests answered without fan-out because their deadline left no time."
+            "# HELP gavel_exchange_no_time_left_total Requests answered without fan-out because their deadline left too little time."
         );
         let _ = writeln!(o, "# TYPE gavel_exchange_no_time_left_total counter");
         let _ = writeln!(
@@ -238,6 +259,48 @@ impl Metrics {
                     b.outcome_count(*r)
                 );
             }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_skips_total Auctions that did not call a bidder, by reason."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_skips_total counter");
+        for (name, b) in pairs() {
+            for r in SkipReason::ALL {
+                let _ = writeln!(
+                    o,
+                    "gavel_exchange_bidder_skips_total{{bidder=\"{name}\",reason=\"{}\"}} {}",
+                    r.label(),
+                    b.skip_count(*r)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_breaker_state Circuit breaker state per bidder: 0 closed, 1 open, 2 half-open."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_breaker_state gauge");
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_bidder_breaker_state{{bidder=\"{name}\"}} {}",
+                b.breaker_state.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_bidder_breaker_trips_total Times a bidder's circuit breaker opened."
+        );
+        let _ = writeln!(
+            o,
+            "# TYPE gavel_exchange_bidder_breaker_trips_total counter"
+        );
+        for (name, b) in pairs() {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_bidder_breaker_trips_total{{bidder=\"{name}\"}} {}",
+                b.breaker_trips.load(Relaxed)
+            );
         }
         let _ = writeln!(
             o,

@@ -5,7 +5,8 @@
 //! shared [`NoticeClient`], which keeps connections to notice hosts alive.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, mpsc};
 
@@ -26,6 +27,8 @@ struct Job {
 pub struct Notifier {
     queue: mpsc::Sender<Job>,
     metrics: Arc<Metrics>,
+    /// Notices queued or being sent.
+    pending: Arc<AtomicU64>,
 }
 
 impl Notifier {
@@ -39,18 +42,41 @@ impl Notifier {
     ) -> Notifier {
         let (tx, rx) = mpsc::channel(queue);
         let rx = Arc::new(Mutex::new(rx));
+        let pending = Arc::new(AtomicU64::new(0));
         for _ in 0..workers {
             let (rx, client, metrics) = (rx.clone(), client.clone(), metrics.clone());
-            tokio::spawn(async move { worker(rx, timeout, client, metrics).await });
+            let pending = pending.clone();
+            tokio::spawn(async move { worker(rx, timeout, client, metrics, &pending).await });
         }
-        Notifier { queue: tx, metrics }
+        Notifier {
+            queue: tx,
+            metrics,
+            pending,
+        }
     }
 
     /// Queues one notice; never waits.
     pub fn fire(&self, kind: NoticeKind, url: String) {
+        self.pending.fetch_add(1, Relaxed);
         if self.queue.try_send(Job { kind, url }).is_err() {
+            self.pending.fetch_sub(1, Relaxed);
             self.metrics.notice(kind, NoticeOutcome::Dropped);
         }
+    }
+
+    /// Notices queued or being sent now.
+    pub fn pending(&self) -> u64 {
+        self.pending.load(Relaxed)
+    }
+
+    /// Waits until every queued notice has been sent (or has failed), or `within` has passed;
+    /// returns how many were still pending. For shutdown: call once no auction can fire more.
+    pub async fn flush(&self, within: Duration) -> u64 {
+        let until = Instant::now() + within;
+        while self.pending() > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.pending()
     }
 }
 
@@ -59,6 +85,7 @@ async fn worker(
     timeout: Duration,
     client: Arc<NoticeClient>,
     metrics: Arc<Metrics>,
+    pending: &AtomicU64,
 ) {
     loop {
         // The lock is held only while waiting for the next job, never while sending.
@@ -78,5 +105,6 @@ async fn worker(
                 Err(_) => NoticeOutcome::Failed,
             };
         metrics.notice(job.kind, outcome);
+        pending.fetch_sub(1, Relaxed);
     }
 }

@@ -3,33 +3,39 @@
 //! or a test needs.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use auction::AuctionConfig;
 use bytes::Bytes;
+use edge::{Admission, ConnStats};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
+use crate::breaker::{Breaker, RateCap};
 use crate::config::Validated;
 use crate::deadline::DeadlinePolicy;
 use crate::metrics::{Metrics, RequestOutcome};
 use crate::notice_client::NoticeClient;
 use crate::notices::Notifier;
 use crate::pool::BidderPool;
+use openrtb::NoBidReason;
 
 /// Path of the auction endpoint.
 pub const AUCTION_PATH: &str = "/openrtb2/auction";
 
-/// A configured bidder with its own connection pool.
+/// A configured bidder with its own connection pool, circuit breaker and optional rate cap.
 #[derive(Debug)]
 pub(crate) struct Bidder {
     pub(crate) index: u32,
     pub(crate) enabled: bool,
     pub(crate) pool: Arc<BidderPool>,
+    /// Short critical sections only (a few comparisons), never held across an await.
+    pub(crate) breaker: Mutex<Breaker>,
+    pub(crate) rate_cap: Option<Mutex<RateCap>>,
 }
 
 /// Shared state of a running exchange; immutable but for atomics.
@@ -43,6 +49,8 @@ pub(crate) struct State {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) notifier: Notifier,
     pub(crate) notice_client: Arc<NoticeClient>,
+    pub(crate) admission: Arc<Admission>,
+    pub(crate) connections: Arc<ConnStats>,
     auction_seq: AtomicU64,
     /// Makes auction ids unique across restarts of the same node.
     id_prefix: String,
@@ -62,7 +70,8 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// Builds pools and starts the notice workers; must run inside a tokio runtime.
+    /// Builds pools, starts the notice workers and the admission controller; must run inside a
+    /// tokio runtime.
     pub fn new(config: Validated) -> Exchange {
         let bidder_names: Vec<String> = config
             .config
@@ -80,6 +89,7 @@ impl Exchange {
             notice_client.clone(),
             metrics.clone(),
         );
+        let now = Instant::now();
         let bidders = config
             .config
             .bidders
@@ -95,8 +105,12 @@ impl Exchange {
                     config.config.http.max_bidder_response_bytes,
                     std::time::Duration::from_millis(config.config.http.bidder_drain_ms),
                 )),
+                breaker: Mutex::new(Breaker::new(config.config.breaker.clone(), now)),
+                rate_cap: b.max_qps.map(|q| Mutex::new(RateCap::new(q, now))),
             })
             .collect();
+        let admission = Arc::new(Admission::new(config.config.admission.clone()));
+        tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
         let started_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -115,6 +129,8 @@ impl Exchange {
             metrics,
             notifier,
             notice_client,
+            admission,
+            connections: Arc::new(ConnStats::default()),
             auction_seq: AtomicU64::new(0),
             config,
         };
@@ -127,12 +143,30 @@ impl Exchange {
         self.state.metrics.clone()
     }
 
-    /// Serves until `shutdown` completes; then stops accepting (in-flight requests finish on
-    /// their own connections).
+    /// Sends the notices still queued (after `serve` has returned, no auction adds more),
+    /// waiting at most `within`; returns how many could not be sent in time.
+    pub async fn flush_notices(&self, within: std::time::Duration) -> u64 {
+        self.state.notifier.flush(within).await
+    }
+
+    /// The admission gate, for tests and reports.
+    pub fn admission(&self) -> &Admission {
+        &self.state.admission
+    }
+
+    /// Connection counters, for tests and reports.
+    pub fn connections(&self) -> &ConnStats {
+        &self.state.connections
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, lets auctions in flight finish
+    /// (within `http.shutdown_grace_ms`) and returns. Queued notices are the notifier's: see
+    /// [`Exchange::flush_notices`].
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        let read_timeout = state.config.read_timeout();
-        edge::serve(listener, shutdown, read_timeout, move |req| {
+        let limits = state.config.limits();
+        let connections = state.connections.clone();
+        edge::serve(listener, shutdown, limits, connections, move |req| {
             let state = state.clone();
             async move { handle(&state, req).await }
         })
@@ -152,11 +186,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             method_not_allowed("POST")
         }
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
-        (&Method::GET, "/metrics") => plain(
-            StatusCode::OK,
-            "text/plain; version=0.0.4",
-            metrics.render(),
-        ),
+        (&Method::GET, "/metrics") => {
+            let mut text = metrics.render();
+            state.admission.render("gavel_exchange", &mut text);
+            state.connections.render("gavel_exchange", &mut text);
+            plain(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
         (_, "/healthz" | "/metrics") => method_not_allowed("GET"),
         _ => {
             metrics.request(RequestOutcome::NotFound);
@@ -188,6 +223,16 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
         Err(response) => return response,
     };
     let read_at = Instant::now();
+    // The body is read (so the connection stays usable) before the gate: a slow sender must
+    // not hold a place meant for auctions.
+    let Some(_ticket) = state.admission.try_enter() else {
+        state.metrics.request(RequestOutcome::Shed);
+        return edge::no_bid(
+            state.admission.config().no_bid,
+            &body,
+            NoBidReason::TECHNICAL_ERROR.0,
+        );
+    };
     let response = crate::auction_path::run(state, &body, read_at).await;
     let elapsed = read_at.elapsed();
     state.metrics.auction_latency.observe(elapsed);

@@ -1,5 +1,7 @@
 //! `gavel bidder --config FILE [--listen ADDR]`.
 
+use std::io::Write as _;
+
 use anyhow::Context;
 use bidder::{Bidder, BidderConfig};
 use tokio::net::TcpListener;
@@ -25,6 +27,9 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         bidder::BID_PATH,
     );
     bidder.serve(listener, super::shutdown_signal()).await;
+    // Requests are over: hand leased budget back so other instances can spend it now.
     bidder.shutdown().await;
+    // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.
+    let _ = writeln!(std::io::stdout(), "gavel bidder stopped");
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! `gavel exchange --config FILE [--listen ADDR]`.
 
+use std::io::Write as _;
+
 use anyhow::Context;
 use exchange::{Config, Exchange};
 use tokio::net::TcpListener;
@@ -25,5 +27,14 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         exchange::AUCTION_PATH
     );
     exchange.serve(listener, super::shutdown_signal()).await;
+    // Auctions are over; what they promised bidders (win and billing notices) goes out now.
+    let unsent = exchange
+        .flush_notices(std::time::Duration::from_secs(5))
+        .await;
+    if unsent > 0 {
+        tracing::warn!(unsent, "notices still unsent at exit");
+    }
+    // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.
+    let _ = writeln!(std::io::stdout(), "gavel exchange stopped");
     Ok(())
 }

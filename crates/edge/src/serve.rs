@@ -1,0 +1,434 @@
+//! The accept loop and the life of one connection: a cap on open connections, a header timeout
+//! (slowloris), an idle timeout between requests, a bound on header size, and a graceful stop
+//! that lets requests in flight finish.
+//!
+//! Timeouts are enforced by one watchdog per connection rather than by hyper's header timer,
+//! because hyper's timer runs from the moment it starts waiting for a request, so it cannot tell
+//! a client that is slow to send its headers (close it quickly) from a kept-alive connection
+//! that is merely idle between requests (keep it much longer). The watchdog reads three facts the
+//! connection publishes: whether a request is being served, when the last one ended, and when
+//! the first byte after it arrived.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+
+use crate::Body;
+
+/// What a server accepts from its clients' connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Open connections at most; more are closed as soon as they are accepted.
+    pub max_connections: u32,
+    /// Time from the first byte of a request to the end of its headers.
+    pub header_timeout: Duration,
+    /// Time a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// Largest request line plus headers, in bytes (431 beyond).
+    pub max_header_bytes: usize,
+    /// On shutdown, how long requests in flight may take before their connections are dropped.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 4_096,
+            header_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(60),
+            max_header_bytes: 16 * 1024,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Limits {
+    /// Checks the configurable values; the error names the key (without its section) and the
+    /// rule.
+    pub fn check(
+        max_connections: u32,
+        idle_timeout_ms: u64,
+        max_header_bytes: usize,
+        shutdown_grace_ms: u64,
+    ) -> Result<(), (&'static str, &'static str)> {
+        if max_connections == 0 || max_connections > 1_000_000 {
+            return Err(("max_connections", "must be 1..=1000000"));
+        }
+        if idle_timeout_ms == 0 || idle_timeout_ms > 3_600_000 {
+            return Err(("idle_timeout_ms", "must be 1..=3600000"));
+        }
+        if !(MIN_HEADER_BYTES..=1024 * 1024).contains(&max_header_bytes) {
+            return Err(("max_header_bytes", "must be 8192..=1048576"));
+        }
+        if shutdown_grace_ms > 600_000 {
+            return Err(("shutdown_grace_ms", "must be at most 600000"));
+        }
+        Ok(())
+    }
+}
+
+/// Smallest header bound hyper accepts for its read buffer.
+pub const MIN_HEADER_BYTES: usize = 8 * 1024;
+
+/// Counters of the connection layer, rendered by each server under its own metric prefix.
+#[derive(Debug, Default)]
+pub struct ConnStats {
+    pub open: AtomicU64,
+    pub accepted: AtomicU64,
+    /// Closed at once because `max_connections` were open.
+    pub refused: AtomicU64,
+    /// Closed because a request's headers did not arrive within the header timeout.
+    pub header_timeouts: AtomicU64,
+    /// Closed after waiting longer than the idle timeout for a request.
+    pub idle_closed: AtomicU64,
+    /// Ended by a protocol error (malformed request line, bad Content-Length, headers too big).
+    pub protocol_errors: AtomicU64,
+}
+
+impl ConnStats {
+    /// Appends Prometheus text for these counters as `{prefix}_connections_*`.
+    pub fn render(&self, prefix: &str, out: &mut String) {
+        use std::fmt::Write;
+        let _ = writeln!(
+            out,
+            "# TYPE {prefix}_connections_open gauge\n{prefix}_connections_open {}",
+            self.open.load(Relaxed)
+        );
+        let _ = writeln!(out, "# TYPE {prefix}_connections_total counter");
+        for (outcome, v) in [
+            ("accepted", &self.accepted),
+            ("refused", &self.refused),
+            ("header_timeout", &self.header_timeouts),
+            ("idle_closed", &self.idle_closed),
+            ("protocol_error", &self.protocol_errors),
+        ] {
+            let _ = writeln!(
+                out,
+                "{prefix}_connections_total{{outcome=\"{outcome}\"}} {}",
+                v.load(Relaxed)
+            );
+        }
+    }
+}
+
+/// Accepts connections until `shutdown` completes, serving each over HTTP/1.1 keep-alive with
+/// `handler` within `limits`. Then it stops accepting, asks every connection to close after its
+/// request in flight, and returns once all are closed or `limits.shutdown_grace` has passed.
+pub async fn serve<H, F>(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    limits: Limits,
+    stats: Arc<ConnStats>,
+    handler: H,
+) where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                crate::log_limit::warn("accept", &e);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Refuse at once rather than leave it waiting in a queue: the client can try
+            // another server now instead of timing out later.
+            stats.refused.fetch_add(1, Relaxed);
+            drop(stream);
+            continue;
+        };
+        stats.accepted.fetch_add(1, Relaxed);
+        stats.open.fetch_add(1, Relaxed);
+        let _ = stream.set_nodelay(true);
+        let handler = handler.clone();
+        let stats = stats.clone();
+        let stop = stop_rx.clone();
+        tokio::spawn(async move {
+            connection(stream, limits, &stats, stop, handler).await;
+            stats.open.fetch_sub(1, Relaxed);
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Every connection holds one slot: all slots back means all connections are closed.
+    let _ = tokio::time::timeout(
+        limits.shutdown_grace,
+        slots.acquire_many(limits.max_connections),
+    )
+    .await;
+}
+
+/// What one connection publishes to its watchdog. Times are milliseconds since `born`.
+#[derive(Debug)]
+struct Activity {
+    born: Instant,
+    serving: AtomicU32,
+    /// When the last request ended (or the connection opened).
+    quiet_since_ms: AtomicU64,
+    /// No byte has arrived since `quiet_since_ms`.
+    quiet: AtomicBool,
+    /// When the first byte after `quiet_since_ms` arrived.
+    first_byte_ms: AtomicU64,
+}
+
+impl Activity {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.born + Duration::from_millis(ms)
+    }
+}
+
+enum Verdict {
+    Healthy { recheck_at: Instant },
+    HeaderTimeout,
+    Idle,
+}
+
+/// Pure reading of a connection's activity against the limits at `now_ms`.
+fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
+    let header_ms = u64::try_from(limits.header_timeout.as_millis()).unwrap_or(u64::MAX);
+    let idle_ms = u64::try_from(limits.idle_timeout.as_millis()).unwrap_or(u64::MAX);
+    if a.serving.load(Relaxed) > 0 {
+        // The handler bounds its own work (body read timeout, the request's deadline).
+        return Verdict::Healthy {
+            recheck_at: a.at(now_ms.saturating_add(header_ms)),
+        };
+    }
+    if a.quiet.load(Relaxed) {
+        let due = a.quiet_since_ms.load(Relaxed).saturating_add(idle_ms);
+        if now_ms >= due {
+            return Verdict::Idle;
+        }
+        return Verdict::Healthy {
+            recheck_at: a.at(due),
+        };
+    }
+    let due = a.first_byte_ms.load(Relaxed).saturating_add(header_ms);
+    if now_ms >= due {
+        return Verdict::HeaderTimeout;
+    }
+    Verdict::Healthy {
+        recheck_at: a.at(due),
+    }
+}
+
+async fn connection<H, F>(
+    stream: TcpStream,
+    limits: Limits,
+    stats: &ConnStats,
+    mut stop: watch::Receiver<bool>,
+    handler: H,
+) where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let activity = Arc::new(Activity {
+        born: Instant::now(),
+        serving: AtomicU32::new(0),
+        quiet_since_ms: AtomicU64::new(0),
+        quiet: AtomicBool::new(true),
+        first_byte_ms: AtomicU64::new(0),
+    });
+    let io = WatchedIo {
+        inner: stream,
+        activity: activity.clone(),
+    };
+    let service_activity = activity.clone();
+    let service = service_fn(move |req| {
+        let activity = service_activity.clone();
+        activity.serving.fetch_add(1, Relaxed);
+        let answer = handler(req);
+        async move {
+            let response = answer.await;
+            activity.quiet_since_ms.store(activity.now_ms(), Relaxed);
+            activity.quiet.store(true, Relaxed);
+            activity.serving.fetch_sub(1, Relaxed);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        // The watchdog below enforces header and idle timeouts.
+        .header_read_timeout(None)
+        .max_buf_size(limits.max_header_bytes.max(MIN_HEADER_BYTES))
+        .max_header_size(limits.max_header_bytes)
+        .keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let watchdog = tokio::time::sleep(limits.idle_timeout);
+    tokio::pin!(watchdog);
+    let mut stopping = *stop.borrow();
+    if stopping {
+        conn.as_mut().graceful_shutdown();
+    }
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if result.is_err() {
+                    stats.protocol_errors.fetch_add(1, Relaxed);
+                }
+                return;
+            }
+            () = &mut watchdog => {
+                match judge(&activity, &limits, activity.now_ms()) {
+                    Verdict::Healthy { recheck_at } => {
+                        watchdog.as_mut().reset(recheck_at.into());
+                    }
+                    Verdict::HeaderTimeout => {
+                        stats.header_timeouts.fetch_add(1, Relaxed);
+                        return;
+                    }
+                    Verdict::Idle => {
+                        stats.idle_closed.fetch_add(1, Relaxed);
+                        conn.as_mut().graceful_shutdown();
+                        // Gives the (idle) connection a moment to close cleanly, then drops it.
+                        watchdog.as_mut().reset((Instant::now() + limits.header_timeout).into());
+                        let _ = tokio::time::timeout(limits.header_timeout, conn.as_mut()).await;
+                        return;
+                    }
+                }
+            }
+            changed = stop.changed(), if !stopping => {
+                stopping = true;
+                if changed.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// A TCP stream that notes when the first byte of a request arrives.
+struct WatchedIo {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before && self.activity.quiet.load(Relaxed) {
+            let now = self.activity.now_ms();
+            self.activity.first_byte_ms.store(now, Relaxed);
+            self.activity.quiet.store(false, Relaxed);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn activity() -> Activity {
+        Activity {
+            born: Instant::now(),
+            serving: AtomicU32::new(0),
+            quiet_since_ms: AtomicU64::new(0),
+            quiet: AtomicBool::new(true),
+            first_byte_ms: AtomicU64::new(0),
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        max_connections: 10,
+        header_timeout: Duration::from_millis(100),
+        idle_timeout: Duration::from_millis(1_000),
+        max_header_bytes: 8192,
+        shutdown_grace: Duration::from_millis(100),
+    };
+
+    #[test]
+    fn an_idle_connection_lives_until_the_idle_timeout() {
+        let a = activity();
+        a.quiet_since_ms.store(500, Relaxed);
+        assert!(
+            matches!(judge(&a, &LIMITS, 1_499), Verdict::Healthy { recheck_at } if recheck_at == a.at(1_500))
+        );
+        assert!(matches!(judge(&a, &LIMITS, 1_500), Verdict::Idle));
+    }
+
+    #[test]
+    fn a_started_request_has_only_the_header_timeout() {
+        let a = activity();
+        a.quiet.store(false, Relaxed);
+        a.first_byte_ms.store(2_000, Relaxed);
+        assert!(matches!(judge(&a, &LIMITS, 2_099), Verdict::Healthy { .. }));
+        assert!(matches!(judge(&a, &LIMITS, 2_100), Verdict::HeaderTimeout));
+    }
+
+    #[test]
+    fn a_request_being_served_is_left_to_its_handler() {
+        let a = activity();
+        a.quiet.store(false, Relaxed);
+        a.serving.store(1, Relaxed);
+        assert!(matches!(
+            judge(&a, &LIMITS, 1_000_000),
+            Verdict::Healthy { .. }
+        ));
+    }
+}
