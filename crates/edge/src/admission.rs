@@ -53,7 +53,7 @@ pub struct AdmissionConfig {
     pub mode: Mode,
     /// Requests in flight at most (the fixed limit, or the adaptive one's ceiling). Default 1024.
     pub max_in_flight: u32,
-    /// The adaptive limit's floor. Default 4.
+    /// The adaptive limit's floor (at most `max_in_flight` in adaptive mode). Default 4.
     pub min_in_flight: u32,
     /// Requests with less time than this left before their deadline get an immediate no-bid:
     /// a bidder asked with less time cannot answer usefully. In milliseconds. Default 5.
@@ -84,10 +84,12 @@ impl AdmissionConfig {
         if self.max_in_flight == 0 || self.max_in_flight > 1_000_000 {
             return Err(("admission.max_in_flight", "must be 1..=1000000"));
         }
-        if self.min_in_flight == 0 || self.min_in_flight > self.max_in_flight {
+        if self.min_in_flight == 0
+            || (self.mode == Mode::Adaptive && self.min_in_flight > self.max_in_flight)
+        {
             return Err((
                 "admission.min_in_flight",
-                "must be at least 1 and at most admission.max_in_flight",
+                "must be at least 1, and in adaptive mode at most admission.max_in_flight",
             ));
         }
         if self.min_time_left_ms > 10_000 {

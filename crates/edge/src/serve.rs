@@ -227,8 +227,10 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
         if now_ms >= due {
             return Verdict::Idle;
         }
+        // A request may start at any moment without waking the watchdog: look again within a
+        // header timeout, so a slow header is cut within twice that.
         return Verdict::Healthy {
-            recheck_at: a.at(due),
+            recheck_at: a.at(due.min(now_ms.saturating_add(header_ms))),
         };
     }
     let due = a.first_byte_ms.load(Relaxed).saturating_add(header_ms);
@@ -284,7 +286,7 @@ async fn connection<H, F>(
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    let watchdog = tokio::time::sleep(limits.idle_timeout);
+    let watchdog = tokio::time::sleep(limits.header_timeout.min(limits.idle_timeout));
     tokio::pin!(watchdog);
     let mut stopping = *stop.borrow();
     if stopping {

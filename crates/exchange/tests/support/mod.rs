@@ -133,6 +133,7 @@ pub fn no_bid() -> Script {
 pub struct RunningExchange {
     pub addr: SocketAddr,
     pub metrics: Arc<Metrics>,
+    pub exchange: Exchange,
 }
 
 /// Starts an exchange whose config is `extra` followed by one [[bidders]] block per endpoint.
@@ -162,8 +163,13 @@ pub async fn exchange_from_toml(text: &str) -> RunningExchange {
     let addr = listener.local_addr().unwrap();
     let exchange = Exchange::new(config);
     let metrics = exchange.metrics();
-    tokio::spawn(async move { exchange.serve(listener, std::future::pending()).await });
-    RunningExchange { addr, metrics }
+    let serving = exchange.clone();
+    tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
+    RunningExchange {
+        addr,
+        metrics,
+        exchange,
+    }
 }
 
 /// One HTTP/1.1 request on a fresh connection; returns status, headers and body.

@@ -1,0 +1,316 @@
+//! Overload and failing bidders over real sockets: excess auctions get an immediate no-bid and
+//! never reach a bidder; requests without enough time left are answered at once; a bidder that
+//! dies, hangs, answers late or resets connections costs the others nothing, and its circuit
+//! breaker stops calling it. Figures are printed (`cargo test -- --nocapture`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use exchange::metrics::{BidderOutcome, RequestOutcome, SkipReason};
+use http::Response;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use support::*;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+fn good_bid(r: &openrtb::BidRequest, delay: Duration) -> Script {
+    let mut s = bids(
+        r,
+        "good",
+        |imp| json!({"id": "g", "impid": imp, "price": 1.0}),
+    );
+    s.delay = delay;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn excess_auctions_get_an_immediate_no_bid_and_never_reach_bidders() {
+    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(100))).await;
+    let ex = exchange(
+        "[admission]\nmode = \"fixed\"\nmax_in_flight = 4\n",
+        &[("good", bidder.endpoint())],
+    )
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(400);
+    let started = Instant::now();
+    let answers = futures_util::future::join_all((0..40).map(|_| {
+        let req = req.clone();
+        let addr = ex.addr;
+        async move {
+            let t = Instant::now();
+            let (status, _) = auction(addr, &req).await;
+            (status, t.elapsed())
+        }
+    }))
+    .await;
+    let bids = answers.iter().filter(|(s, _)| *s == 200).count();
+    let shed: Vec<_> = answers.iter().filter(|(s, _)| *s == 204).collect();
+    let slowest_shed = shed.iter().map(|(_, t)| *t).max().unwrap_or_default();
+    println!(
+        "40 concurrent, limit 4: {bids} bids, {} no-bids (slowest {slowest_shed:?}), all in {:?}",
+        shed.len(),
+        started.elapsed()
+    );
+    assert_eq!(bids + shed.len(), 40);
+    assert!(bids >= 4, "the admitted ones got their bids");
+    assert_eq!(
+        ex.metrics.request_count(RequestOutcome::Shed),
+        ex.exchange.admission().shed_count()
+    );
+    assert_eq!(
+        ex.metrics.request_count(RequestOutcome::Shed) as usize,
+        shed.len()
+    );
+    // Shed requests never reached the bidder.
+    assert_eq!(bidder.requests.lock().unwrap().len(), bids);
+    // Shed answers did not wait for the 100 ms bidder.
+    assert!(
+        slowest_shed < Duration::from_millis(100),
+        "{slowest_shed:?}"
+    );
+    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+}
+
+#[tokio::test]
+async fn shed_answers_can_carry_nbr() {
+    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(100))).await;
+    let ex = exchange(
+        "[admission]\nmode = \"fixed\"\nmax_in_flight = 1\nno_bid = \"nbr\"\n",
+        &[("good", bidder.endpoint())],
+    )
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(400);
+    let (first, second) = tokio::join!(auction(ex.addr, &req), async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        auction(ex.addr, &req).await
+    });
+    assert_eq!(first.0, 200);
+    assert_eq!(second.0, 200);
+    // OpenRTB 2.6 list 5.24: 1 is "Technical Error".
+    assert_eq!(second.1.unwrap(), json!({"id": "req-1", "nbr": 1}));
+}
+
+#[tokio::test]
+async fn a_request_without_enough_time_left_is_answered_at_once_and_not_fanned_out() {
+    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::ZERO)).await;
+    let ex = exchange(
+        "[auction]\nanswer_margin_ms = 2\n[admission]\nmin_time_left_ms = 20\nno_bid = \"nbr\"\n",
+        &[("good", bidder.endpoint())],
+    )
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(15);
+    let (status, body) = auction(ex.addr, &req).await;
+    assert_eq!(status, 200);
+    // 15: "Insufficient Auction Time".
+    assert_eq!(body.unwrap()["nbr"], 15);
+    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+    assert_eq!(ex.exchange.admission().late_count(), 1);
+    assert!(
+        bidder.requests.lock().unwrap().is_empty(),
+        "never sent to bidders"
+    );
+    // With time enough, the same bidder is called.
+    req["tmax"] = json!(100);
+    assert_eq!(auction(ex.addr, &req).await.0, 200);
+}
+
+/// A bidder that accepts connections and never answers.
+async fn hanging_bidder() -> (SocketAddr, JoinSet<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut tasks = JoinSet::new();
+    tasks.spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    (addr, tasks)
+}
+
+/// A bidder that reads the request and resets the connection.
+async fn resetting_bidder() -> (SocketAddr, JoinSet<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut tasks = JoinSet::new();
+    tasks.spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf).await;
+                let _ = s.set_zero_linger();
+                drop(s); // RST, since linger is zero
+            });
+        }
+    });
+    (addr, tasks)
+}
+
+/// A bidder that bids until killed; killing closes its listener and every connection.
+async fn mortal_bidder() -> (SocketAddr, JoinSet<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut tasks = JoinSet::new();
+    tasks.spawn(async move {
+        let mut conns = JoinSet::new();
+        while let Ok((s, _)) = listener.accept().await {
+            conns.spawn(async move {
+                let svc = service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    let r = openrtb::BidRequest::from_slice(&body).unwrap();
+                    let answer = json!({"id": r.id, "seatbid": [{"seat": "mortal",
+                        "bid": [{"id": "m", "impid": "1", "price": 0.5}]}]});
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(answer.to_string()))))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, tasks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
+    let good = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(2))).await;
+    let late = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(150))).await;
+    let (hang, _hang_tasks) = hanging_bidder().await;
+    let (reset, _reset_tasks) = resetting_bidder().await;
+    let (mortal, mut mortal_tasks) = mortal_bidder().await;
+    let dead = {
+        // A port that was open a moment ago and is closed now: connections are refused.
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap()
+    };
+    let ex = exchange(
+        "[http]\nbidder_drain_ms = 100\n\
+         [breaker]\nmin_calls = 10\nfailure_rate = 0.5\nopen_ms = 300\nwindow_ms = 2000\n",
+        &[
+            ("good", good.endpoint()),
+            ("late", late.endpoint()),
+            ("hang", format!("http://{hang}/bid")),
+            ("reset", format!("http://{reset}/bid")),
+            ("dead", format!("http://{dead}/bid")),
+            ("mortal", format!("http://{mortal}/bid")),
+        ],
+    )
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(80);
+    let mut slowest = Duration::ZERO;
+    let mut good_wins = 0;
+    for round in 0..120 {
+        if round == 30 {
+            mortal_tasks.abort_all();
+        }
+        let t = Instant::now();
+        let (status, body) = auction(ex.addr, &req).await;
+        slowest = slowest.max(t.elapsed());
+        assert_eq!(status, 200, "round {round}");
+        if body.unwrap()["seatbid"][0]["seat"] == "good" {
+            good_wins += 1;
+        }
+    }
+    let m = &ex.metrics;
+    let name = |i: usize| m.bidder_names[i].clone();
+    for i in 0..6 {
+        let b = &m.bidders[i];
+        println!(
+            "{:>6}: called {:>3}, bid {:>3}, timeout {:>3}, error {:>3}, skipped by breaker {:>3}, trips {}",
+            name(i),
+            b.requests.load(Relaxed),
+            b.outcome_count(BidderOutcome::Bid),
+            b.outcome_count(BidderOutcome::Timeout),
+            b.outcome_count(BidderOutcome::Error),
+            b.skip_count(SkipReason::BreakerOpen),
+            b.breaker_trips.load(Relaxed),
+        );
+    }
+    println!("slowest auction seen by the client: {slowest:?}; good won {good_wins}/120");
+    assert_eq!(m.late_answers.load(SeqCst), 0, "no answer after its tmax");
+    assert_eq!(
+        good_wins, 120,
+        "the good bidder's bid (the highest) won every auction"
+    );
+    assert_eq!(m.bidders[0].outcome_count(BidderOutcome::Bid), 120);
+    assert_eq!(m.bidders[0].breaker_trips.load(Relaxed), 0);
+    for i in 1..6 {
+        let b = &m.bidders[i];
+        assert!(
+            b.breaker_trips.load(Relaxed) >= 1,
+            "{}: breaker never opened",
+            name(i)
+        );
+        assert!(
+            b.skip_count(SkipReason::BreakerOpen) > 0,
+            "{}: never skipped by its breaker",
+            name(i)
+        );
+        // Half-open probing: a failing bidder keeps getting a trickle of calls, not all 120.
+        assert!(
+            b.requests.load(Relaxed) < 100,
+            "{}: called {} times",
+            name(i),
+            b.requests.load(Relaxed)
+        );
+    }
+    // The mortal one bid while alive.
+    assert!(m.bidders[5].outcome_count(BidderOutcome::Bid) >= 25);
+}
+
+#[tokio::test]
+async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
+    // Fails (500) for its first 12 calls, then bids.
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let flaky = ScriptedBidder::start(move |r| {
+        if counter.fetch_add(1, SeqCst) < 12 {
+            Script {
+                delay: Duration::ZERO,
+                status: 500,
+                body: String::new(),
+            }
+        } else {
+            good_bid(r, Duration::ZERO)
+        }
+    })
+    .await;
+    let ex = exchange(
+        "[breaker]\nmin_calls = 10\nopen_ms = 100\nprobes = 2\n",
+        &[("flaky", flaky.endpoint())],
+    )
+    .await;
+    let req = banner_request(0.1);
+    for _ in 0..10 {
+        auction(ex.addr, &req).await;
+    }
+    let b = &ex.metrics.bidders[0];
+    assert_eq!(b.breaker_state.load(Relaxed), 1, "open after 10 failures");
+    assert_eq!(auction(ex.addr, &req).await.0, 204, "skipped while open");
+    assert_eq!(b.skip_count(SkipReason::BreakerOpen), 1);
+    // Probes after 100 ms: two more failures (calls 11, 12) reopen it, then it recovers.
+    let mut bids = 0;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        if auction(ex.addr, &req).await.0 == 200 {
+            bids += 1;
+        }
+    }
+    assert_eq!(b.breaker_state.load(Relaxed), 0, "closed again");
+    assert!(bids >= 20, "only {bids} bids after recovery");
+    assert!(b.breaker_trips.load(Relaxed) >= 2);
+}
