@@ -134,6 +134,10 @@ async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
     let notices = notices.lock().unwrap().clone();
     let wins = notices.iter().filter(|n| n.starts_with("/win")).count();
     let bills = notices.iter().filter(|n| n.starts_with("/bill")).count();
-    assert_eq!((wins, bills), (5, 5), "notices sent before exit: {notices:?}");
+    assert_eq!(
+        (wins, bills),
+        (5, 5),
+        "notices sent before exit: {notices:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
