@@ -234,7 +234,7 @@ fn render(
     let _ = writeln!(
         o,
         "\ntimeouts: no complete answer by the deadline; errors: failed or unusable answers; \
-         skipped: every connection of that bidder busy (its pool is capped), so not called"
+         skipped: not called, because its pool was full, its circuit breaker open (it kept failing) or its qps cap reached"
     );
     o
 }
