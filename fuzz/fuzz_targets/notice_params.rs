@@ -1,0 +1,158 @@
+//! Any UTF-8 query string, as a win, billing and loss notice: `notice::parse` never panics and
+//! agrees with itself and with `openrtb::query`:
+//! - only a query longer than `MAX_QUERY_BYTES` is `TooLong`, and every such query is;
+//! - what parses carries the first `r` (1-128 of `A-Za-z0-9-_`), the first `c` (at most 128
+//!   bytes) and, for win and billing, the first `price` read by `parse_cpm`: never negative,
+//!   never above `Price::MAX_CPM`; a loss notice has no price;
+//! - the kinds differ only in the price: the loss verdict is reached first, win and billing
+//!   give the same verdict, and a win or billing refusal after an accepted loss is `Price`;
+//! - the notice URLs built from a parsed notice (`notice_urls`, price written back as an exact
+//!   six-decimal CPM) parse back to the same reservation, campaign and price.
+//!
+//! The input is also read as a bare CPM: whatever `parse_cpm` accepts is in range and
+//! survives the same exact round trip.
+#![no_main]
+
+use bidder::metrics::NoticeKind;
+use bidder::notice::{self, BadNotice, MAX_QUERY_BYTES, Notice};
+use libfuzzer_sys::fuzz_target;
+use openrtb::Price;
+use openrtb::query::{parse_cpm, query_pairs};
+
+/// The largest micros any accepted CPM may have (`Price::MAX_CPM` currency units).
+const MAX_MICROS: i64 = 1_000_000_000 * Price::MICROS_PER_UNIT;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(query) = std::str::from_utf8(data) else {
+        return;
+    };
+    check_cpm(query);
+
+    let loss = notice::parse(NoticeKind::Loss, query);
+    let win = notice::parse(NoticeKind::Win, query);
+    let bill = notice::parse(NoticeKind::Bill, query);
+
+    let too_long = query.len() > MAX_QUERY_BYTES;
+    for verdict in [&loss, &win, &bill] {
+        assert_eq!(
+            matches!(verdict, Err(BadNotice::TooLong)),
+            too_long,
+            "{} bytes: {verdict:?}",
+            query.len()
+        );
+        if let Err(e) = verdict {
+            assert!(!e.to_string().is_empty());
+        }
+    }
+
+    // Win and billing read the same parameters.
+    match (&win, &bill) {
+        (Ok(w), Ok(b)) => assert_eq!(
+            (&w.reservation, &w.campaign, w.price),
+            (&b.reservation, &b.campaign, b.price)
+        ),
+        (Err(w), Err(b)) => assert_eq!(w, b),
+        _ => panic!("win {win:?} but billing {bill:?} for {query:?}"),
+    }
+    // The loss notice needs a subset of what a win needs.
+    match (&loss, &win) {
+        (Err(l), Err(w)) => assert_eq!(l, w, "{query:?}"),
+        (Err(l), Ok(_)) => panic!("loss refused ({l}) but win accepted: {query:?}"),
+        (Ok(_), Err(w)) => assert_eq!(*w, BadNotice::Price, "{query:?}"),
+        (Ok(l), Ok(w)) => assert_eq!((&l.reservation, &l.campaign), (&w.reservation, &w.campaign)),
+    }
+
+    if too_long {
+        return;
+    }
+    let pairs = query_pairs(query);
+    let first = |key: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    for (verdict, kind) in [
+        (&loss, NoticeKind::Loss),
+        (&win, NoticeKind::Win),
+        (&bill, NoticeKind::Bill),
+    ] {
+        let Ok(n) = verdict else { continue };
+        assert_eq!(n.kind, kind);
+        assert_eq!(Some(n.reservation.as_str()), first("r"));
+        assert!(
+            (1..=128).contains(&n.reservation.len())
+                && n.reservation
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "reservation {:?}",
+            n.reservation
+        );
+        assert_eq!(n.campaign.as_deref(), first("c"));
+        assert!(n.campaign.as_ref().is_none_or(|c| c.len() <= 128));
+        match kind {
+            NoticeKind::Loss => assert_eq!(n.price, None),
+            NoticeKind::Win | NoticeKind::Bill => {
+                let price = n
+                    .price
+                    .expect("an accepted win or billing notice has a price");
+                assert_eq!(Some(price), first("price").and_then(parse_cpm));
+                assert!((0..=MAX_MICROS).contains(&price.micros()), "{price:?}");
+            }
+        }
+    }
+    if let Ok(n) = &win {
+        round_trip(n);
+    }
+});
+
+/// A notice's own URLs, with the price written back, parse to the same notice.
+fn round_trip(n: &Notice) {
+    let campaign = n.campaign.as_deref().unwrap_or("");
+    let urls = notice::notice_urls("http://127.0.0.1:9100", &n.reservation, campaign);
+    let price = n.price.map_or_else(String::new, exact);
+    let query_of = |url: &str| {
+        url.split_once('?')
+            .map(|(_, q)| q.to_owned())
+            .unwrap_or_default()
+    };
+    for (url, kind) in [
+        (&urls.nurl, NoticeKind::Win),
+        (&urls.burl, NoticeKind::Bill),
+    ] {
+        let query = query_of(url).replace("${AUCTION_PRICE}", &price);
+        match notice::parse(kind, &query) {
+            Ok(back) => {
+                assert_eq!(back.reservation, n.reservation, "{query:?}");
+                assert_eq!(back.campaign.as_deref(), Some(campaign), "{query:?}");
+                assert_eq!(back.price, n.price, "{query:?}");
+            }
+            Err(e) => panic!("own URL refused ({e}): {query:?} from {n:?}"),
+        }
+    }
+    let loss = query_of(&urls.lurl);
+    if let Err(e) = notice::parse(NoticeKind::Loss, &loss) {
+        panic!("own loss URL refused ({e}): {loss:?} from {n:?}");
+    }
+}
+
+/// A non-negative price as an exact decimal with six places.
+fn exact(p: Price) -> String {
+    let m = p.micros();
+    format!(
+        "{}.{:06}",
+        m / Price::MICROS_PER_UNIT,
+        m % Price::MICROS_PER_UNIT
+    )
+}
+
+/// `parse_cpm` on the whole input: in range, and exact on its own six-decimal rendering.
+fn check_cpm(text: &str) {
+    if text.len() > 64 {
+        return;
+    }
+    if let Some(p) = parse_cpm(text) {
+        assert!((0..=MAX_MICROS).contains(&p.micros()), "{text:?} -> {p:?}");
+        assert_eq!(parse_cpm(&exact(p)), Some(p), "{text:?} -> {p:?}");
+    }
+}
