@@ -172,11 +172,7 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     // Notices skip this gate: they settle money already promised, so they are never shed.
     let Some(_ticket) = state.admission.try_enter() else {
         state.metrics.request(RequestOutcome::Shed);
-        return edge::no_bid(
-            state.admission.config().no_bid,
-            &body,
-            openrtb::NoBidReason::TECHNICAL_ERROR.0,
-        );
+        return state.admission.shed_answer(&body);
     };
     let response = match crate::bid_path::run(state, &body, read_at).await {
         Ok(Some(encoded)) => {

@@ -239,6 +239,19 @@ impl Admission {
         self.late.fetch_add(1, Relaxed);
     }
 
+    /// The answer to a request refused by [`Admission::try_enter`], in the configured style
+    /// (`nbr` 1, "Technical Error", in OpenRTB 2.6 list 5.24).
+    pub fn shed_answer(&self, body: &[u8]) -> http::Response<crate::Body> {
+        crate::no_bid(self.config.no_bid, body, 1)
+    }
+
+    /// Counts and answers a request with too little time left (`nbr` 15, "Insufficient
+    /// Auction Time").
+    pub fn too_late_answer(&self, body: &[u8]) -> http::Response<crate::Body> {
+        self.count_late();
+        crate::no_bid(self.config.no_bid, body, 15)
+    }
+
     /// Adapts the limit every [`WINDOW`] from the busy time of the current tokio runtime's
     /// workers, until the gate is dropped elsewhere (the task holds a weak reference). Does
     /// nothing unless the mode is `adaptive`.

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::future::join_all;
 use http::{Response, StatusCode, header};
 use http_body_util::Full;
-use openrtb::{BidRequest, NoBidReason};
+use openrtb::BidRequest;
 
 use crate::enrich::enrich;
 use crate::fanout;
@@ -78,13 +78,8 @@ async fn auction(
             .metrics
             .no_time_left
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        admission.count_late();
         state.metrics.request(RequestOutcome::NoBid);
-        return edge::no_bid(
-            admission.config().no_bid,
-            body,
-            NoBidReason::INSUFFICIENT_AUCTION_TIME.0,
-        );
+        return admission.too_late_answer(body);
     }
     let auction_id = state.next_auction_id();
     let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);

@@ -22,7 +22,6 @@ use crate::metrics::{Metrics, RequestOutcome};
 use crate::notice_client::NoticeClient;
 use crate::notices::Notifier;
 use crate::pool::BidderPool;
-use openrtb::NoBidReason;
 
 /// Path of the auction endpoint.
 pub const AUCTION_PATH: &str = "/openrtb2/auction";
@@ -227,11 +226,7 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
     // not hold a place meant for auctions.
     let Some(_ticket) = state.admission.try_enter() else {
         state.metrics.request(RequestOutcome::Shed);
-        return edge::no_bid(
-            state.admission.config().no_bid,
-            &body,
-            NoBidReason::TECHNICAL_ERROR.0,
-        );
+        return state.admission.shed_answer(&body);
     };
     let response = crate::auction_path::run(state, &body, read_at).await;
     let elapsed = read_at.elapsed();
