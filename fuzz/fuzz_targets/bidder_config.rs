@@ -8,8 +8,7 @@
 use std::time::Duration;
 
 use bidder::BidderConfig;
-use bidder::config::{Backend, ConfigError, RedisMode};
-use gavel_fuzz::STRICT;
+use bidder::config::ConfigError;
 use libfuzzer_sys::fuzz_target;
 use pacing::Nanos;
 
@@ -66,37 +65,12 @@ fn check(c: &BidderConfig) {
     assert!(l.lease_ttl_ms >= 4 * l.lease_report_ms && l.lease_report_ms > 0);
     assert!(l.reservation_ttl_ms >= 1_000);
     assert!(c.pacing.control_interval_ms >= 10);
-    // Open finding: `lease_chunk` is checked as a float (> 0), so 1e-10 passes and becomes zero
-    // nanos.
-    assert!(
-        c.lease_chunk() > Nanos::ZERO || !STRICT,
-        "lease_chunk {:?}",
-        l.lease_chunk
-    );
-    if l.backend == Backend::Redis && l.redis_mode == RedisMode::Lease {
-        // `LeaseConfig::validate` exists so that loaders can refuse what the ledger would
-        // otherwise repair at start. Built as bidder/src/start.rs builds it.
-        let lease_ttl = Duration::from_millis(l.lease_ttl_ms);
-        let lease = ledger_redis::LeaseConfig {
-            instance_id: c.node.clone().unwrap_or_else(|| "fuzz".to_owned()),
-            lease_chunk: c.lease_chunk(),
-            report_interval: Duration::from_millis(l.lease_report_ms),
-            lease_ttl,
-            safety_margin: lease_ttl / 4,
-            ..ledger_redis::LeaseConfig::default()
-        };
-        if let Err(why) = lease.validate() {
-            // Open findings: `lease_report_ms` up to 60000 is accepted, but the ledger wants
-            // report_interval <= idle_close (30 s by default); and the zero chunk above. The
-            // ledger repairs both at start, with a warning.
-            let known = [
-                "idle_close must be at least report_interval",
-                "lease_chunk must be positive",
-            ];
-            assert!(
-                !STRICT && known.contains(&why),
-                "accepted, but the ledger refuses its lease settings: {why}\n{lease:?}"
-            );
-        }
+    // `lease_chunk = 1e-10` once passed as a float and became zero nanos.
+    assert!(c.lease_chunk() > Nanos::ZERO, "lease_chunk {:?}", l.lease_chunk);
+    // `LeaseConfig::validate` exists so that loaders refuse what the ledger would otherwise
+    // repair at start (a 40 s report interval once loaded with a 30 s idle close).
+    let lease = c.lease_config("fuzz");
+    if let Err(why) = lease.validate() {
+        panic!("accepted, but the ledger refuses its lease settings: {why}\n{lease:?}");
     }
 }

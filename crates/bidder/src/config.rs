@@ -310,10 +310,12 @@ impl BidderConfig {
         if l.redis_timeout_ms == 0 || l.redis_timeout_ms > 10_000 {
             return Err(invalid("ledger.redis_timeout_ms", "must be 1..=10000"));
         }
-        if !(l.lease_chunk > 0.0 && l.lease_chunk <= 1e6) {
+        // 1e-10 is more than 0 but rounds to 0 nanos: the integer amount is what must be positive.
+        let chunk_nanos = Nanos::from_units(l.lease_chunk).unwrap_or(Nanos::ZERO);
+        if !(chunk_nanos.is_positive() && l.lease_chunk <= 1e6) {
             return Err(invalid(
                 "ledger.lease_chunk",
-                "must be more than 0 and at most 1000000 currency units",
+                "must be at least 0.000000001 (one nano) and at most 1000000 currency units",
             ));
         }
         if l.lease_report_ms == 0 || l.lease_report_ms > 60_000 {
@@ -331,6 +333,11 @@ impl BidderConfig {
                 "must be 1000..=86400000 (notices often arrive seconds after the auction)",
             ));
         }
+        // What the ledger derives from these keys must satisfy its own rules too, so that it
+        // never has to repair a configuration that loaded.
+        self.lease_config("validate")
+            .validate()
+            .map_err(|why| invalid("ledger", why))?;
         let p = &self.pacing;
         if p.control_interval_ms < 10 || p.control_interval_ms > 60_000 {
             return Err(invalid("pacing.control_interval_ms", "must be 10..=60000"));
@@ -365,6 +372,25 @@ impl BidderConfig {
     /// `ledger.lease_chunk` in integer money.
     pub fn lease_chunk(&self) -> Nanos {
         Nanos::from_units(self.ledger.lease_chunk).unwrap_or(Nanos(1))
+    }
+
+    /// The lease ledger's settings for instance `node` (`redis_mode = "lease"`).
+    pub fn lease_config(&self, node: &str) -> ledger_redis::LeaseConfig {
+        let l = &self.ledger;
+        let defaults = ledger_redis::LeaseConfig::default();
+        let lease_ttl = Duration::from_millis(l.lease_ttl_ms);
+        let report_interval = Duration::from_millis(l.lease_report_ms);
+        ledger_redis::LeaseConfig {
+            instance_id: node.to_owned(),
+            lease_chunk: self.lease_chunk(),
+            report_interval,
+            lease_ttl,
+            // Local spending stops well before Redis may reclaim the lease.
+            safety_margin: lease_ttl / 4,
+            // An idle lease is closed by a report round, so it waits at least two of them.
+            idle_close: defaults.idle_close.max(report_interval * 2),
+            ..defaults
+        }
     }
 
     /// `host:port` and database of `ledger.redis_url`.
@@ -467,6 +493,21 @@ redis_url = "redis://127.0.0.1:6379"
     }
 
     #[test]
+    fn the_lease_settings_loaded_satisfy_the_ledger() {
+        // Found by the bidder_config fuzz target: a 40 s report interval loaded, but the lease
+        // ledger's 30 s idle close was shorter, and the ledger repaired it at start.
+        let text = "campaigns = \"c.json\"\n[ledger]\nbackend = \"redis\"\n\
+                    lease_report_ms = 40000\nlease_ttl_ms = 160000";
+        let config = BidderConfig::from_toml(text).unwrap();
+        let lease = config.lease_config("n");
+        assert_eq!(lease.validate(), Ok(()));
+        assert_eq!(lease.idle_close, Duration::from_secs(80));
+        assert_eq!(lease.lease_chunk, Nanos(50_000_000));
+        let defaults = BidderConfig::from_toml("campaigns = \"c.json\"").unwrap();
+        assert_eq!(defaults.lease_config("n").idle_close, Duration::from_secs(30));
+    }
+
+    #[test]
     fn errors_name_the_key() {
         for (text, key) in [
             ("campaigns = \"c.json\"\nnode = \"a b\"", "node"),
@@ -489,6 +530,14 @@ redis_url = "redis://127.0.0.1:6379"
                 "{text:?} gave {e:?}"
             );
         }
+        // Found by the bidder_config fuzz target (fuzz/regressions/bidder_config).
+        let e = BidderConfig::from_toml("campaigns = \"c.json\"\n[ledger]\nlease_chunk = 1e-10")
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref().is_some_and(|m| m.starts_with("ledger.lease_chunk")),
+            "{e:?}"
+        );
         let unknown = BidderConfig::from_toml("campaigns = \"c.json\"\nbogus = 1")
             .err()
             .map(|e| e.to_string())

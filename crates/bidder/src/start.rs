@@ -63,16 +63,7 @@ async fn open_ledger(
     Ok(match l.redis_mode {
         RedisMode::PerBid => Ledger::per_bid(redis, reservation_ttl, timeout),
         RedisMode::Lease => {
-            let lease_ttl = Duration::from_millis(l.lease_ttl_ms);
-            let lease = ledger_redis::LeaseConfig {
-                instance_id: node.to_owned(),
-                lease_chunk: config.lease_chunk(),
-                report_interval: Duration::from_millis(l.lease_report_ms),
-                lease_ttl,
-                // Local spending stops well before Redis may reclaim the lease.
-                safety_margin: lease_ttl / 4,
-                ..ledger_redis::LeaseConfig::default()
-            };
+            let lease = config.lease_config(node);
             Ledger::leased(
                 ledger_redis::LeasedLedger::start(redis, lease, campaigns).await,
                 reservation_ttl,

@@ -64,7 +64,7 @@ pub struct Config {
 }
 
 /// Limits on what the server reads.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
     /// Largest accepted request body in bytes; larger bodies get 413. Default 256 KiB.
@@ -103,7 +103,7 @@ impl Default for HttpConfig {
 }
 
 /// The `[auction]` section as written in the file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuctionSection {
     /// Deadline used when a request carries no `tmax`, in milliseconds. Default 100.
@@ -134,7 +134,7 @@ impl Default for AuctionSection {
 }
 
 /// The exchange's own node in `source.schain`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchainConfig {
     /// Canonical domain of this exchange's advertising system (`asi`). Default "gavel.example".
@@ -153,7 +153,7 @@ impl Default for SchainConfig {
 }
 
 /// Which notices the exchange fires itself, and how.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NoticeConfig {
     /// Fire the winner's `nurl` (win notice). Default true.
@@ -262,9 +262,13 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
         .map_err(|e| format!("{url:?}: cannot resolve {host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{url:?}: {host} resolves to no address"))?;
-    let path = uri
-        .path_and_query()
-        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    // The request line needs origin form: `http://h:1?q` has an empty path, which becomes "/".
+    let path = match (uri.path(), uri.query()) {
+        ("", None) => "/".to_owned(),
+        ("", Some(q)) => format!("/?{q}"),
+        (p, None) => p.to_owned(),
+        (p, Some(q)) => format!("{p}?{q}"),
+    };
     Ok(Endpoint {
         addr,
         authority: authority.as_str().to_owned(),
@@ -462,6 +466,20 @@ max_connections = 64
         assert_eq!(v.endpoints[0].addr, "127.0.0.1:9001".parse().unwrap());
         assert_eq!(v.endpoints[0].path, "/openrtb2");
         assert_eq!(v.endpoints[0].authority, "127.0.0.1:9001");
+    }
+
+    #[test]
+    fn an_endpoint_without_a_path_is_sent_to_the_root() {
+        // Found by the exchange_config fuzz target (fuzz/regressions/exchange_config).
+        let path = |url: &str| parse_endpoint(url).unwrap().path;
+        assert_eq!(path("http://127.0.0.1:9001?openrtb2"), "/?openrtb2");
+        assert_eq!(path("http://127.0.0.1:9001"), "/");
+        assert_eq!(path("http://127.0.0.1:9001/bid?x=1"), "/bid?x=1");
+        for url in ["http://127.0.0.1:9001?openrtb2", "http://127.0.0.1:9001"] {
+            let p = path(url);
+            let request = http::Request::post(p.as_str()).body(());
+            assert!(request.is_ok(), "{url} gives {p:?}, not a request target");
+        }
     }
 
     #[test]

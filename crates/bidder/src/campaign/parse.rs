@@ -123,17 +123,33 @@ pub fn parse_toml(text: &str) -> Result<Vec<CampaignSpec>, CampaignError> {
     let file: CampaignFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = campaign_path(e.path());
         let inner = e.into_inner();
-        let (line, column) = inner
-            .span()
-            .map_or((0, 0), |span| line_column(text.as_bytes(), span.start));
+        let start = inner.span().map(|span| span.start);
+        let (line, column) = start.map_or((0, 0), |at| line_column(text.as_bytes(), at));
+        let mut message = one_line(inner.message());
+        if message.is_empty() {
+            // toml gives no words for some syntax errors (a control character in a comment).
+            message = unexplained_syntax_error(text, start);
+        }
         CampaignError::Parse {
             path,
             line,
             column,
-            message: one_line(inner.message()),
+            message,
         }
     })?;
     Ok(file.campaign)
+}
+
+/// Words for a syntax error toml left without any: the offending character when there is one.
+fn unexplained_syntax_error(text: &str, at: Option<usize>) -> String {
+    let found = at.and_then(|at| text.get(at..)).and_then(|rest| rest.chars().next());
+    match found {
+        Some(c) if c.is_control() && c != '\n' => {
+            format!("invalid TOML: control character {c:?} is not allowed here")
+        }
+        Some(c) => format!("invalid TOML at {c:?}"),
+        None => "invalid TOML at the end of the file".to_owned(),
+    }
 }
 
 /// toml's syntax messages span several lines ("invalid table header\nexpected `]]`").
@@ -203,5 +219,19 @@ mod tests {
         assert_eq!(line_column(b"ab\ncd", 0), (1, 1));
         assert_eq!(line_column(b"ab\ncd", 4), (2, 2));
         assert_eq!(line_column(b"ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn a_syntax_error_always_has_words() {
+        // Found by the campaigns_toml fuzz target (fuzz/regressions/campaigns_toml): toml
+        // reports a NUL in a comment, or a lone CR, with an empty message.
+        for text in ["\n#,\0,\n", "a = 1\r", "# \u{7f}\n"] {
+            match parse_toml(text) {
+                Err(CampaignError::Parse { message, .. }) => {
+                    assert!(!message.is_empty(), "{text:?}")
+                }
+                other => panic!("{text:?} gave {other:?}"),
+            }
+        }
     }
 }
