@@ -504,7 +504,10 @@ redis_url = "redis://127.0.0.1:6379"
         assert_eq!(lease.idle_close, Duration::from_secs(80));
         assert_eq!(lease.lease_chunk, Nanos(50_000_000));
         let defaults = BidderConfig::from_toml("campaigns = \"c.json\"").unwrap();
-        assert_eq!(defaults.lease_config("n").idle_close, Duration::from_secs(30));
+        assert_eq!(
+            defaults.lease_config("n").idle_close,
+            Duration::from_secs(30)
+        );
     }
 
     #[test]
@@ -535,7 +538,8 @@ redis_url = "redis://127.0.0.1:6379"
             .err()
             .map(|e| e.to_string());
         assert!(
-            e.as_deref().is_some_and(|m| m.starts_with("ledger.lease_chunk")),
+            e.as_deref()
+                .is_some_and(|m| m.starts_with("ledger.lease_chunk")),
             "{e:?}"
         );
         let unknown = BidderConfig::from_toml("campaigns = \"c.json\"\nbogus = 1")

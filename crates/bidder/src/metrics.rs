@@ -64,6 +64,29 @@ labelled_counters! {
     }
 }
 
+labelled_counters! {
+    /// Why a campaign reload was refused (`CampaignError::kind`, or `stopped` when the loading
+    /// thread did not finish).
+    ReloadFailure {
+        Io => "io",
+        Format => "format",
+        TooLarge => "too_large",
+        Parse => "parse",
+        Invalid => "invalid",
+        Stopped => "stopped",
+    }
+}
+
+impl ReloadFailure {
+    pub fn of_kind(kind: &str) -> ReloadFailure {
+        ReloadFailure::ALL
+            .iter()
+            .copied()
+            .find(|r| r.label() == kind)
+            .unwrap_or(ReloadFailure::Stopped)
+    }
+}
+
 /// The bidder's counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -71,6 +94,8 @@ pub struct Metrics {
     pub skips: ByLabel<{ SkipReason::COUNT }>,
     pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
     pub reloads: ByLabel<{ ReloadOutcome::COUNT }>,
+    /// Refused reloads by reason (their sum is the `failed` reloads).
+    pub reload_failures: ByLabel<{ ReloadFailure::COUNT }>,
     pub bids: AtomicU64,
     pub decision_latency: Histogram,
     /// Campaigns serving now.
@@ -112,6 +137,16 @@ impl Metrics {
 
     pub fn reload_count(&self, o: ReloadOutcome) -> u64 {
         self.reloads.get(o as usize)
+    }
+
+    /// Counts a refused reload and why.
+    pub fn reload_failed(&self, why: ReloadFailure) {
+        self.reload(ReloadOutcome::Failed);
+        self.reload_failures.inc(why as usize);
+    }
+
+    pub fn reload_failure_count(&self, why: ReloadFailure) -> u64 {
+        self.reload_failures.get(why as usize)
     }
 
     /// The Prometheus text exposition.
@@ -166,6 +201,21 @@ impl Metrics {
                 reloads,
                 &[("outcome", r.label())],
                 self.reload_count(*r),
+            );
+        }
+        let failures = "gavel_bidder_campaign_reload_failures_total";
+        family(
+            &mut o,
+            failures,
+            "counter",
+            "Refused campaign file reloads, by reason; the last good campaigns keep serving.",
+        );
+        for r in ReloadFailure::ALL {
+            sample(
+                &mut o,
+                failures,
+                &[("reason", r.label())],
+                self.reload_failure_count(*r),
             );
         }
         let campaigns = "gavel_bidder_campaigns";

@@ -3,23 +3,30 @@
 //! store. A file that fails leaves the last good set serving; the failure is logged and
 //! counted (`gavel_bidder_campaign_reloads_total{outcome="failed"}`).
 //!
-//! The watcher polls the file's modification time and length: portable, no extra dependency,
-//! and a reload within the poll interval is soon enough for campaign edits.
+//! Reloads run when the file changes (`edge::watch_file` polls its modification time and
+//! length), on `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload_campaigns`).
 
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use pacing::Timestamp;
 
 use crate::campaign::CampaignSet;
-use crate::metrics::ReloadOutcome;
+use crate::metrics::{ReloadFailure, ReloadOutcome};
 use crate::runtime::Snapshot;
 use crate::server::State;
 
 /// How often the watcher looks at the campaign file.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Why a campaign file could not be loaded.
+#[derive(Debug)]
+pub(crate) struct LoadError {
+    pub(crate) why: ReloadFailure,
+    pub(crate) message: String,
+}
 
 /// Loads, validates and indexes the campaign file and builds its snapshot (keeping the running
 /// state of campaigns in `previous`), all on a blocking thread: 100,000 campaigns take a while,
@@ -28,10 +35,13 @@ pub(crate) async fn load(
     path: &Path,
     previous: Option<Arc<Snapshot>>,
     interval: Duration,
-) -> Result<Snapshot, String> {
+) -> Result<Snapshot, LoadError> {
     let path = path.to_owned();
     let build = move || {
-        let set = CampaignSet::load(&path).map_err(|e| e.to_string())?;
+        let set = CampaignSet::load(&path).map_err(|e| LoadError {
+            why: ReloadFailure::of_kind(e.kind()),
+            message: e.to_string(),
+        })?;
         Ok(Snapshot::build(
             set,
             previous.as_deref(),
@@ -41,7 +51,10 @@ pub(crate) async fn load(
     };
     match tokio::task::spawn_blocking(build).await {
         Ok(result) => result,
-        Err(e) => Err(format!("loading campaigns stopped: {e}")),
+        Err(e) => Err(LoadError {
+            why: ReloadFailure::Stopped,
+            message: format!("loading campaigns stopped: {e}"),
+        }),
     }
 }
 
@@ -54,9 +67,9 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     let snapshot = match load(path, Some(state.snapshot.load_full()), interval).await {
         Ok(snapshot) => snapshot,
         Err(e) => {
-            state.metrics.reload(ReloadOutcome::Failed);
-            tracing::error!(file = %path.display(), error = %e, "campaign reload refused; the last good campaigns keep serving");
-            return Err(e);
+            state.metrics.reload_failed(e.why);
+            tracing::error!(file = %path.display(), error = %e.message, reason = e.why.label(), "campaign reload refused; the last good campaigns keep serving");
+            return Err(e.message);
         }
     };
     // Budgets first, so that no new campaign bids before the ledger knows its limits. If the
@@ -74,21 +87,16 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     Ok(count)
 }
 
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
-}
-
 /// Watches the campaign file until the bidder is dropped.
 pub(crate) async fn watch(state: Weak<State>) {
-    let mut last = state.upgrade().and_then(|s| stamp(&s.config.campaigns));
-    loop {
-        tokio::time::sleep(POLL_INTERVAL).await;
-        let Some(state) = state.upgrade() else { return };
-        let now = stamp(&state.config.campaigns);
-        if now.is_some() && now != last {
-            last = now;
+    let Some(path) = state.upgrade().map(|s| s.config.campaigns.clone()) else {
+        return;
+    };
+    edge::watch_file(path, POLL_INTERVAL, move || {
+        let state = state.upgrade()?;
+        Some(async move {
             let _ = reload(&state).await;
-        }
-    }
+        })
+    })
+    .await;
 }

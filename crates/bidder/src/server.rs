@@ -62,6 +62,12 @@ impl Bidder {
         self.state.metrics.clone()
     }
 
+    /// Reloads the campaign file now (what SIGHUP does); returns how many campaigns serve, or
+    /// why the last good set stays.
+    pub async fn reload_campaigns(&self) -> Result<usize, String> {
+        crate::reload::reload(&self.state).await
+    }
+
     /// Serves until `shutdown` completes; then stops accepting, lets requests in flight finish
     /// (within `http.shutdown_grace_ms`) and returns.
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {

@@ -87,7 +87,7 @@ impl Bidder {
         let interval = Duration::from_millis(config.pacing.control_interval_ms);
         let snapshot = crate::reload::load(&config.campaigns, None, interval)
             .await
-            .map_err(StartError::Campaigns)?;
+            .map_err(|e| StartError::Campaigns(e.message))?;
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
         let limits_pending = ledger.set_campaigns(&snapshot.limits()).await.is_err();
         let metrics = Arc::new(Metrics::default());

@@ -5,7 +5,8 @@
 //!
 //! Besides bodies, the edge bounds connections (a cap, a header timeout against slowloris, an
 //! idle timeout, a header size limit) in [`serve`], admits requests through [`Admission`], and
-//! rate-limits the log lines clients can provoke ([`log_limit`]).
+//! rate-limits the log lines clients can provoke ([`log_limit`]), and watches configuration
+//! files for the servers' reloads ([`watch`]).
 //!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
@@ -21,9 +22,11 @@ use hyper::body::Incoming;
 pub mod admission;
 pub mod log_limit;
 mod serve;
+pub mod watch;
 
 pub use admission::{Admission, AdmissionConfig, NoBidStyle};
 pub use serve::{ConnStats, Limits, MIN_HEADER_BYTES, serve};
+pub use watch::watch_file;
 
 /// The body type of every answer.
 pub type Body = Full<Bytes>;

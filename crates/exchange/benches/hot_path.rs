@@ -8,7 +8,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use exchange::config::SchainConfig;
 use exchange::enrich::enrich;
 use exchange::fanout::{Reply, interpret};
-use exchange::metrics::Metrics;
+use exchange::metrics::BidderTable;
 use exchange::settle::{AuctionCtx, settle};
 use openrtb::BidRequest;
 
@@ -61,7 +61,7 @@ fn settle_ten_bidders(c: &mut Criterion) {
     let auction_id = "gavel-1-2a";
     let replies = replies(&request, auction_id);
     let names: Vec<String> = (0..10).map(|i| format!("dsp{i}")).collect();
-    let metrics = Metrics::new(names.clone());
+    let metrics = BidderTable::new(names.clone()).metrics;
     let config = AuctionConfig::default();
     let ctx = AuctionCtx {
         request: &request,

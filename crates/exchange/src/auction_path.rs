@@ -98,14 +98,10 @@ async fn auction(
         }
     };
 
-    let replies = fanout::fan_out(
-        &state.bidders,
-        &state.metrics.bidders,
-        &outgoing,
-        &auction_id,
-        deadline.answer_by,
-    )
-    .await;
+    // One roster for the whole auction: a reload meanwhile affects the next one.
+    let roster = state.roster.load_full();
+    let replies =
+        fanout::fan_out(&roster.bidders, &outgoing, &auction_id, deadline.answer_by).await;
 
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -116,11 +112,11 @@ async fn auction(
         auction_id: &auction_id,
         currency: &currency,
         config: &state.auction,
-        bidder_names: &state.bidder_names,
+        bidder_names: &roster.names,
         loss_notices: n.fire_lurl,
         now_ms,
     };
-    let settlement = settle::settle(&ctx, &replies, &state.metrics);
+    let settlement = settle::settle(&ctx, &replies, &roster.metrics);
     drop(replies);
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
@@ -135,7 +131,7 @@ async fn auction(
         return no_bid();
     }
     for (w, fetched) in won.iter().zip(&fetched_nurl) {
-        if let Some(m) = state.metrics.bidders.get(w.bidder as usize) {
+        if let Some(m) = roster.metrics.get(w.bidder as usize) {
             m.wins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let cleared = w.bid.price.micros().max(0).unsigned_abs();
             m.cleared_micros

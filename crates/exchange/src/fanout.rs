@@ -15,7 +15,7 @@ use openrtb::BidResponse;
 use crate::breaker::{BreakerState, Health};
 use crate::metrics::{BidderMetrics, BidderOutcome, SkipReason};
 use crate::pool::Call;
-use crate::server::Bidder;
+use crate::roster::Bidder;
 
 /// What one bidder contributed to one auction.
 #[derive(Debug)]
@@ -92,6 +92,8 @@ fn record_health(bidder: &Bidder, metrics: &BidderMetrics, health: Health, now: 
 /// One bidder of one auction.
 struct Slot<'a> {
     bidder: &'a Bidder,
+    /// Position in the roster, which the replies are keyed by.
+    index: u32,
     metrics: &'a BidderMetrics,
     call: Option<Call>,
     reply: Option<Reply>,
@@ -102,7 +104,6 @@ struct Slot<'a> {
 /// calls still in flight at the deadline are detached to drain (see `pool`).
 pub(crate) async fn fan_out(
     bidders: &[Bidder],
-    metrics: &[BidderMetrics],
     body: &Bytes,
     auction_id: &str,
     answer_by: Instant,
@@ -110,9 +111,10 @@ pub(crate) async fn fan_out(
     let started = Instant::now();
     let mut slots: Vec<Slot<'_>> = bidders
         .iter()
-        .filter(|b| b.enabled)
-        .filter_map(|bidder| {
-            let metrics = metrics.get(bidder.index as usize)?;
+        .zip(0u32..)
+        .filter(|(b, _)| b.enabled)
+        .map(|(bidder, index)| {
+            let metrics = &*bidder.metrics;
             let (call, reply) = match start_call(bidder, body, started) {
                 Ok(call) => {
                     metrics.requests.fetch_add(1, Relaxed);
@@ -123,12 +125,13 @@ pub(crate) async fn fan_out(
                     (None, Some(Reply::Skipped(reason)))
                 }
             };
-            Some(Slot {
+            Slot {
                 bidder,
+                index,
                 metrics,
                 call,
                 reply,
-            })
+            }
         })
         .collect();
 
@@ -179,7 +182,7 @@ pub(crate) async fn fan_out(
             if let Some(health) = reply.health() {
                 record_health(slot.bidder, slot.metrics, health, ended);
             }
-            (slot.bidder.index, reply)
+            (slot.index, reply)
         })
         .collect()
 }

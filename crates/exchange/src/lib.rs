@@ -21,6 +21,8 @@ pub mod metrics;
 pub mod notice_client;
 pub mod notices;
 pub mod pool;
+pub mod reload;
+pub mod roster;
 pub mod server;
 pub mod settle;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).

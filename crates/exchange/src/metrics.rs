@@ -4,7 +4,10 @@
 
 use std::fmt::Write as _;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use arc_swap::ArcSwap;
 use telemetry::labelled_counters;
 pub use telemetry::{ByLabel, Histogram};
 
@@ -40,6 +43,15 @@ labelled_counters! {
         PoolFull => "pool_full",
         BreakerOpen => "breaker_open",
         QpsCap => "qps_cap",
+    }
+}
+
+labelled_counters! {
+    /// How a configuration reload ended: applied, or why the last good one stays.
+    ReloadOutcome {
+        Applied => "applied",
+        Unreadable => "unreadable",
+        Invalid => "invalid",
     }
 }
 
@@ -127,25 +139,73 @@ pub struct Metrics {
     /// bidders; none of them reaches a bidder.
     pub no_time_left: AtomicU64,
     pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
-    pub bidder_names: Vec<String>,
-    pub bidders: Vec<BidderMetrics>,
+    /// Configuration reloads by outcome (the reason, when refused).
+    pub config_reloads: ByLabel<{ ReloadOutcome::COUNT }>,
+    /// The bidders configured now; replaced whole by a reload.
+    bidders: ArcSwap<BidderTable>,
+}
+
+/// Per-bidder metrics of the bidders configured now, index-aligned with their names.
+#[derive(Debug, Default, Clone)]
+pub struct BidderTable {
+    pub names: Vec<String>,
+    pub metrics: Vec<Arc<BidderMetrics>>,
+}
+
+impl BidderTable {
+    /// Fresh metrics for `names`.
+    pub fn new(names: Vec<String>) -> BidderTable {
+        BidderTable {
+            metrics: names.iter().map(|_| Arc::default()).collect(),
+            names,
+        }
+    }
+
+    /// Name and metrics of each bidder, in configuration order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &BidderMetrics)> {
+        self.names
+            .iter()
+            .map(String::as_str)
+            .zip(self.metrics.iter().map(|m| &**m))
+    }
 }
 
 impl Metrics {
     pub fn new(bidder_names: Vec<String>) -> Self {
-        let bidders = bidder_names
-            .iter()
-            .map(|_| BidderMetrics::default())
-            .collect();
         Metrics {
             requests: ByLabel::default(),
             auction_latency: Histogram::default(),
             late_answers: AtomicU64::new(0),
             no_time_left: AtomicU64::new(0),
             notices: std::array::from_fn(|_| ByLabel::default()),
-            bidder_names,
-            bidders,
+            config_reloads: ByLabel::default(),
+            bidders: ArcSwap::from_pointee(BidderTable::new(bidder_names)),
         }
+    }
+
+    /// The bidders configured now (a snapshot: a later reload does not change it).
+    pub fn bidders(&self) -> Arc<BidderTable> {
+        self.bidders.load_full()
+    }
+
+    /// Metrics of the `i`th bidder configured now.
+    pub fn bidder(&self, i: usize) -> Option<Arc<BidderMetrics>> {
+        self.bidders.load().metrics.get(i).cloned()
+    }
+
+    /// Metrics of the bidder configured now under `name`.
+    pub fn bidder_named(&self, name: &str) -> Option<Arc<BidderMetrics>> {
+        let table = self.bidders.load();
+        let i = table.names.iter().position(|n| n == name)?;
+        table.metrics.get(i).cloned()
+    }
+
+    pub(crate) fn set_bidders(&self, table: BidderTable) {
+        self.bidders.store(Arc::new(table));
+    }
+
+    pub fn config_reload_count(&self, o: ReloadOutcome) -> u64 {
+        self.config_reloads.get(o as usize)
     }
 
     pub fn request(&self, o: RequestOutcome) {
@@ -227,12 +287,26 @@ impl Metrics {
                 );
             }
         }
+        let _ = writeln!(
+            o,
+            "# HELP gavel_exchange_config_reloads_total Configuration reloads: applied, or refused (the last good configuration stays) and why."
+        );
+        let _ = writeln!(o, "# TYPE gavel_exchange_config_reloads_total counter");
+        for r in ReloadOutcome::ALL {
+            let _ = writeln!(
+                o,
+                "gavel_exchange_config_reloads_total{{outcome=\"{}\"}} {}",
+                r.label(),
+                self.config_reload_count(*r)
+            );
+        }
         self.render_bidders(o);
         out
     }
 
     fn render_bidders(&self, o: &mut String) {
-        let pairs = || self.bidder_names.iter().zip(&self.bidders);
+        let table = self.bidders.load();
+        let pairs = || table.iter();
         let _ = writeln!(
             o,
             "# HELP gavel_exchange_bidder_requests_total Bid requests sent per bidder."
@@ -387,9 +461,10 @@ mod tests {
     fn render_names_every_bidder_and_outcome() {
         let m = Metrics::new(vec!["a".into(), "b".into()]);
         m.request(RequestOutcome::Bid);
-        m.bidders[1].outcome(BidderOutcome::Timeout);
-        m.bidders[1].rejected("below_floor");
-        m.bidders[1].rejected("below_floor");
+        let b = m.bidder(1).unwrap();
+        b.outcome(BidderOutcome::Timeout);
+        b.rejected("below_floor");
+        b.rejected("below_floor");
         let text = m.render();
         assert!(text.contains("gavel_exchange_requests_total{outcome=\"bid\"} 1"));
         assert!(

@@ -3,10 +3,11 @@
 //! or a test needs.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use arc_swap::ArcSwap;
 use auction::AuctionConfig;
 use bytes::Bytes;
 use edge::{Admission, ConnStats};
@@ -15,27 +16,15 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
-use crate::breaker::{Breaker, RateCap};
 use crate::config::Validated;
 use crate::deadline::DeadlinePolicy;
 use crate::metrics::{Metrics, RequestOutcome};
 use crate::notice_client::NoticeClient;
 use crate::notices::Notifier;
-use crate::pool::BidderPool;
+use crate::roster::{PoolSettings, Roster};
 
 /// Path of the auction endpoint.
 pub const AUCTION_PATH: &str = "/openrtb2/auction";
-
-/// A configured bidder with its own connection pool, circuit breaker and optional rate cap.
-#[derive(Debug)]
-pub(crate) struct Bidder {
-    pub(crate) index: u32,
-    pub(crate) enabled: bool,
-    pub(crate) pool: Arc<BidderPool>,
-    /// Short critical sections only (a few comparisons), never held across an await.
-    pub(crate) breaker: Mutex<Breaker>,
-    pub(crate) rate_cap: Option<Mutex<RateCap>>,
-}
 
 /// Shared state of a running exchange; immutable but for atomics.
 #[derive(Debug)]
@@ -43,8 +32,12 @@ pub(crate) struct State {
     pub(crate) config: Validated,
     pub(crate) policy: DeadlinePolicy,
     pub(crate) auction: AuctionConfig,
-    pub(crate) bidders: Vec<Bidder>,
-    pub(crate) bidder_names: Vec<String>,
+    /// The bidders now; `config.bidders` is only the list the exchange started with.
+    pub(crate) roster: ArcSwap<Roster>,
+    /// What a reload builds the roster with: the startup values, which only a restart changes.
+    pub(crate) pool_settings: PoolSettings,
+    /// Serializes reloads (the watcher and SIGHUP) so two never race to swap.
+    pub(crate) reload_lock: tokio::sync::Mutex<()>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) notifier: Notifier,
     pub(crate) notice_client: Arc<NoticeClient>,
@@ -65,20 +58,23 @@ impl State {
 /// A configured exchange, ready to serve.
 #[derive(Debug, Clone)]
 pub struct Exchange {
-    state: Arc<State>,
+    pub(crate) state: Arc<State>,
 }
 
 impl Exchange {
     /// Builds pools, starts the notice workers and the admission controller; must run inside a
     /// tokio runtime.
     pub fn new(config: Validated) -> Exchange {
-        let bidder_names: Vec<String> = config
-            .config
-            .bidders
-            .iter()
-            .map(|b| b.name.clone())
-            .collect();
-        let metrics = Arc::new(Metrics::new(bidder_names.clone()));
+        let pool_settings = PoolSettings::new(&config.config.http, &config.config.breaker);
+        let (roster, _) = Roster::build(
+            &config.config.bidders,
+            &config.endpoints,
+            &pool_settings,
+            &Roster::default(),
+            Instant::now(),
+        );
+        let metrics = Arc::new(Metrics::new(Vec::new()));
+        metrics.set_bidders(roster.table());
         let n = &config.config.notices;
         let notice_client = Arc::new(NoticeClient::default());
         let notifier = Notifier::start(
@@ -88,26 +84,6 @@ impl Exchange {
             notice_client.clone(),
             metrics.clone(),
         );
-        let now = Instant::now();
-        let bidders = config
-            .config
-            .bidders
-            .iter()
-            .zip(&config.endpoints)
-            .enumerate()
-            .map(|(i, (b, e))| Bidder {
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-                enabled: b.enabled,
-                pool: Arc::new(BidderPool::new(
-                    e.clone(),
-                    b.max_connections,
-                    config.config.http.max_bidder_response_bytes,
-                    std::time::Duration::from_millis(config.config.http.bidder_drain_ms),
-                )),
-                breaker: Mutex::new(Breaker::new(config.config.breaker.clone(), now)),
-                rate_cap: b.max_qps.map(|q| Mutex::new(RateCap::new(q, now))),
-            })
-            .collect();
         let admission = Arc::new(Admission::new(config.config.admission.clone()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
         let started_ms = SystemTime::now()
@@ -123,8 +99,9 @@ impl Exchange {
                 second_price_increment: config.second_price_increment,
             },
             id_prefix: format!("{}-{started_ms:x}", config.config.node),
-            bidders,
-            bidder_names,
+            roster: ArcSwap::from_pointee(roster),
+            pool_settings,
+            reload_lock: tokio::sync::Mutex::new(()),
             metrics,
             notifier,
             notice_client,

@@ -3,13 +3,14 @@
 //! replaced) and prepares the loss notices. Synchronous and free of I/O.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use auction::{AuctionConfig, Candidate, DealRules, ImpRules, PriceRule, Rules};
 use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
 
 use crate::fanout::Reply;
-use crate::metrics::Metrics;
+use crate::metrics::BidderMetrics;
 
 /// Everything one auction's settlement reads (one context instead of many parameters).
 #[derive(Debug)]
@@ -86,7 +87,12 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
 }
 
 /// Runs the auction over `replies` (bidder index, reply) and rewrites the winners.
-pub fn settle(ctx: &AuctionCtx<'_>, replies: &[(u32, Reply)], metrics: &Metrics) -> Settlement {
+/// `metrics` is index-aligned with `ctx.bidder_names`.
+pub fn settle(
+    ctx: &AuctionCtx<'_>,
+    replies: &[(u32, Reply)],
+    metrics: &[Arc<BidderMetrics>],
+) -> Settlement {
     let mut candidates = Vec::new();
     // Index-aligned with `candidates`: the response and bid each candidate came from.
     let mut sources: Vec<(&BidResponse, &Bid)> = Vec::new();
@@ -116,7 +122,7 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[(u32, Reply)], metrics: &Metrics)
                 sources.push((response, bid));
             }
         }
-        if let Some(m) = metrics.bidders.get(*bidder as usize) {
+        if let Some(m) = metrics.get(*bidder as usize) {
             let n = response
                 .seatbid
                 .as_deref()
@@ -142,10 +148,7 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[(u32, Reply)], metrics: &Metrics)
 
     let mut settlement = Settlement::default();
     for rejected in &outcome.rejected {
-        if let Some(m) = metrics
-            .bidders
-            .get(candidates[rejected.candidate].bidder as usize)
-        {
+        if let Some(m) = metrics.get(candidates[rejected.candidate].bidder as usize) {
             m.rejected(rejected.reason.label());
         }
         if ctx.loss_notices {

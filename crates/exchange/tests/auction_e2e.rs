@@ -156,8 +156,20 @@ async fn no_bids_answer_204() {
     assert_eq!(status, 204);
     assert!(body.is_none());
     assert_eq!(ex.metrics.request_count(RequestOutcome::NoBid), 1);
-    assert_eq!(ex.metrics.bidders[0].outcome_count(BidderOutcome::NoBid), 1);
-    assert_eq!(ex.metrics.bidders[1].outcome_count(BidderOutcome::NoBid), 1);
+    assert_eq!(
+        ex.metrics
+            .bidder(0)
+            .unwrap()
+            .outcome_count(BidderOutcome::NoBid),
+        1
+    );
+    assert_eq!(
+        ex.metrics
+            .bidder(1)
+            .unwrap()
+            .outcome_count(BidderOutcome::NoBid),
+        1
+    );
 }
 
 #[tokio::test]
@@ -195,7 +207,10 @@ async fn slow_bidder_is_excluded_and_the_answer_stays_inside_tmax() {
         "answered in {took:?}, tmax 200 ms"
     );
     assert_eq!(
-        ex.metrics.bidders[1].outcome_count(BidderOutcome::Timeout),
+        ex.metrics
+            .bidder(1)
+            .unwrap()
+            .outcome_count(BidderOutcome::Timeout),
         1
     );
     // The slow bidder was told how long it really had.
@@ -239,7 +254,10 @@ async fn garbage_answers_are_ignored() {
     assert_eq!(body.unwrap()["seatbid"][0]["seat"], "good");
     for i in 1..=3 {
         assert_eq!(
-            ex.metrics.bidders[i].outcome_count(BidderOutcome::Invalid),
+            ex.metrics
+                .bidder(i)
+                .unwrap()
+                .outcome_count(BidderOutcome::Invalid),
             1,
             "bidder {i}"
         );
@@ -264,7 +282,13 @@ async fn dead_bidder_is_an_error_not_a_failed_auction() {
     .await;
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);
-    assert_eq!(ex.metrics.bidders[0].outcome_count(BidderOutcome::Error), 1);
+    assert_eq!(
+        ex.metrics
+            .bidder(0)
+            .unwrap()
+            .outcome_count(BidderOutcome::Error),
+        1
+    );
 }
 
 #[tokio::test]

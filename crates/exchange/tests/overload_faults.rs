@@ -226,9 +226,9 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         }
     }
     let m = &ex.metrics;
-    let name = |i: usize| m.bidder_names[i].clone();
+    let name = |i: usize| m.bidders().names[i].clone();
     for i in 0..6 {
-        let b = &m.bidders[i];
+        let b = &m.bidder(i).unwrap();
         println!(
             "{:>6}: called {:>3}, bid {:>3}, timeout {:>3}, error {:>3}, skipped by breaker {:>3}, trips {}",
             name(i),
@@ -246,10 +246,10 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         good_wins, 120,
         "the good bidder's bid (the highest) won every auction"
     );
-    assert_eq!(m.bidders[0].outcome_count(BidderOutcome::Bid), 120);
-    assert_eq!(m.bidders[0].breaker_trips.load(Relaxed), 0);
+    assert_eq!(m.bidder(0).unwrap().outcome_count(BidderOutcome::Bid), 120);
+    assert_eq!(m.bidder(0).unwrap().breaker_trips.load(Relaxed), 0);
     for i in 1..6 {
-        let b = &m.bidders[i];
+        let b = &m.bidder(i).unwrap();
         assert!(
             b.breaker_trips.load(Relaxed) >= 1,
             "{}: breaker never opened",
@@ -269,7 +269,7 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         );
     }
     // The mortal one bid while alive.
-    assert!(m.bidders[5].outcome_count(BidderOutcome::Bid) >= 25);
+    assert!(m.bidder(5).unwrap().outcome_count(BidderOutcome::Bid) >= 25);
 }
 
 #[tokio::test]
@@ -298,7 +298,7 @@ async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
     for _ in 0..10 {
         auction(ex.addr, &req).await;
     }
-    let b = &ex.metrics.bidders[0];
+    let b = &ex.metrics.bidder(0).unwrap();
     assert_eq!(b.breaker_state.load(Relaxed), 1, "open after 10 failures");
     assert_eq!(auction(ex.addr, &req).await.0, 204, "skipped while open");
     assert_eq!(b.skip_count(SkipReason::BreakerOpen), 1);

@@ -59,7 +59,7 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
         took < Duration::from_millis(1000),
         "5 concurrent auctions took {took:?}"
     );
-    let m = &ex.metrics.bidders[0];
+    let m = &ex.metrics.bidder(0).unwrap();
     assert_eq!(
         m.outcome_count(BidderOutcome::Timeout),
         2,
@@ -76,7 +76,10 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
         slow.connections.load(SeqCst)
     );
     assert_eq!(
-        ex.metrics.bidders[1].outcome_count(BidderOutcome::Bid),
+        ex.metrics
+            .bidder(1)
+            .unwrap()
+            .outcome_count(BidderOutcome::Bid),
         5,
         "the other bidder is untouched"
     );
@@ -95,7 +98,10 @@ async fn a_late_answer_keeps_its_connection_for_the_next_auction() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert_eq!(
-        ex.metrics.bidders[0].outcome_count(BidderOutcome::Timeout),
+        ex.metrics
+            .bidder(0)
+            .unwrap()
+            .outcome_count(BidderOutcome::Timeout),
         3
     );
     assert_eq!(

@@ -142,7 +142,9 @@ pub fn parse_toml(text: &str) -> Result<Vec<CampaignSpec>, CampaignError> {
 
 /// Words for a syntax error toml left without any: the offending character when there is one.
 fn unexplained_syntax_error(text: &str, at: Option<usize>) -> String {
-    let found = at.and_then(|at| text.get(at..)).and_then(|rest| rest.chars().next());
+    let found = at
+        .and_then(|at| text.get(at..))
+        .and_then(|rest| rest.chars().next());
     match found {
         Some(c) if c.is_control() && c != '\n' => {
             format!("invalid TOML: control character {c:?} is not allowed here")

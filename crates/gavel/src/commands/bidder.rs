@@ -21,8 +21,16 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
     config.listen = listener.local_addr()?;
     let backend = format!("{:?}", config.ledger.backend).to_lowercase();
     let bidder = Bidder::start(config).await?;
+    // The campaign file is watched by the bidder itself; SIGHUP reloads it too.
+    let on_hup = bidder.clone();
+    super::on_hangup(move || {
+        let bidder = on_hup.clone();
+        async move {
+            let _ = bidder.reload_campaigns().await;
+        }
+    });
     println!(
-        "gavel bidder listening on {}{} (ledger: {backend}; admin: /admin/campaigns; metrics: /metrics)",
+        "gavel bidder listening on {}{} (ledger: {backend}; admin: /admin/campaigns; metrics: /metrics; campaigns reload on change and on SIGHUP)",
         bidder.public_url(),
         bidder::BID_PATH,
     );

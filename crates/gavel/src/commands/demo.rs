@@ -173,12 +173,12 @@ fn render(
             report.status
         );
     }
-    let total_cleared: u64 = metrics
-        .bidders
+    let bidders = metrics.bidders();
+    let total_cleared: u64 = bidders
         .iter()
-        .map(|b| b.cleared_micros.load(Relaxed))
+        .map(|(_, b)| b.cleared_micros.load(Relaxed))
         .sum();
-    let total_wins: u64 = metrics.bidders.iter().map(|b| b.wins.load(Relaxed)).sum();
+    let total_wins: u64 = bidders.iter().map(|(_, b)| b.wins.load(Relaxed)).sum();
     let avg = total_cleared.checked_div(total_wins).unwrap_or(0);
     let _ = writeln!(
         o,
@@ -215,7 +215,7 @@ fn render(
         "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>10}",
         "bidder", "requests", "bids", "wins", "timeouts", "errors", "skipped", "spend USD"
     );
-    for (name, b) in metrics.bidder_names.iter().zip(&metrics.bidders) {
+    for (name, b) in bidders.iter() {
         let errors =
             b.outcome_count(BidderOutcome::Error) + b.outcome_count(BidderOutcome::Invalid);
         let _ = writeln!(

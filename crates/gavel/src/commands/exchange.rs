@@ -21,10 +21,21 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {listen}"))?;
     let bidders = validated.config.bidders.len();
     let exchange = Exchange::new(validated);
+    // The bidder list follows the file: on every change, and on SIGHUP.
+    exchange.watch_config(args.config.clone());
+    let (on_hup, path) = (exchange.clone(), args.config.clone());
+    super::on_hangup(move || {
+        let (exchange, path) = (on_hup.clone(), path.clone());
+        async move {
+            let _ = exchange.reload_from(&path).await;
+        }
+    });
     println!(
-        "gavel exchange listening on http://{}{} with {bidders} bidders (metrics: /metrics)",
+        "gavel exchange listening on http://{}{} with {bidders} bidders (metrics: /metrics; \
+         the bidder list reloads when {} changes, and on SIGHUP)",
         listener.local_addr()?,
-        exchange::AUCTION_PATH
+        exchange::AUCTION_PATH,
+        args.config.display()
     );
     exchange.serve(listener, super::shutdown_signal()).await;
     // Auctions are over; what they promised bidders (win and billing notices) goes out now.

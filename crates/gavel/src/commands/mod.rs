@@ -39,6 +39,31 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// Runs `reload` each time the process gets SIGHUP (one at a time), for as long as it runs.
+pub(crate) fn on_hangup<F, Fut>(mut reload: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "SIGHUP cannot be handled; reloads follow file changes only");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading");
+            reload().await;
+        }
+    });
+    #[cfg(not(unix))]
+    drop(reload);
+}
+
 /// Completes on Ctrl-C or SIGTERM.
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {

@@ -1,0 +1,175 @@
+//! Campaign reloads while bid requests keep coming, over real loopback sockets: files written
+//! in place (so the watcher may see them half-written), truncated, garbage, or invalid
+//! (negative budget, unknown field, duplicate id) are refused with their reason counted, the
+//! last good campaigns keep bidding, and not one request fails; a good file then takes over.
+//! Figures are printed (`cargo test -p bidder --test reload_under_load -- --nocapture`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bidder::metrics::{ReloadFailure, ReloadOutcome};
+use common::{TestBidder, banner_request, call, campaign_json};
+use serde_json::Value;
+
+/// (status, price of the first bid) of each request, and the slowest answer.
+type Answers = Arc<Mutex<Vec<(u16, Option<f64>, Duration)>>>;
+
+/// Sends a bid request every `every`, each on its own task, until `stop` is set.
+fn drive(
+    addr: SocketAddr,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    answers: Answers,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut tick = tokio::time::interval(every);
+        let mut n = 0u64;
+        while !stop.load(Relaxed) {
+            tick.tick().await;
+            n += 1;
+            let answers = answers.clone();
+            tasks.spawn(async move {
+                let started = Instant::now();
+                let (status, body) = call(
+                    addr,
+                    "POST",
+                    bidder::BID_PATH,
+                    &banner_request(&format!("r{n}"), 300, 250, 0.1),
+                )
+                .await;
+                let price = serde_json::from_str::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["seatbid"][0]["bid"][0]["price"].as_f64());
+                answers
+                    .lock()
+                    .unwrap()
+                    .push((status, price, started.elapsed()));
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    })
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what} never happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
+    let good = format!("[{}]", campaign_json("c1", 1000.0, 2.0, "asap"));
+    let b = TestBidder::start(&good, "").await;
+    let metrics = b.bidder.metrics();
+    let answers: Answers = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = drive(
+        b.addr,
+        Duration::from_millis(4),
+        stop.clone(),
+        answers.clone(),
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let path = b.dir.join("campaigns.json");
+    let c2 = campaign_json("c2", 1000.0, 3.0, "asap");
+    let bad: Vec<(&str, String, ReloadFailure)> = vec![
+        (
+            "truncated",
+            good[..good.len() / 2].to_owned(),
+            ReloadFailure::Parse,
+        ),
+        (
+            "garbage",
+            "\u{1}\u{2}garbage{{[".to_owned(),
+            ReloadFailure::Parse,
+        ),
+        (
+            "negative budget",
+            format!("[{}]", campaign_json("c1", -5.0, 2.0, "asap")),
+            ReloadFailure::Invalid,
+        ),
+        (
+            "unknown field",
+            good.replacen("\"pacing\"", "\"pacnig\"", 1),
+            ReloadFailure::Parse,
+        ),
+        (
+            "duplicate id",
+            format!(
+                "[{}, {}]",
+                campaign_json("c1", 1.0, 2.0, "asap"),
+                campaign_json("c1", 1.0, 3.0, "asap")
+            ),
+            ReloadFailure::Invalid,
+        ),
+    ];
+    let mut expected = [0u64; ReloadFailure::COUNT];
+    for (what, text, why) in &bad {
+        // In place, not renamed: the watcher must cope with files caught mid-write.
+        std::fs::write(&path, text).unwrap();
+        expected[*why as usize] += 1;
+        let want = expected[*why as usize];
+        wait_for(what, || metrics.reload_failure_count(*why) >= want).await;
+        println!("refused as {}: {what}", why.label());
+    }
+    assert_eq!(metrics.reload_count(ReloadOutcome::Applied), 0);
+
+    // A good file: c2 outbids c1 from then on.
+    let from = answers.lock().unwrap().len();
+    std::fs::write(
+        &path,
+        format!("[{}, {c2}]", campaign_json("c1", 1000.0, 2.0, "asap")),
+    )
+    .unwrap();
+    wait_for("the good file applied", || {
+        metrics.reload_count(ReloadOutcome::Applied) >= 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Relaxed);
+    load.await.unwrap();
+
+    let answers = std::mem::take(&mut *answers.lock().unwrap());
+    let failed: Vec<u16> = answers.iter().map(|a| a.0).filter(|&s| s != 200).collect();
+    let slowest = answers.iter().map(|a| a.2).max().unwrap_or_default();
+    let at = |p: f64| answers.iter().filter(|a| a.1 == Some(p)).count();
+    println!(
+        "{} bid requests during {} reloads: {} failed, slowest {slowest:?}; bids at 2.0: {}, at 3.0: {}",
+        answers.len(),
+        bad.len() + 1,
+        failed.len(),
+        at(2.0),
+        at(3.0)
+    );
+    assert!(answers.len() > 300, "only {} requests ran", answers.len());
+    assert!(failed.is_empty(), "failed requests: {failed:?}");
+    assert_eq!(
+        at(2.0) + at(3.0),
+        answers.len(),
+        "a request got no bid or another price"
+    );
+    assert!(
+        answers[..from].iter().all(|a| a.1 == Some(2.0)),
+        "a refused file changed the bids"
+    );
+    assert!(at(3.0) > 0, "the good file never took over");
+    let text = b.get("/metrics").await.1;
+    for (why, n) in ReloadFailure::ALL.iter().zip(expected) {
+        let line = format!(
+            "gavel_bidder_campaign_reload_failures_total{{reason=\"{}\"}} {n}",
+            why.label()
+        );
+        assert!(text.contains(&line), "{line} missing");
+    }
+}

@@ -1,0 +1,223 @@
+//! Changing the bidder list while serving. The configuration file is read, parsed and
+//! validated aside (on a blocking thread: validation resolves bidder hosts), the next
+//! [`Roster`] is built from it and swapped in with one atomic store; auctions already running
+//! finish with the roster they started with. A file that fails at any step leaves the last good
+//! configuration serving: the reason is logged and counted in
+//! `gavel_exchange_config_reloads_total{outcome="unreadable"|"invalid"}`.
+//!
+//! Only `[[bidders]]` changes take effect. The other sections size things built once at start
+//! (the listener, pools' limits, the admission gate, the notice workers); a reload that changes
+//! them still applies the bidders, and names the sections that wait for a restart.
+//!
+//! Reloads run when the file changes (see [`Exchange::watch_config`]) and when asked (the
+//! binary calls [`Exchange::reload_from`] on SIGHUP).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, MAX_CONFIG_BYTES, Validated};
+use crate::metrics::ReloadOutcome;
+use crate::roster::{Roster, RosterChange};
+use crate::server::{Exchange, State};
+
+/// How often [`Exchange::watch_config`] looks at the file.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What an applied reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    pub bidders: RosterChange,
+    /// Sections whose new values were not applied: they wait for a restart.
+    pub restart_needed: Vec<&'static str>,
+}
+
+/// Why a reload was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReloadError {
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("{path} refused: {reason}")]
+    Invalid { path: String, reason: String },
+}
+
+impl ReloadError {
+    fn outcome(&self) -> ReloadOutcome {
+        match self {
+            ReloadError::Unreadable { .. } => ReloadOutcome::Unreadable,
+            ReloadError::Invalid { .. } => ReloadOutcome::Invalid,
+        }
+    }
+}
+
+/// The sections of `new` that differ from what runs and that a reload does not apply.
+pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str> {
+    let mut sections = Vec::new();
+    // `listen` is left out: `--listen` overrides it, so it differs from the file by design.
+    if running.node != new.node {
+        sections.push("node");
+    }
+    if running.http != new.http {
+        sections.push("[http]");
+    }
+    if running.auction != new.auction {
+        sections.push("[auction]");
+    }
+    if running.schain != new.schain {
+        sections.push("[schain]");
+    }
+    if running.notices != new.notices {
+        sections.push("[notices]");
+    }
+    if running.admission != new.admission {
+        sections.push("[admission]");
+    }
+    if running.breaker != new.breaker {
+        sections.push("[breaker]");
+    }
+    sections
+}
+
+/// Reads and validates the file at `path` (blocking: call it off the runtime's threads).
+fn load(path: &Path) -> Result<Validated, ReloadError> {
+    let unreadable = |reason: String| ReloadError::Unreadable {
+        path: path.display().to_string(),
+        reason,
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| unreadable(e.to_string()))?
+        .len();
+    if size > MAX_CONFIG_BYTES as u64 {
+        return Err(unreadable(format!(
+            "{size} bytes; the limit is {MAX_CONFIG_BYTES}"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    Config::from_toml(&text).map_err(|e| ReloadError::Invalid {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+impl Exchange {
+    /// Reloads the bidder list from the configuration file at `path`; on any error the last
+    /// good configuration keeps serving.
+    pub async fn reload_from(&self, path: &Path) -> Result<ReloadReport, ReloadError> {
+        reload(&self.state, path).await
+    }
+
+    /// Applies the bidder list of an already validated configuration now.
+    pub fn apply_bidders(&self, new: &Validated) -> ReloadReport {
+        apply(&self.state, new)
+    }
+
+    /// Watches the configuration file at `path` and reloads it when its modification time or
+    /// length changes, until the exchange is dropped.
+    pub fn watch_config(&self, path: PathBuf) {
+        let state = Arc::downgrade(&self.state);
+        tokio::spawn(edge::watch_file(path.clone(), POLL_INTERVAL, move || {
+            let state = state.upgrade()?;
+            let path = path.clone();
+            Some(async move {
+                let _ = reload(&state, &path).await;
+            })
+        }));
+    }
+}
+
+async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError> {
+    let _one_at_a_time = state.reload_lock.lock().await;
+    let owned = path.to_owned();
+    let loaded = match tokio::task::spawn_blocking(move || load(&owned)).await {
+        Ok(result) => result,
+        Err(e) => Err(ReloadError::Unreadable {
+            path: path.display().to_string(),
+            reason: format!("loading stopped: {e}"),
+        }),
+    };
+    let validated = match loaded {
+        Ok(v) => v,
+        Err(e) => {
+            state.metrics.config_reloads.inc(e.outcome() as usize);
+            tracing::error!(error = %e, "configuration reload refused; the last good configuration keeps serving");
+            return Err(e);
+        }
+    };
+    let report = apply(state, &validated);
+    state
+        .metrics
+        .config_reloads
+        .inc(ReloadOutcome::Applied as usize);
+    let b = &report.bidders;
+    tracing::info!(
+        file = %path.display(),
+        added = ?b.added,
+        removed = ?b.removed,
+        changed = ?b.changed,
+        unchanged = b.unchanged,
+        "bidder list reloaded"
+    );
+    if !report.restart_needed.is_empty() {
+        tracing::warn!(sections = ?report.restart_needed, "these sections changed; they take effect at the next restart");
+    }
+    Ok(report)
+}
+
+fn apply(state: &State, new: &Validated) -> ReloadReport {
+    let previous = state.roster.load();
+    let (roster, change) = Roster::build(
+        &new.config.bidders,
+        &new.endpoints,
+        &state.pool_settings,
+        &previous,
+        Instant::now(),
+    );
+    state.metrics.set_bidders(roster.table());
+    state.roster.store(Arc::new(roster));
+    ReloadReport {
+        bidders: change,
+        restart_needed: restart_only_changes(&state.config.config, &new.config),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_that_need_a_restart_are_named() {
+        let base = "[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
+        let running = Config::from_toml(base).unwrap().config;
+        let same = Config::from_toml(&format!("listen = \"127.0.0.1:1\"\n{base}"))
+            .unwrap()
+            .config;
+        assert!(restart_only_changes(&running, &same).is_empty());
+        let other = Config::from_toml(
+            "node = \"n2\"\n[http]\nmax_body_bytes = 1000\n[breaker]\nprobes = 5\n\
+             [admission]\nmode = \"off\"\n",
+        )
+        .unwrap()
+        .config;
+        assert_eq!(
+            restart_only_changes(&running, &other),
+            ["node", "[http]", "[admission]", "[breaker]"]
+        );
+    }
+
+    #[test]
+    fn unreadable_and_invalid_files_say_why() {
+        let dir = std::env::temp_dir().join(format!("gavel-reload-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = load(&dir.join("missing.toml")).unwrap_err();
+        assert_eq!(missing.outcome(), ReloadOutcome::Unreadable);
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "[[bidders]]\nname = \"a\"\nendpoint = \"ftp://x/\"\n").unwrap();
+        let e = load(&bad).unwrap_err();
+        assert_eq!(e.outcome(), ReloadOutcome::Invalid);
+        assert!(e.to_string().contains("bidders[0].endpoint"), "{e}");
+        let huge = dir.join("huge.toml");
+        std::fs::write(&huge, vec![b'#'; MAX_CONFIG_BYTES + 1]).unwrap();
+        assert!(load(&huge).unwrap_err().to_string().contains("limit"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

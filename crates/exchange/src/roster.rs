@@ -1,0 +1,276 @@
+//! The live bidder list. An auction reads one [`Roster`] from start to end; a reload builds the
+//! next one aside and swaps it in atomically, so an auction never sees half of each.
+//!
+//! A bidder is known by its name across reloads. What it has learned carries over when the
+//! reload leaves the part it depends on unchanged: its metrics always (counters continue under
+//! the same label), its connection pool while the endpoint and connection cap stay, its circuit
+//! breaker while the endpoint stays, its rate cap while `max_qps` stays. A replaced pool is not
+//! closed: calls in flight hold it and finish; its idle connections close when it is dropped.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::breaker::{Breaker, BreakerConfig, RateCap};
+use crate::config::{BidderConfig, Endpoint, HttpConfig};
+use crate::metrics::{BidderMetrics, BidderTable};
+use crate::pool::BidderPool;
+
+/// One configured bidder with its own pool, breaker and optional rate cap.
+#[derive(Debug)]
+pub(crate) struct Bidder {
+    pub(crate) name: String,
+    pub(crate) enabled: bool,
+    pub(crate) max_connections: u32,
+    pub(crate) max_qps: Option<u32>,
+    pub(crate) pool: Arc<BidderPool>,
+    /// Short critical sections only (a few comparisons), never held across an await.
+    pub(crate) breaker: Arc<Mutex<Breaker>>,
+    pub(crate) rate_cap: Option<Arc<Mutex<RateCap>>>,
+    pub(crate) metrics: Arc<BidderMetrics>,
+}
+
+/// The bidders of one configuration, in file order. An auction's replies index into it.
+#[derive(Debug, Default)]
+pub(crate) struct Roster {
+    pub(crate) bidders: Vec<Bidder>,
+    /// Index-aligned with `bidders`: what settlement and metrics read.
+    pub(crate) names: Vec<String>,
+    pub(crate) metrics: Vec<Arc<BidderMetrics>>,
+}
+
+/// What a reload did to the bidder list, by bidder name.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RosterChange {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Kept, with a new endpoint, connection cap, `max_qps` or `enabled`.
+    pub changed: Vec<String>,
+    /// Kept exactly as they were.
+    pub unchanged: usize,
+}
+
+impl RosterChange {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// The settings a roster is built with that only a restart changes.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolSettings {
+    pub(crate) max_response_bytes: usize,
+    pub(crate) drain: Duration,
+    pub(crate) breaker: BreakerConfig,
+}
+
+impl PoolSettings {
+    pub(crate) fn new(http: &HttpConfig, breaker: &BreakerConfig) -> PoolSettings {
+        PoolSettings {
+            max_response_bytes: http.max_bidder_response_bytes,
+            drain: Duration::from_millis(http.bidder_drain_ms),
+            breaker: breaker.clone(),
+        }
+    }
+}
+
+impl Roster {
+    /// Builds the roster of `configs` (index-aligned with their validated `endpoints`), taking
+    /// over from `previous` what each kept bidder may keep.
+    pub(crate) fn build(
+        configs: &[BidderConfig],
+        endpoints: &[Endpoint],
+        settings: &PoolSettings,
+        previous: &Roster,
+        now: Instant,
+    ) -> (Roster, RosterChange) {
+        let mut change = RosterChange::default();
+        let mut bidders = Vec::with_capacity(configs.len());
+        for (config, endpoint) in configs.iter().zip(endpoints) {
+            let old = previous.bidders.iter().find(|b| b.name == config.name);
+            let bidder = Bidder::carried_over(config, endpoint, settings, old, now);
+            match old {
+                None => change.added.push(config.name.clone()),
+                Some(old) if old.same_settings(&bidder) => change.unchanged += 1,
+                Some(_) => change.changed.push(config.name.clone()),
+            }
+            bidders.push(bidder);
+        }
+        change.removed = previous
+            .bidders
+            .iter()
+            .filter(|old| !configs.iter().any(|c| c.name == old.name))
+            .map(|old| old.name.clone())
+            .collect();
+        (Roster::from_bidders(bidders), change)
+    }
+
+    fn from_bidders(bidders: Vec<Bidder>) -> Roster {
+        Roster {
+            names: bidders.iter().map(|b| b.name.clone()).collect(),
+            metrics: bidders.iter().map(|b| b.metrics.clone()).collect(),
+            bidders,
+        }
+    }
+
+    /// The metrics view of this roster.
+    pub(crate) fn table(&self) -> BidderTable {
+        BidderTable {
+            names: self.names.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+impl Bidder {
+    fn carried_over(
+        config: &BidderConfig,
+        endpoint: &Endpoint,
+        settings: &PoolSettings,
+        old: Option<&Bidder>,
+        now: Instant,
+    ) -> Bidder {
+        let same_endpoint = old.filter(|o| o.pool.endpoint() == endpoint);
+        let pool = same_endpoint
+            .filter(|o| o.max_connections == config.max_connections)
+            .map_or_else(
+                || {
+                    Arc::new(BidderPool::new(
+                        endpoint.clone(),
+                        config.max_connections,
+                        settings.max_response_bytes,
+                        settings.drain,
+                    ))
+                },
+                |o| o.pool.clone(),
+            );
+        // A breaker judges an endpoint: a new address starts with a clean record.
+        let breaker = same_endpoint.map_or_else(
+            || Arc::new(Mutex::new(Breaker::new(settings.breaker.clone(), now))),
+            |o| o.breaker.clone(),
+        );
+        let rate_cap = match old {
+            Some(o) if o.max_qps == config.max_qps => o.rate_cap.clone(),
+            _ => config
+                .max_qps
+                .map(|q| Arc::new(Mutex::new(RateCap::new(q, now)))),
+        };
+        Bidder {
+            name: config.name.clone(),
+            enabled: config.enabled,
+            max_connections: config.max_connections,
+            max_qps: config.max_qps,
+            pool,
+            breaker,
+            rate_cap,
+            metrics: old.map_or_else(Arc::default, |o| o.metrics.clone()),
+        }
+    }
+
+    fn same_settings(&self, other: &Bidder) -> bool {
+        self.enabled == other.enabled
+            && self.max_connections == other.max_connections
+            && self.max_qps == other.max_qps
+            && self.pool.endpoint() == other.pool.endpoint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    fn roster_of(text: &str, previous: &Roster) -> (Roster, RosterChange) {
+        let v = Config::from_toml(text).unwrap();
+        let settings = PoolSettings::new(&v.config.http, &v.config.breaker);
+        Roster::build(
+            &v.config.bidders,
+            &v.endpoints,
+            &settings,
+            previous,
+            Instant::now(),
+        )
+    }
+
+    fn bidder(name: &str, port: u16, extra: &str) -> String {
+        format!("[[bidders]]\nname = {name:?}\nendpoint = \"http://127.0.0.1:{port}/\"\n{extra}\n")
+    }
+
+    #[test]
+    fn kept_bidders_keep_what_their_settings_allow() {
+        let (first, change) = roster_of(
+            &[
+                bidder("a", 1, ""),
+                bidder("b", 2, ""),
+                bidder("c", 3, "max_qps = 10"),
+                bidder("d", 4, ""),
+            ]
+            .concat(),
+            &Roster::default(),
+        );
+        assert_eq!(change.added, ["a", "b", "c", "d"]);
+        first.metrics[0]
+            .requests
+            .store(7, std::sync::atomic::Ordering::Relaxed);
+
+        // a unchanged; b moves to a new port; c gets a new cap; d is removed; e is new.
+        let (second, change) = roster_of(
+            &[
+                bidder("e", 5, ""),
+                bidder("a", 1, ""),
+                bidder("b", 9, ""),
+                bidder("c", 3, "max_qps = 20"),
+            ]
+            .concat(),
+            &first,
+        );
+        assert_eq!(second.names, ["e", "a", "b", "c"]);
+        assert_eq!(change.added, ["e"]);
+        assert_eq!(change.removed, ["d"]);
+        assert_eq!(change.changed, ["b", "c"]);
+        assert_eq!(change.unchanged, 1);
+
+        let (a0, a1) = (&first.bidders[0], &second.bidders[1]);
+        assert!(Arc::ptr_eq(&a0.pool, &a1.pool));
+        assert!(Arc::ptr_eq(&a0.breaker, &a1.breaker));
+        assert!(Arc::ptr_eq(&a0.metrics, &a1.metrics));
+        assert_eq!(
+            second.metrics[1]
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+            7
+        );
+
+        let (b0, b1) = (&first.bidders[1], &second.bidders[2]);
+        assert!(
+            !Arc::ptr_eq(&b0.pool, &b1.pool),
+            "a new endpoint, a new pool"
+        );
+        assert!(!Arc::ptr_eq(&b0.breaker, &b1.breaker));
+        assert!(Arc::ptr_eq(&b0.metrics, &b1.metrics));
+
+        let (c0, c1) = (&first.bidders[2], &second.bidders[3]);
+        assert!(Arc::ptr_eq(&c0.pool, &c1.pool));
+        let (Some(cap0), Some(cap1)) = (&c0.rate_cap, &c1.rate_cap) else {
+            panic!("c has a rate cap")
+        };
+        assert!(!Arc::ptr_eq(cap0, cap1));
+    }
+
+    #[test]
+    fn a_new_connection_cap_means_a_new_pool_but_the_same_breaker() {
+        let (first, _) = roster_of(&bidder("a", 1, ""), &Roster::default());
+        let (second, change) = roster_of(&bidder("a", 1, "max_connections = 8"), &first);
+        assert_eq!(change.changed, ["a"]);
+        assert!(!Arc::ptr_eq(
+            &first.bidders[0].pool,
+            &second.bidders[0].pool
+        ));
+        assert!(Arc::ptr_eq(
+            &first.bidders[0].breaker,
+            &second.bidders[0].breaker
+        ));
+        let (third, change) = roster_of(&bidder("a", 1, "max_connections = 8"), &second);
+        assert!(change.is_empty() && change.unchanged == 1);
+        assert!(Arc::ptr_eq(&second.bidders[0].pool, &third.bidders[0].pool));
+    }
+}
