@@ -17,6 +17,7 @@ import argparse, json, os, platform, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bidder import run_bidder  # noqa: E402
+from overload import run_overload  # noqa: E402
 from fleet import Exchange, instant, per_bidder, realistic, silent  # noqa: E402
 from procs import GAVEL, ROOT, SERVER_CORE, Proc, free_port, gavel_load, settle, wrk  # noqa: E402
 import tables  # noqa: E402
@@ -172,6 +173,19 @@ def run_silent(args, ctx):
     return out
 
 
+def run_fuzz(args, ctx):
+    """Every cargo-fuzz target for --fuzz-seconds each (bench/fuzz.py), its figures recorded."""
+    out = os.path.join(RESULTS, "fuzz-run.json")
+    print(f"fuzz: every target for {args.fuzz_seconds} s (bench/fuzz.py)", flush=True)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fuzz.py"),
+                        "--seconds", str(args.fuzz_seconds), "--json", out])
+    if not os.path.exists(out):
+        raise RuntimeError(f"bench/fuzz.py wrote no results (exit {p.returncode})")
+    report = json.load(open(out))
+    os.remove(out)
+    return {"fuzz": report, "exit_code": p.returncode}
+
+
 SCENARIOS = {
     "baseline": run_baseline,
     "crosscheck": run_crosscheck,
@@ -181,6 +195,8 @@ SCENARIOS = {
     "realistic-20": run_realistic,
     "silent-bidder": run_silent,
     "bidder": lambda args, ctx: run_bidder(args, ctx, capacity),
+    "overload": lambda args, ctx: run_overload(args, ctx, capacity, SLO_MS),
+    "fuzz": run_fuzz,
 }
 
 
@@ -197,6 +213,7 @@ def main():
     ap.add_argument("--level-seconds", type=int, default=10, help="length of each fixed-rate run")
     ap.add_argument("--check-seconds", type=int, default=10, help="length of each cross-check run")
     ap.add_argument("--silent-rate", type=int, default=500, help="rate of the silent-bidder runs")
+    ap.add_argument("--fuzz-seconds", type=int, default=30, help="fuzzing time per target")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args()
     if not os.path.exists(GAVEL):

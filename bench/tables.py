@@ -114,6 +114,34 @@ def section(results):
             out.append(f"| {n(r['campaigns'])} | {r['ledger']} | {n(r['capacity'])} | {ratio} | {n(p50, 2)} / {n(p99, 2)} "
                        f"| {n(r['server_cpu_us_per_request'], 1)} µs | {trials(r['search'])} |")
         out.append("")
+    over = load(results, "overload")
+    if over:
+        out.append(f"### Overload (fan-out {over['bidders']}, instant bidders, adaptive admission, tmax {over['tmax_ms']} ms)\n")
+        ratio = f"; ratio to the same-run baseline {over['ratio_to_baseline']:.3f}" if over.get("ratio_to_baseline") else ""
+        out.append(f"Capacity (p99 <= {over['slo_p99_ms']} ms): {n(over['capacity'])}/s{ratio} (trials: {trials(over['search'])}). "
+                   f"Each level: {over['level_seconds']} s at the multiple, then {over['level_seconds']} s at half the "
+                   "capacity on the same connections (one `gavel load` run with falling steps). Goodput = "
+                   "auctions run to the end (fanned out, answered in time; not shed) per second of the overload step; recovery = seconds after the overload until every "
+                   "later second has p99 within the capacity SLO and no errors.\n")
+        out.append("| load | offered/s | answered within tmax | goodput/s (share of capacity) | shed | p50 / p99 / max ms | unanswered | admission bound after | peak RSS | recovery |")
+        out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for l in over["levels"]:
+            r = l["recovery"]
+            rec = "never" if r["seconds"] is None else f"{r['seconds']} s"
+            out.append(f"| {l['multiple']}x | {n(l['offered'])} | {pct(l['within_tmax'], 2)} | {n(l['goodput'])} ({pct(l['goodput_share_of_capacity'], 0)}) "
+                       f"| {n(l['shed'])} | {n(l['p50'], 2)} / {n(l['p99'], 2)} / {n(l['max'], 0)} | {n(l['unanswered'])} "
+                       f"| {n(l['admission_limit_after'])} | {n(l['peak_rss_mib'], 0)} MiB | {rec} |")
+        out.append("")
+    fz = load(results, "fuzz")
+    if fz:
+        f = fz["fuzz"]
+        out.append(f"### Fuzzing ({f['seconds_per_target']} s per target, `{f['command']}`)\n")
+        out.append("| target | executions | exec/s | corpus | coverage | crashes |")
+        out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for t in f["targets"]:
+            out.append(f"| `{t['target']}` | {n(t['execs'])} | {n(t['exec_per_s'])} | {n(t.get('corpus'))} "
+                       f"| {n(t['cov'])} | {t['crashes']} |")
+        out.append("")
     return "\n".join(out)
 
 

@@ -197,7 +197,8 @@ fn positive_rate(text: &str, what: &str) -> Result<f64, String> {
     Ok(r)
 }
 
-/// Parses `5000` or `1000:5000:1000` (from, to, step; rising; at most 100 steps).
+/// Parses `5000` or `1000:5000:1000` (from, to, step; rising, or falling when `to` is below
+/// `from`; at most 100 steps).
 pub fn parse_rate(text: &str) -> Result<RateArg, String> {
     let parts: Vec<&str> = text.split(':').collect();
     match parts.as_slice() {
@@ -208,10 +209,7 @@ pub fn parse_rate(text: &str) -> Result<RateArg, String> {
                 positive_rate(to, "the last step")?,
             );
             let step = positive_rate(step, "the step")?;
-            if to < from {
-                return Err(format!("steps must rise: {from} is above {to}"));
-            }
-            let steps = ((to - from) / step + 1e-9).floor() + 1.0;
+            let steps = ((to - from).abs() / step + 1e-9).floor() + 1.0;
             if steps > loadgen::MAX_STEPS as f64 {
                 return Err(format!(
                     "{text} has {steps} steps, at most {} are allowed",
@@ -326,7 +324,7 @@ mod tests {
         for (bad, why) in [
             ("0", "more than 0"),
             ("abc", "not a number"),
-            ("5000:1000:1000", "rise"),
+            ("5000:1000:0", "more than 0"),
             ("1:1000:1", "at most 100"),
             ("1:2", "expected"),
             ("1e7", "at most"),

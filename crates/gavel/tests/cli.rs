@@ -301,7 +301,7 @@ fn load_closed_loop_and_flag_conflicts() {
             "--find-capacity",
         ),
         (vec!["--find-capacity"], "--slo-p99"),
-        (vec!["--rate", "100:50:10"], "rise"),
+        (vec!["--rate", "100:50:0"], "step"),
         (vec!["--step-duration", "1s"], "--step-duration"),
     ] {
         let mut all = vec!["load", "--url", server.url.as_str()];

@@ -169,6 +169,18 @@ impl Phase {
     pub fn success_share(&self) -> f64 {
         ratio(self.status.successes() as f64, self.sent as f64)
     }
+
+    /// Share of the step's requests answered within `d` of their scheduled time, 0..=1, as
+    /// [`Report::share_within`].
+    pub fn share_within(&self, d: Duration) -> f64 {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        // Unanswered requests sit in the histogram at the timeout: cap by those answered.
+        let within = self
+            .latency
+            .count_between(0, us)
+            .min(self.status.answered());
+        ratio(within as f64, self.sent as f64)
+    }
 }
 
 /// Counts of the optional response check ([`crate::ResponseCheck`]).
@@ -546,6 +558,17 @@ mod tests {
         assert!((r.share_within(Duration::from_millis(99)) - 0.98).abs() < 1e-9);
         // At or past the timeout, only answered ones count, never the timeouts.
         assert!((r.share_within(Duration::from_secs(5)) - 0.98).abs() < 1e-9);
+        // A step's share is counted the same way over its own requests.
+        let step = Phase {
+            rate_offered: 100.0,
+            start: Duration::ZERO,
+            length: Duration::from_secs(1),
+            sent: r.sent,
+            status: r.status.clone(),
+            latency: r.latency.clone(),
+        };
+        assert!((step.share_within(Duration::from_millis(49)) - 0.49).abs() < 1e-9);
+        assert!((step.share_within(Duration::from_secs(5)) - 0.98).abs() < 1e-9);
     }
 
     #[test]

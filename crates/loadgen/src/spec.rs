@@ -26,9 +26,10 @@ pub const MAX_STEPS: usize = 100;
 pub enum Arrivals {
     /// Open loop: `0 < rate <= 1_000_000` requests per second throughout.
     Rate(f64),
-    /// Open loop: `from`, `from + step`, `from + 2·step`, ... while `<= to`, each rate held for
-    /// an equal share of the measured window (at most [`MAX_STEPS`] steps). The warm-up, if
-    /// any, runs at `from`. The report gives each step its own figures.
+    /// Open loop: `from`, `from + step`, `from + 2·step`, ... while `<= to` (or, when `to` is
+    /// below `from`, `from - step`, ... while `>= to`: an overload followed by the recovery),
+    /// each rate held for an equal share of the measured window (at most [`MAX_STEPS`] steps).
+    /// The warm-up, if any, runs at `from`. The report gives each step its own figures.
     Steps { from: f64, to: f64, step: f64 },
     /// Open loop: the rate moves linearly from `from` to `to` across the measured window. The
     /// warm-up, if any, runs at `from`.
@@ -45,13 +46,14 @@ impl Arrivals {
         let Arrivals::Steps { from, to, step } = *self else {
             return Vec::new();
         };
-        if !(from > 0.0 && step > 0.0 && to >= from) {
+        if !(from > 0.0 && to > 0.0 && step > 0.0) {
             return Vec::new();
         }
+        let signed = if to >= from { step } else { -step };
         // Tolerate rounding in `to`: 0.1:0.3:0.1 has three steps.
-        let n = ((to - from) / step + 1e-9).floor() as usize + 1;
+        let n = ((to - from).abs() / step + 1e-9).floor() as usize + 1;
         (0..n.min(MAX_STEPS + 1))
-            .map(|k| from + step * k as f64)
+            .map(|k| from + signed * k as f64)
             .collect()
     }
 
@@ -59,7 +61,7 @@ impl Arrivals {
     pub fn peak_rate(&self) -> Option<f64> {
         match *self {
             Arrivals::Rate(r) => Some(r),
-            Arrivals::Steps { .. } => self.step_rates().last().copied(),
+            Arrivals::Steps { .. } => self.step_rates().into_iter().reduce(f64::max),
             Arrivals::Ramp { from, to } => Some(from.max(to)),
             Arrivals::Closed => None,
         }
@@ -180,12 +182,6 @@ impl LoadSpec {
                 }
                 if !(step.is_finite() && step > 0.0) {
                     return Err(bad("rate", format!("the step must be > 0, got {step}")));
-                }
-                if to < from {
-                    return Err(bad(
-                        "rate",
-                        format!("steps must rise: {from} is above {to}"),
-                    ));
                 }
                 let n = self.arrivals.step_rates().len();
                 if n > MAX_STEPS {
@@ -390,7 +386,7 @@ mod tests {
                 |s| {
                     s.arrivals = Arrivals::Steps {
                         from: 500.0,
-                        to: 100.0,
+                        to: 0.0,
                         step: 100.0,
                     }
                 },
@@ -489,6 +485,14 @@ mod tests {
             step: 0.1,
         };
         assert_eq!(b.step_rates().len(), 3);
+        // Falling steps: an overload, then the recovery at a lower rate.
+        let down = Arrivals::Steps {
+            from: 5000.0,
+            to: 500.0,
+            step: 4500.0,
+        };
+        assert_eq!(down.step_rates(), vec![5000.0, 500.0]);
+        assert_eq!(down.peak_rate(), Some(5000.0));
 
         let mut s = spec();
         s.arrivals = a;

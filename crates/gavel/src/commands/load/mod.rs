@@ -44,6 +44,9 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         let share = report.share_within(slo);
         println!("within {slo:?}: {:.3}% of requests sent", 100.0 * share);
         json["slo"] = serde_json::json!({ "ms": slo.as_secs_f64() * 1000.0, "share": share });
+        for (step, phase) in report.phases.iter().enumerate() {
+            json["steps"][step]["within_slo"] = serde_json::json!(phase.share_within(slo));
+        }
     }
     if let Some(path) = &args.json {
         write(path, &serde_json::to_string_pretty(&json)?)?;

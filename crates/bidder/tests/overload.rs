@@ -1,0 +1,223 @@
+//! The bidder under more bid requests than it admits, over real loopback sockets: win notices
+//! sent meanwhile skip the admission gate, so every one is answered and charged while bids are
+//! being shed; and the bid port refuses malformed HTTP like the exchange's (same edge code).
+//! Figures are printed (`cargo test -p bidder --test overload -- --nocapture`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use bidder::metrics::RequestOutcome;
+use common::{TestBidder, banner_request, call, campaign_json};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn win_notices_are_answered_and_charged_while_bids_are_shed() {
+    // One bid decision at a time: two workers deciding at once already sheds.
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 1000.0, 2.0, "asap")),
+        "[admission]\nmode = \"fixed\"\nmax_in_flight = 1\n",
+    )
+    .await;
+    let metrics = b.bidder.metrics();
+    // Bids won earlier, whose win notices arrive during the flood.
+    let mut wins = Vec::new();
+    for i in 0..60 {
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("w{i}"), 300, 250, 0.1))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let nurl = v["seatbid"][0]["bid"][0]["nurl"].as_str().unwrap();
+        wins.push(nurl.replace("${AUCTION_PRICE}", "1.5"));
+    }
+    let shed_before = metrics.request_count(RequestOutcome::Shed);
+
+    // The flood: 64 senders, each sending its next bid request as soon as the last is answered.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut flood = tokio::task::JoinSet::new();
+    for s in 0..64 {
+        let (stop, addr) = (stop.clone(), b.addr);
+        flood.spawn(async move {
+            let mut times = Vec::new();
+            let mut n = 0u32;
+            while !stop.load(Relaxed) {
+                n += 1;
+                let started = Instant::now();
+                let (status, _) = call(
+                    addr,
+                    "POST",
+                    bidder::BID_PATH,
+                    &banner_request(&format!("f{s}-{n}"), 300, 250, 0.1),
+                )
+                .await;
+                assert!(status == 200 || status == 204, "a flooded bid got {status}");
+                times.push(started.elapsed());
+            }
+            times
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The notices, spread over the flood.
+    let mut notice_times = Vec::new();
+    for url in &wins {
+        let started = Instant::now();
+        let (status, body) = b.get(url).await;
+        assert_eq!(
+            status, 204,
+            "a win notice during the flood: {status} {body}"
+        );
+        notice_times.push(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    stop.store(true, Relaxed);
+    let mut bid_times = Vec::new();
+    while let Some(times) = flood.join_next().await {
+        bid_times.extend(times.unwrap());
+    }
+    bid_times.sort();
+    notice_times.sort();
+    let shed = metrics.request_count(RequestOutcome::Shed) - shed_before;
+    println!(
+        "flood: {} bid requests, {shed} shed; bid p50 {:?} p99 {:?}; {} win notices all 204, p50 {:?} p99 {:?}",
+        bid_times.len(),
+        percentile(&bid_times, 0.5),
+        percentile(&bid_times, 0.99),
+        notice_times.len(),
+        percentile(&notice_times, 0.5),
+        percentile(&notice_times, 0.99),
+    );
+    assert!(
+        shed > 0,
+        "the flood never overloaded the gate; the test proves nothing"
+    );
+    let c = b.campaign("c1").await;
+    assert_eq!(c["wins"], 60);
+    assert_eq!(c["nanos"]["spent"], 60 * 1_500_000);
+}
+
+/// Sends raw bytes on a fresh connection and reads until the server closes it or 3 s pass.
+async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let _ = s.write_all(bytes).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(3), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn the_bid_port_refuses_malformed_http_and_keeps_serving() {
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 1000.0, 2.0, "asap")),
+        "[http]\nread_timeout_ms = 500\n",
+    )
+    .await;
+    let body = banner_request("h", 300, 250, 0.1);
+    let post = |headers: &str, body: &str| {
+        format!("POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\n{headers}\r\n{body}").into_bytes()
+    };
+    let smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "conflicting Content-Length",
+            post("Content-Length: 5\r\nContent-Length: 6\r\n", "abcdef"),
+        ),
+        (
+            "signed Content-Length",
+            post("Content-Length: +5\r\n", "abcde"),
+        ),
+        (
+            "negative Content-Length",
+            post("Content-Length: -5\r\n", ""),
+        ),
+        (
+            "non-numeric Content-Length",
+            post("Content-Length: five\r\n", ""),
+        ),
+        (
+            "listed Content-Length",
+            post("Content-Length: 5, 5\r\n", "abcde"),
+        ),
+        (
+            "unknown Transfer-Encoding",
+            post("Transfer-Encoding: gzip\r\n", "abcde"),
+        ),
+        (
+            "bad chunk size",
+            post(
+                "Transfer-Encoding: chunked\r\n",
+                &format!("zz\r\nabc\r\n0\r\n\r\n{smuggled}"),
+            ),
+        ),
+        (
+            "garbage request line",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n".to_vec(),
+        ),
+        ("no version", b"POST /openrtb2/bid\r\n\r\n".to_vec()),
+        ("header without colon", post("Bogus header line\r\n", "")),
+        (
+            "64 KiB header",
+            post(&format!("X-Big: {}\r\n", "a".repeat(64 * 1024)), ""),
+        ),
+        ("short body", post("Content-Length: 100\r\n", "{}")),
+        (
+            "100 MB announced",
+            post("Content-Length: 100000000\r\n", ""),
+        ),
+    ];
+    for (what, bytes) in &cases {
+        let answer = raw(b.addr, bytes).await;
+        let status: u16 = answer
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            answer.is_empty() || (400..500).contains(&status),
+            "{what}: answered {answer:?}"
+        );
+        assert!(
+            !answer.contains("ok\n"),
+            "{what}: a smuggled request was answered"
+        );
+        println!(
+            "{what}: {}",
+            if answer.is_empty() {
+                "closed".to_owned()
+            } else {
+                status.to_string()
+            }
+        );
+    }
+    // A pipelined pair that is well formed gets two answers: the check above can fail.
+    let pair = [
+        post(&format!("Content-Length: {}\r\n", body.len()), &body),
+        smuggled.as_bytes().to_vec(),
+    ]
+    .concat();
+    let answer = raw(
+        b.addr,
+        &[
+            pair,
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(),
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(answer.matches("HTTP/1.1 200").count(), 3, "{answer}");
+    // And it still bids.
+    assert_eq!(b.post_bid(&body).await.0, 200);
+}
