@@ -127,6 +127,8 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 }
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
+    // Never shed, and counted against the bid gate's limit: under load, bids make way.
+    let _first = state.admission.enter_first();
     let parsed = match crate::notice::parse(kind, query) {
         Ok(n) => n,
         Err(e) => {
@@ -175,7 +177,7 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
         Err(response) => return response,
     };
     let read_at = Instant::now();
-    // Notices skip this gate: they settle money already promised, so they are never shed.
+    // Notices enter ahead of this gate (`enter_first`): they settle money already promised.
     let Some(_ticket) = state.admission.try_enter() else {
         state.metrics.request(RequestOutcome::Shed);
         return state.admission.shed_answer(&body);

@@ -112,18 +112,37 @@ impl AdmissionConfig {
 }
 
 /// The adaptive limit's arithmetic, pure: fed one reading per window.
+///
+/// Two signals, because neither is enough alone. The runtime's busy share says the CPU is full,
+/// but on an overloaded server shedding alone keeps it full, so cutting on it alone drives the
+/// limit to its floor. How long admitted requests hold their place, against the shortest hold
+/// seen, says whether admitted work is being slowed: the limit is cut only when both say so,
+/// by as much as the hold time has stretched (between a tenth and a half), and it may grow
+/// while holds are as short as ever even on a busy runtime.
 #[derive(Debug, Clone)]
 pub struct Aimd {
     limit: f64,
     min: f64,
     max: f64,
     target: f64,
+    /// Shortest mean hold seen (seconds), creeping up slowly so that it follows a lasting change.
+    base_hold: Option<f64>,
 }
 
 /// Below `target - SLACK` busy, the limit may grow; between the two it holds.
 const SLACK: f64 = 0.1;
-/// Share the limit keeps per window while the runtime is too busy.
+/// Share the limit keeps per window while the runtime is too busy: the gentlest cut.
 const DECREASE: f64 = 0.9;
+/// The strongest cut in one window.
+const STRONGEST_DECREASE: f64 = 0.5;
+/// Holds stretched by more than this (against the base) mean admitted work is slowed.
+const SLOWED: f64 = 1.25;
+/// Holds within this of the base mean admitted work runs at full speed.
+const UNSLOWED: f64 = 1.1;
+/// How fast the base hold creeps up per window: quickly while the runtime has room (the true
+/// cost of a request is seen then), slowly while it is busy (holds are inflated then).
+const BASE_CREEP_IDLE: f64 = 1.01;
+const BASE_CREEP_BUSY: f64 = 1.0001;
 
 impl Aimd {
     pub fn new(min: u32, max: u32, target: f64) -> Aimd {
@@ -134,6 +153,7 @@ impl Aimd {
             min: f64::from(min),
             max: f64::from(max),
             target,
+            base_hold: None,
         }
     }
 
@@ -142,23 +162,55 @@ impl Aimd {
         self.limit.round() as u32
     }
 
-    /// One window: the share of worker time spent busy (0..=1) and the most requests that were
-    /// in flight at once. Returns the new limit.
+    /// One window without hold times: the share of worker time spent busy (0..=1) and the most
+    /// requests that were in flight at once. Returns the new limit.
     pub fn update(&mut self, busy: f64, peak_in_flight: u32) -> u32 {
+        self.observe(busy, peak_in_flight, None)
+    }
+
+    /// One window: busy share, peak in flight, and the mean time (seconds) the requests that
+    /// ended in the window held their place (`None` when none ended). Returns the new limit.
+    pub fn observe(&mut self, busy: f64, peak_in_flight: u32, mean_hold: Option<f64>) -> u32 {
         if !busy.is_finite() || busy < 0.0 {
             return self.limit();
         }
+        let stretch = mean_hold
+            .filter(|h| h.is_finite() && *h > 0.0)
+            .and_then(|h| self.stretch(h, busy));
         let peak = f64::from(peak_in_flight);
         let pressed = peak >= self.limit * 0.9;
-        if busy > self.target && peak >= self.limit * 0.5 {
-            // Only cut a bound that traffic actually leans on: a runtime busy with something
-            // else (a burst of connections, the process's other work) is no reason to shed a
-            // handful of requests.
-            self.limit = (self.limit * DECREASE).max(self.min);
-        } else if busy < self.target - SLACK && pressed {
+        // Only cut a bound that traffic actually leans on: a runtime busy with something else
+        // (a burst of connections, the process's other work) is no reason to shed a handful.
+        let leaned_on = peak >= self.limit * 0.5;
+        let slowed = stretch.is_none_or(|s| s > SLOWED);
+        if busy > self.target && leaned_on && slowed {
+            let keep = stretch.map_or(DECREASE, |s| (1.0 / s).clamp(STRONGEST_DECREASE, DECREASE));
+            self.limit = (self.limit * keep).max(self.min);
+        } else if pressed && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED)) {
             self.limit = (self.limit + self.limit.sqrt().max(1.0)).min(self.max);
         }
         self.limit()
+    }
+
+    /// How stretched `hold` is against the base, which it also updates; `None` until a
+    /// window with room has shown what a request costs (a hold seen on a busy runtime may
+    /// already be stretched, and would make a false base).
+    fn stretch(&mut self, hold: f64, busy: f64) -> Option<f64> {
+        let busy = busy > self.target;
+        let base = match self.base_hold {
+            None if busy => return None,
+            None => hold,
+            Some(b) => {
+                let creep = if busy {
+                    BASE_CREEP_BUSY
+                } else {
+                    BASE_CREEP_IDLE
+                };
+                (b * creep).min(hold)
+            }
+        };
+        self.base_hold = Some(base);
+        Some(hold / base)
     }
 }
 
@@ -178,16 +230,24 @@ pub struct Admission {
     late: AtomicU64,
     /// Last busy share the controller saw, in thousandths.
     busy_milli: AtomicU64,
+    /// Tickets dropped, and their summed hold time in nanoseconds, since the controller last
+    /// looked.
+    released: AtomicU64,
+    held_nanos: AtomicU64,
 }
 
 /// An admitted request's place; dropping it frees the place.
 #[derive(Debug)]
 pub struct Ticket<'a> {
     gate: &'a Admission,
+    since: Instant,
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
+        let held = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.gate.held_nanos.fetch_add(held, Relaxed);
+        self.gate.released.fetch_add(1, Relaxed);
         self.gate.in_flight.fetch_sub(1, Relaxed);
     }
 }
@@ -214,6 +274,8 @@ impl Admission {
             shed: AtomicU64::new(0),
             late: AtomicU64::new(0),
             busy_milli: AtomicU64::new(0),
+            released: AtomicU64::new(0),
+            held_nanos: AtomicU64::new(0),
         }
     }
 
@@ -231,7 +293,23 @@ impl Admission {
         }
         self.peak.fetch_max(before + 1, Relaxed);
         self.admitted.fetch_add(1, Relaxed);
-        Some(Ticket { gate: self })
+        Some(Ticket {
+            gate: self,
+            since: Instant::now(),
+        })
+    }
+
+    /// A place that is never refused, for work that must not be shed (a bidder's win and
+    /// billing notices settle money already promised). It counts against the limit like any
+    /// other, so while it is held, requests asking with [`Admission::try_enter`] are the ones
+    /// shed: such work is served first when both compete.
+    pub fn enter_first(&self) -> Ticket<'_> {
+        let before = self.in_flight.fetch_add(1, Relaxed);
+        self.peak.fetch_max(before + 1, Relaxed);
+        Ticket {
+            gate: self,
+            since: Instant::now(),
+        }
     }
 
     /// Counts a request answered at once because too little of its time was left.
@@ -294,7 +372,11 @@ impl Admission {
             let share = busy.saturating_sub(last_busy).as_secs_f64() / (wall * workers as f64);
             (last_at, last_busy) = (now, busy);
             let peak = g.peak.swap(g.in_flight.load(Relaxed), Relaxed);
-            let limit = aimd.update(share, peak);
+            let released = g.released.swap(0, Relaxed);
+            let held = g.held_nanos.swap(0, Relaxed);
+            #[allow(clippy::cast_precision_loss)] // nanoseconds of one window
+            let mean_hold = (released > 0).then(|| held as f64 / released as f64 / 1e9);
+            let limit = aimd.observe(share, peak, mean_hold);
             g.limit.store(limit, Relaxed);
             g.busy_milli
                 .store((share.clamp(0.0, 1.0) * 1000.0).round() as u64, Relaxed);
@@ -368,6 +450,28 @@ mod tests {
     }
 
     #[test]
+    fn work_entered_first_takes_places_from_requests_that_may_be_shed() {
+        let gate = Admission::new(AdmissionConfig {
+            mode: Mode::Fixed,
+            max_in_flight: 2,
+            ..AdmissionConfig::default()
+        });
+        let first = gate.enter_first();
+        let second = gate.enter_first();
+        let third = gate.enter_first();
+        assert!(
+            gate.try_enter().is_none(),
+            "the limit is taken by work entered first"
+        );
+        drop(first);
+        assert!(gate.try_enter().is_none(), "two places are still held");
+        drop(second);
+        let admitted = gate.try_enter();
+        assert!(admitted.is_some(), "one place is free");
+        drop((third, admitted));
+    }
+
+    #[test]
     fn off_admits_everything() {
         let gate = Admission::new(config(Mode::Off, 1));
         let tickets: Vec<_> = (0..10_000).map(|_| gate.try_enter().unwrap()).collect();
@@ -406,6 +510,70 @@ mod tests {
         let (lo, hi) = (*tail.iter().min().unwrap(), *tail.iter().max().unwrap());
         // Busy at most 0.9 means 70 in flight; it should hover below that, not collapse.
         assert!(lo >= 45 && hi <= 72, "limit wandered over {lo}..{hi}");
+    }
+
+    /// The model server of `busy`, also giving the mean hold: work stretches in proportion
+    /// to how far demand exceeds the runtime.
+    fn overloaded(in_flight: u32, cost: f64, shedding: f64, base_hold: f64) -> (f64, f64) {
+        let demand = f64::from(in_flight) * cost + shedding;
+        (demand.min(1.0), base_hold * demand.max(1.0))
+    }
+
+    #[test]
+    fn shedding_that_keeps_the_runtime_busy_does_not_drive_the_limit_to_its_floor() {
+        // Shedding the excess takes half the runtime; 50 admitted requests fill the rest. On
+        // busy share alone the limit would fall to its floor (4), and goodput with it.
+        let mut a = Aimd::new(4, 1_024, 0.9);
+        // A quiet start shows what a request costs.
+        for _ in 0..5 {
+            a.observe(0.3, 10, Some(0.002));
+        }
+        let mut seen = Vec::new();
+        for _ in 0..400 {
+            let l = a.limit();
+            let (busy, hold) = overloaded(l, 0.01, 0.5, 0.002);
+            seen.push(a.observe(busy, l, Some(hold)));
+        }
+        // From 256, the stretched holds cut by up to a half per window: fast.
+        let first_below = seen.iter().position(|&l| l <= 80).unwrap();
+        assert!(
+            first_below <= 4,
+            "took {first_below} windows: {:?}",
+            &seen[..8]
+        );
+        let tail = &seen[300..];
+        let (lo, hi) = (*tail.iter().min().unwrap(), *tail.iter().max().unwrap());
+        // 50 in flight fill the runtime; holds stretched up to SLOWED are tolerated (70 here),
+        // and the floor (4) would be a collapse.
+        let stretched = overloaded(hi, 0.01, 0.5, 0.002).1 / 0.002;
+        assert!(
+            lo >= 40 && stretched <= SLOWED,
+            "limit wandered over {lo}..{hi}"
+        );
+    }
+
+    #[test]
+    fn a_server_overloaded_from_its_start_cuts_on_busy_share_alone() {
+        // No quiet window yet: its holds may be stretched already, so they teach nothing.
+        let mut a = Aimd::new(4, 1_024, 0.9);
+        for _ in 0..10 {
+            let l = a.limit();
+            let (busy, hold) = overloaded(l, 0.01, 0.5, 0.002);
+            a.observe(busy, l, Some(hold));
+        }
+        assert_eq!(a.limit(), (256.0 * 0.9_f64.powi(10)).round() as u32);
+    }
+
+    #[test]
+    fn holds_as_short_as_ever_let_a_busy_runtime_admit_more() {
+        let mut a = Aimd::new(4, 1_024, 0.9);
+        a.observe(0.3, 10, Some(0.002));
+        let start = a.limit();
+        for _ in 0..5 {
+            let l = a.limit();
+            a.observe(1.0, l, Some(0.002));
+        }
+        assert!(a.limit() > start, "limit {} did not grow", a.limit());
     }
 
     #[test]
