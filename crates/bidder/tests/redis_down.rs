@@ -1,10 +1,13 @@
 //! The bidder on a real `redis-server` that is killed and restarted: every request is still
 //! answered within its `tmax` (no bid once nothing is funded: fail closed), and bidding resumes
-//! by itself when Redis is back, without restarting the bidder.
+//! by itself when Redis is back, without restarting the bidder; the same under a steady
+//! ~250 requests/s.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{TestBidder, banner_request, campaign_json};
@@ -14,8 +17,12 @@ use ledger_redis::test_server::RedisServer;
 const TMAX: Duration = Duration::from_millis(100);
 
 async fn bidder_on(redis: &RedisServer, mode: &str) -> TestBidder {
+    bidder_with_budget(redis, mode, 1.0).await
+}
+
+async fn bidder_with_budget(redis: &RedisServer, mode: &str, budget: f64) -> TestBidder {
     TestBidder::start(
-        &format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")),
+        &format!("[{}]", campaign_json("c1", budget, 2.0, "asap")),
         &format!(
             "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_mode = \"{mode}\"\n\
              redis_timeout_ms = 20\nlease_chunk = 0.01\nlease_report_ms = 50\nlease_ttl_ms = 1000\n\
@@ -100,4 +107,105 @@ async fn per_bid_mode_fails_closed_and_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_mode_fails_closed_and_recovers() {
     kill_and_restart("lease").await;
+}
+
+/// What one request of the steady load got: when it was sent, its status, how long it took.
+type Seen = Arc<Mutex<Vec<(Instant, u16, Duration)>>>;
+
+/// Sends a bid request every `every` (each on its own task) until `stop` is set.
+fn steady_load(
+    b: &TestBidder,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    seen: Seen,
+) -> tokio::task::JoinHandle<()> {
+    let addr = b.addr;
+    tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut tick = tokio::time::interval(every);
+        let mut n = 0u64;
+        while !stop.load(Relaxed) {
+            tick.tick().await;
+            n += 1;
+            let seen = seen.clone();
+            tasks.spawn(async move {
+                let sent = Instant::now();
+                let body = banner_request(&format!("l{n}"), 300, 250, 0.1);
+                let (status, _) = common::call(addr, "POST", bidder::BID_PATH, &body).await;
+                seen.lock().unwrap().push((sent, status, sent.elapsed()));
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    })
+}
+
+/// Redis killed and restarted while ~250 bid requests/s keep coming: every one is answered
+/// within `TMAX`, no bid is made while nothing is funded (beyond the lease's local headroom and
+/// the requests in flight at the kill), and bidding resumes by itself.
+async fn kill_and_restart_under_load(mode: &str) {
+    let mut redis = RedisServer::start().await;
+    let port = redis.port;
+    let b = bidder_with_budget(&redis, mode, 1_000.0).await;
+    until_it_bids(&b).await;
+    let seen: Seen = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = steady_load(&b, Duration::from_millis(4), stop.clone(), seen.clone());
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    redis.kill();
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let _redis = RedisServer::start_on(port).await.unwrap();
+    let restarted = Instant::now();
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    stop.store(true, Relaxed);
+    load.await.unwrap();
+
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let slowest = seen.iter().map(|s| s.2).max().unwrap_or_default();
+    let bad: Vec<u16> = seen
+        .iter()
+        .map(|s| s.1)
+        .filter(|&c| c != 200 && c != 204)
+        .collect();
+    // Sent well after the kill (past the Redis timeout and any request in flight at the kill)
+    // and before the restart: nothing is funded then, beyond the lease's local headroom.
+    let down = |s: &&(Instant, u16, Duration)| {
+        s.0 > killed + Duration::from_millis(100) && s.0 < restarted
+    };
+    let bids_while_down = seen.iter().filter(down).filter(|s| s.1 == 200).count();
+    let sent_while_down = seen.iter().filter(down).count();
+    let first_bid_after = seen
+        .iter()
+        .filter(|s| s.0 >= restarted && s.1 == 200)
+        .map(|s| s.0 - restarted)
+        .min();
+    eprintln!(
+        "{mode} under load: {} requests, {} not 200/204, slowest {slowest:?}; {bids_while_down} bids of {sent_while_down} sent while Redis was down; first bid {first_bid_after:?} after the restart",
+        seen.len(),
+        bad.len()
+    );
+    assert!(seen.len() > 600, "only {} requests ran", seen.len());
+    assert!(bad.is_empty(), "{mode}: statuses {bad:?}");
+    assert!(slowest < TMAX, "{mode}: an answer took {slowest:?}");
+    assert!(sent_while_down > 200);
+    let allowed = if mode == "lease" { 5 } else { 0 };
+    assert!(
+        bids_while_down <= allowed,
+        "{mode}: {bids_while_down} bids with Redis down"
+    );
+    assert!(
+        first_bid_after.is_some_and(|d| d < Duration::from_millis(1_500)),
+        "{mode}: bidding did not resume within 1.5 s of the restart ({first_bid_after:?})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_bid_mode_under_load_fails_closed_and_recovers() {
+    kill_and_restart_under_load("per-bid").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_mode_under_load_fails_closed_and_recovers() {
+    kill_and_restart_under_load("lease").await;
 }
