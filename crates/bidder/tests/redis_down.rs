@@ -6,11 +6,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{TestBidder, banner_request, campaign_json};
+use common::{Answer, Answers, TestBidder, banner_request, campaign_json, steady_load};
 use ledger_redis::test_server::RedisServer;
 
 /// Requests carry `tmax` 100 ms; the bidder decides within `tmax - answer_margin`.
@@ -109,36 +109,6 @@ async fn lease_mode_fails_closed_and_recovers() {
     kill_and_restart("lease").await;
 }
 
-/// What one request of the steady load got: when it was sent, its status, how long it took.
-type Seen = Arc<Mutex<Vec<(Instant, u16, Duration)>>>;
-
-/// Sends a bid request every `every` (each on its own task) until `stop` is set.
-fn steady_load(
-    b: &TestBidder,
-    every: Duration,
-    stop: Arc<AtomicBool>,
-    seen: Seen,
-) -> tokio::task::JoinHandle<()> {
-    let addr = b.addr;
-    tokio::spawn(async move {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut tick = tokio::time::interval(every);
-        let mut n = 0u64;
-        while !stop.load(Relaxed) {
-            tick.tick().await;
-            n += 1;
-            let seen = seen.clone();
-            tasks.spawn(async move {
-                let sent = Instant::now();
-                let body = banner_request(&format!("l{n}"), 300, 250, 0.1);
-                let (status, _) = common::call(addr, "POST", bidder::BID_PATH, &body).await;
-                seen.lock().unwrap().push((sent, status, sent.elapsed()));
-            });
-        }
-        while tasks.join_next().await.is_some() {}
-    })
-}
-
 /// Redis killed and restarted while ~250 bid requests/s keep coming: every one is answered
 /// within `TMAX`, no bid is made while nothing is funded (beyond the lease's local headroom and
 /// the requests in flight at the kill), and bidding resumes by itself.
@@ -147,9 +117,9 @@ async fn kill_and_restart_under_load(mode: &str) {
     let port = redis.port;
     let b = bidder_with_budget(&redis, mode, 1_000.0).await;
     until_it_bids(&b).await;
-    let seen: Seen = Arc::default();
+    let seen: Answers = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let load = steady_load(&b, Duration::from_millis(4), stop.clone(), seen.clone());
+    let load = steady_load(b.addr, Duration::from_millis(4), stop.clone(), seen.clone());
 
     tokio::time::sleep(Duration::from_millis(500)).await;
     redis.kill();
@@ -162,23 +132,21 @@ async fn kill_and_restart_under_load(mode: &str) {
     load.await.unwrap();
 
     let seen = std::mem::take(&mut *seen.lock().unwrap());
-    let slowest = seen.iter().map(|s| s.2).max().unwrap_or_default();
+    let slowest = seen.iter().map(|s| s.took).max().unwrap_or_default();
     let bad: Vec<u16> = seen
         .iter()
-        .map(|s| s.1)
+        .map(|s| s.status)
         .filter(|&c| c != 200 && c != 204)
         .collect();
     // Sent well after the kill (past the Redis timeout and any request in flight at the kill)
     // and before the restart: nothing is funded then, beyond the lease's local headroom.
-    let down = |s: &&(Instant, u16, Duration)| {
-        s.0 > killed + Duration::from_millis(100) && s.0 < restarted
-    };
-    let bids_while_down = seen.iter().filter(down).filter(|s| s.1 == 200).count();
+    let down = |s: &&Answer| s.sent > killed + Duration::from_millis(100) && s.sent < restarted;
+    let bids_while_down = seen.iter().filter(down).filter(|s| s.status == 200).count();
     let sent_while_down = seen.iter().filter(down).count();
     let first_bid_after = seen
         .iter()
-        .filter(|s| s.0 >= restarted && s.1 == 200)
-        .map(|s| s.0 - restarted)
+        .filter(|s| s.sent >= restarted && s.status == 200)
+        .map(|s| s.sent - restarted)
         .min();
     eprintln!(
         "{mode} under load: {} requests, {} not 200/204, slowest {slowest:?}; {bids_while_down} bids of {sent_while_down} sent while Redis was down; first bid {first_bid_after:?} after the restart",

@@ -7,54 +7,12 @@
 
 mod common;
 
-use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bidder::metrics::{ReloadFailure, ReloadOutcome};
-use common::{TestBidder, banner_request, call, campaign_json};
-use serde_json::Value;
-
-/// (status, price of the first bid) of each request, and the slowest answer.
-type Answers = Arc<Mutex<Vec<(u16, Option<f64>, Duration)>>>;
-
-/// Sends a bid request every `every`, each on its own task, until `stop` is set.
-fn drive(
-    addr: SocketAddr,
-    every: Duration,
-    stop: Arc<AtomicBool>,
-    answers: Answers,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut tick = tokio::time::interval(every);
-        let mut n = 0u64;
-        while !stop.load(Relaxed) {
-            tick.tick().await;
-            n += 1;
-            let answers = answers.clone();
-            tasks.spawn(async move {
-                let started = Instant::now();
-                let (status, body) = call(
-                    addr,
-                    "POST",
-                    bidder::BID_PATH,
-                    &banner_request(&format!("r{n}"), 300, 250, 0.1),
-                )
-                .await;
-                let price = serde_json::from_str::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v["seatbid"][0]["bid"][0]["price"].as_f64());
-                answers
-                    .lock()
-                    .unwrap()
-                    .push((status, price, started.elapsed()));
-            });
-        }
-        while tasks.join_next().await.is_some() {}
-    })
-}
+use common::{Answers, TestBidder, campaign_json, steady_load};
 
 async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     for _ in 0..500 {
@@ -73,7 +31,7 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
     let metrics = b.bidder.metrics();
     let answers: Answers = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let load = drive(
+    let load = steady_load(
         b.addr,
         Duration::from_millis(4),
         stop.clone(),
@@ -141,9 +99,13 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
     load.await.unwrap();
 
     let answers = std::mem::take(&mut *answers.lock().unwrap());
-    let failed: Vec<u16> = answers.iter().map(|a| a.0).filter(|&s| s != 200).collect();
-    let slowest = answers.iter().map(|a| a.2).max().unwrap_or_default();
-    let at = |p: f64| answers.iter().filter(|a| a.1 == Some(p)).count();
+    let failed: Vec<u16> = answers
+        .iter()
+        .map(|a| a.status)
+        .filter(|&s| s != 200)
+        .collect();
+    let slowest = answers.iter().map(|a| a.took).max().unwrap_or_default();
+    let at = |p: f64| answers.iter().filter(|a| a.price() == Some(p)).count();
     println!(
         "{} bid requests during {} reloads: {} failed, slowest {slowest:?}; bids at 2.0: {}, at 3.0: {}",
         answers.len(),
@@ -160,7 +122,7 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
         "a request got no bid or another price"
     );
     assert!(
-        answers[..from].iter().all(|a| a.1 == Some(2.0)),
+        answers[..from].iter().all(|a| a.price() == Some(2.0)),
         "a refused file changed the bids"
     );
     assert!(at(3.0) > 0, "the good file never took over");

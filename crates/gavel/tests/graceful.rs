@@ -3,10 +3,11 @@
 //! they produced, and exits 0.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::convert::Infallible;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -87,22 +88,7 @@ async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(["exchange", "--config"])
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr: SocketAddr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    let (mut child, addr, lines) = common::spawn_listening("exchange", &config);
 
     let in_flight: Vec<_> = (0..5).map(|_| tokio::spawn(auction(addr, 1500))).collect();
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -11,11 +11,13 @@
     clippy::float_cmp
 )]
 
+mod common;
+
 use std::convert::Infallible;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -91,28 +93,6 @@ fn rewrite_unseen(path: &Path, text: &str) {
         .unwrap();
 }
 
-/// Starts `gavel <args>` and reads its listening address from the first line it prints.
-fn start(args: &[&str], config: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {first:?}"));
-    (child, addr)
-}
-
 fn signal(child: &Child, name: &str) {
     let sent = Command::new("kill")
         .args([&format!("-{name}"), &child.id().to_string()])
@@ -166,7 +146,7 @@ async fn sighup_reloads_the_exchange_bidder_list() {
         format!("[[bidders]]\nname = \"{name}\"\nendpoint = \"http://{addr}/bid\"\n")
     };
     std::fs::write(&config, text("one", first)).unwrap();
-    let (child, addr) = start(&["exchange"], &config);
+    let (child, addr, _) = common::spawn_listening("exchange", &config);
     let seat = move || {
         let (status, body) = call(addr, "POST", "/openrtb2/auction", AUCTION);
         assert_eq!(status, 200, "{body}");
@@ -212,7 +192,7 @@ fn sighup_reloads_the_bidder_campaigns() {
     std::fs::write(&campaigns, campaign("2.0")).unwrap();
     let config = dir.join("bidder.toml");
     std::fs::write(&config, "campaigns = \"campaigns.json\"\n").unwrap();
-    let (child, addr) = start(&["bidder"], &config);
+    let (child, addr, _) = common::spawn_listening("bidder", &config);
     let price = || {
         let (status, body) = call(addr, "POST", "/openrtb2/bid", AUCTION);
         assert_eq!(status, 200, "{body}");

@@ -1,9 +1,12 @@
 //! Helpers for the bidder's integration tests: a bidder on a free loopback port with its
-//! campaigns in a temporary directory, and a minimal HTTP/1.1 client.
+//! campaigns in a temporary directory, a minimal HTTP/1.1 client, and a steady open-loop load.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -154,4 +157,57 @@ pub fn write_atomically(path: &Path, text: &str) {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).unwrap();
     std::fs::rename(&tmp, path).unwrap();
+}
+
+/// One answer of a [`steady_load`].
+pub struct Answer {
+    pub sent: Instant,
+    pub status: u16,
+    pub took: Duration,
+    pub body: String,
+}
+
+impl Answer {
+    /// Price of the first bid, when the answer holds one.
+    pub fn price(&self) -> Option<f64> {
+        serde_json::from_str::<Value>(&self.body)
+            .ok()
+            .and_then(|v| v["seatbid"][0]["bid"][0]["price"].as_f64())
+    }
+}
+
+/// Answers of a [`steady_load`], pushed as they come (readable while it runs).
+pub type Answers = Arc<Mutex<Vec<Answer>>>;
+
+/// Sends a bid request to `addr` every `every`, each on its own task (a slow answer delays
+/// none of the others), until `stop` is set; the handle ends when every answer is in.
+pub fn steady_load(
+    addr: SocketAddr,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    answers: Answers,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut tick = tokio::time::interval(every);
+        let mut n = 0u64;
+        while !stop.load(Relaxed) {
+            tick.tick().await;
+            n += 1;
+            let answers = answers.clone();
+            tasks.spawn(async move {
+                let sent = Instant::now();
+                let request = banner_request(&format!("s{n}"), 300, 250, 0.1);
+                let (status, body) = call(addr, "POST", bidder::BID_PATH, &request).await;
+                let took = sent.elapsed();
+                answers.lock().unwrap().push(Answer {
+                    sent,
+                    status,
+                    took,
+                    body,
+                });
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    })
 }
