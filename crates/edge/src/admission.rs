@@ -291,12 +291,17 @@ impl Admission {
             self.shed.fetch_add(1, Relaxed);
             return None;
         }
-        self.peak.fetch_max(before + 1, Relaxed);
         self.admitted.fetch_add(1, Relaxed);
-        Some(Ticket {
+        Some(self.ticket(before + 1))
+    }
+
+    /// The ticket of a place just taken, `now_in_flight` counting it.
+    fn ticket(&self, now_in_flight: u32) -> Ticket<'_> {
+        self.peak.fetch_max(now_in_flight, Relaxed);
+        Ticket {
             gate: self,
             since: Instant::now(),
-        })
+        }
     }
 
     /// A place that is never refused, for work that must not be shed (a bidder's win and
@@ -305,11 +310,7 @@ impl Admission {
     /// shed: such work is served first when both compete.
     pub fn enter_first(&self) -> Ticket<'_> {
         let before = self.in_flight.fetch_add(1, Relaxed);
-        self.peak.fetch_max(before + 1, Relaxed);
-        Ticket {
-            gate: self,
-            since: Instant::now(),
-        }
+        self.ticket(before + 1)
     }
 
     /// Counts a request answered at once because too little of its time was left.

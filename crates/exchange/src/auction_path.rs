@@ -112,11 +112,11 @@ async fn auction(
         auction_id: &auction_id,
         currency: &currency,
         config: &state.auction,
-        bidder_names: &roster.names,
+        bidder_names: &roster.table.names,
         loss_notices: n.fire_lurl,
         now_ms,
     };
-    let settlement = settle::settle(&ctx, &replies, &roster.metrics);
+    let settlement = settle::settle(&ctx, &replies, &roster.table.metrics);
     drop(replies);
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
@@ -131,7 +131,7 @@ async fn auction(
         return no_bid();
     }
     for (w, fetched) in won.iter().zip(&fetched_nurl) {
-        if let Some(m) = roster.metrics.get(w.bidder as usize) {
+        if let Some(m) = roster.table.metrics.get(w.bidder as usize) {
             m.wins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let cleared = w.bid.price.micros().max(0).unsigned_abs();
             m.cleared_micros

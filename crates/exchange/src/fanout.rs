@@ -13,7 +13,7 @@ use http::StatusCode;
 use openrtb::BidResponse;
 
 use crate::breaker::{BreakerState, Health};
-use crate::metrics::{BidderMetrics, BidderOutcome, SkipReason};
+use crate::metrics::{BidderOutcome, SkipReason};
 use crate::pool::Call;
 use crate::roster::Bidder;
 
@@ -75,7 +75,7 @@ fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipR
 }
 
 /// Tells the bidder's breaker how its call went, and mirrors the breaker into the metrics.
-fn record_health(bidder: &Bidder, metrics: &BidderMetrics, health: Health, now: Instant) {
+fn record_health(bidder: &Bidder, health: Health, now: Instant) {
     let Ok(mut breaker) = bidder.breaker.lock() else {
         return;
     };
@@ -85,8 +85,8 @@ fn record_health(bidder: &Bidder, metrics: &BidderMetrics, health: Health, now: 
         BreakerState::Open => 1,
         BreakerState::HalfOpen => 2,
     };
-    metrics.breaker_state.store(code, Relaxed);
-    metrics.breaker_trips.store(breaker.trips(), Relaxed);
+    bidder.metrics.breaker_state.store(code, Relaxed);
+    bidder.metrics.breaker_trips.store(breaker.trips(), Relaxed);
 }
 
 /// One bidder of one auction.
@@ -94,7 +94,6 @@ struct Slot<'a> {
     bidder: &'a Bidder,
     /// Position in the roster, which the replies are keyed by.
     index: u32,
-    metrics: &'a BidderMetrics,
     call: Option<Call>,
     reply: Option<Reply>,
 }
@@ -128,7 +127,6 @@ pub(crate) async fn fan_out(
             Slot {
                 bidder,
                 index,
-                metrics,
                 call,
                 reply,
             }
@@ -146,7 +144,7 @@ pub(crate) async fn fan_out(
                     slot.call = None;
                     slot.reply = Some(match result {
                         Ok(answer) => {
-                            slot.metrics.latency.observe(started.elapsed());
+                            slot.bidder.metrics.latency.observe(started.elapsed());
                             interpret(answer.status, &answer.body, auction_id)
                         }
                         Err(e) => {
@@ -178,9 +176,9 @@ pub(crate) async fn fan_out(
                 }
                 (None, None) => Reply::Failed("lost"),
             };
-            slot.metrics.outcome(reply.outcome());
+            slot.bidder.metrics.outcome(reply.outcome());
             if let Some(health) = reply.health() {
-                record_health(slot.bidder, slot.metrics, health, ended);
+                record_health(slot.bidder, health, ended);
             }
             (slot.index, reply)
         })

@@ -200,8 +200,8 @@ impl Metrics {
         table.metrics.get(i).cloned()
     }
 
-    pub(crate) fn set_bidders(&self, table: BidderTable) {
-        self.bidders.store(Arc::new(table));
+    pub(crate) fn set_bidders(&self, table: Arc<BidderTable>) {
+        self.bidders.store(table);
     }
 
     pub fn config_reload_count(&self, o: ReloadOutcome) -> u64 {

@@ -106,11 +106,6 @@ impl Exchange {
         reload(&self.state, path).await
     }
 
-    /// Applies the bidder list of an already validated configuration now.
-    pub fn apply_bidders(&self, new: &Validated) -> ReloadReport {
-        apply(&self.state, new)
-    }
-
     /// Watches the configuration file at `path` and reloads it when its modification time or
     /// length changes, until the exchange is dropped.
     pub fn watch_config(&self, path: PathBuf) {
@@ -172,7 +167,7 @@ fn apply(state: &State, new: &Validated) -> ReloadReport {
         &previous,
         Instant::now(),
     );
-    state.metrics.set_bidders(roster.table());
+    state.metrics.set_bidders(roster.table.clone());
     state.roster.store(Arc::new(roster));
     ReloadReport {
         bidders: change,

@@ -33,9 +33,9 @@ pub(crate) struct Bidder {
 #[derive(Debug, Default)]
 pub(crate) struct Roster {
     pub(crate) bidders: Vec<Bidder>,
-    /// Index-aligned with `bidders`: what settlement and metrics read.
-    pub(crate) names: Vec<String>,
-    pub(crate) metrics: Vec<Arc<BidderMetrics>>,
+    /// Names and metrics, index-aligned with `bidders`: what settlement reads, and the very
+    /// table `/metrics` renders (shared, not copied).
+    pub(crate) table: Arc<BidderTable>,
 }
 
 /// What a reload did to the bidder list, by bidder name.
@@ -105,18 +105,13 @@ impl Roster {
     }
 
     fn from_bidders(bidders: Vec<Bidder>) -> Roster {
-        Roster {
+        let table = BidderTable {
             names: bidders.iter().map(|b| b.name.clone()).collect(),
             metrics: bidders.iter().map(|b| b.metrics.clone()).collect(),
+        };
+        Roster {
             bidders,
-        }
-    }
-
-    /// The metrics view of this roster.
-    pub(crate) fn table(&self) -> BidderTable {
-        BidderTable {
-            names: self.names.clone(),
-            metrics: self.metrics.clone(),
+            table: Arc::new(table),
         }
     }
 }
@@ -208,7 +203,7 @@ mod tests {
             &Roster::default(),
         );
         assert_eq!(change.added, ["a", "b", "c", "d"]);
-        first.metrics[0]
+        first.table.metrics[0]
             .requests
             .store(7, std::sync::atomic::Ordering::Relaxed);
 
@@ -223,7 +218,7 @@ mod tests {
             .concat(),
             &first,
         );
-        assert_eq!(second.names, ["e", "a", "b", "c"]);
+        assert_eq!(second.table.names, ["e", "a", "b", "c"]);
         assert_eq!(change.added, ["e"]);
         assert_eq!(change.removed, ["d"]);
         assert_eq!(change.changed, ["b", "c"]);
@@ -234,7 +229,7 @@ mod tests {
         assert!(Arc::ptr_eq(&a0.breaker, &a1.breaker));
         assert!(Arc::ptr_eq(&a0.metrics, &a1.metrics));
         assert_eq!(
-            second.metrics[1]
+            second.table.metrics[1]
                 .requests
                 .load(std::sync::atomic::Ordering::Relaxed),
             7

@@ -74,7 +74,7 @@ impl Exchange {
             Instant::now(),
         );
         let metrics = Arc::new(Metrics::new(Vec::new()));
-        metrics.set_bidders(roster.table());
+        metrics.set_bidders(roster.table.clone());
         let n = &config.config.notices;
         let notice_client = Arc::new(NoticeClient::default());
         let notifier = Notifier::start(
