@@ -37,7 +37,7 @@ class Exchange:
     """`with Exchange(bidders) as ex:` starts the fleet and the exchange; `ex.url`,
     `ex.metrics()`, `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
 
-    def __init__(self, bidders, max_connections=256, notices=True):
+    def __init__(self, bidders, max_connections=256, notices=True, admission="adaptive"):
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")
@@ -49,8 +49,9 @@ class Exchange:
         config = os.path.join(d, "exchange.toml")
         bidders_section = open(section).read().replace("max_connections = 64",
                                                        f"max_connections = {max_connections}")
-        open(config, "w").write(f'listen = "127.0.0.1:{port}"\n\n[notices]\nfire_nurl = {fire}\n'
-                                f"fire_burl = {fire}\n\n" + bidders_section)
+        open(config, "w").write(f'listen = "127.0.0.1:{port}"\n\n[admission]\nmode = "{admission}"\n\n'
+                                f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n\n"
+                                + bidders_section)
         try:
             self.server = Proc(["exchange", "--config", config], SERVER_CORE, ready="listening")
         except Exception:

@@ -196,6 +196,9 @@ SCENARIOS = {
     "silent-bidder": run_silent,
     "bidder": lambda args, ctx: run_bidder(args, ctx, capacity),
     "overload": lambda args, ctx: run_overload(args, ctx, capacity, SLO_MS),
+    # Where a refusal costs a small share of an auction: what the gate does once the rig
+    # (generator and bidders on one core) is not the limit.
+    "overload-50": lambda args, ctx: run_overload(args, ctx, capacity, SLO_MS, fanout=50, start=100),
     "fuzz": run_fuzz,
 }
 

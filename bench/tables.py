@@ -31,6 +31,30 @@ def at_capacity(search):
     return (a["latency_ms"]["p50"], a["latency_ms"]["p99"]) if a else (None, None)
 
 
+def overload_table(over, out):
+    out.append(f"### Overload (fan-out {over['bidders']}, instant bidders, adaptive admission, tmax {over['tmax_ms']} ms)\n")
+    ratio = f"; ratio to the same-run baseline {over['ratio_to_baseline']:.3f}" if over.get("ratio_to_baseline") else ""
+    out.append(f"Capacity (p99 <= {over['slo_p99_ms']} ms, admission off): {n(over['capacity'])}/s{ratio} "
+               f"(trials: {trials(over['search'])}). Each level: {over['level_seconds']} s at the multiple, then "
+               f"{over['level_seconds']} s at half the capacity on the same connections (one `gavel load` run with "
+               "falling steps). Goodput = auctions run to the end (fanned out, answered in time; not shed) per "
+               "second of the overload step; recovery = seconds after the overload until the first second with "
+               "p99 within the capacity SLO and no errors (+n: later seconds over it again).\n")
+    out.append("| load | offered/s | answered within tmax | goodput/s (share of capacity) | shed | p50 / p99 / max ms "
+               "| generator lag p99 | admission bound after | peak RSS | recovery |")
+    out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for l in over["levels"]:
+        r = l["recovery"]
+        rec = "never" if r["seconds"] is None else f"{r['seconds']} s"
+        if r.get("seconds_over_after"):
+            rec += f" (+{r['seconds_over_after']})"
+        out.append(f"| {l['multiple']}x | {n(l['offered'])} | {pct(l['within_tmax'], 2)} "
+                   f"| {n(l['goodput'])} ({pct(l['goodput_share_of_capacity'], 0)}) | {n(l['shed'])} "
+                   f"| {n(l['p50'], 2)} / {n(l['p99'], 2)} / {n(l['max'], 0)} | {n(l['schedule_lag_p99_ms'], 1)} ms "
+                   f"| {n(l['admission_limit_after'], 1)} | {n(l['peak_rss_mib'], 0)} MiB | {rec} |")
+    out.append("")
+
+
 def section(results):
     out = []
     base = load(results, "baseline")
@@ -114,24 +138,10 @@ def section(results):
             out.append(f"| {n(r['campaigns'])} | {r['ledger']} | {n(r['capacity'])} | {ratio} | {n(p50, 2)} / {n(p99, 2)} "
                        f"| {n(r['server_cpu_us_per_request'], 1)} µs | {trials(r['search'])} |")
         out.append("")
-    over = load(results, "overload")
-    if over:
-        out.append(f"### Overload (fan-out {over['bidders']}, instant bidders, adaptive admission, tmax {over['tmax_ms']} ms)\n")
-        ratio = f"; ratio to the same-run baseline {over['ratio_to_baseline']:.3f}" if over.get("ratio_to_baseline") else ""
-        out.append(f"Capacity (p99 <= {over['slo_p99_ms']} ms): {n(over['capacity'])}/s{ratio} (trials: {trials(over['search'])}). "
-                   f"Each level: {over['level_seconds']} s at the multiple, then {over['level_seconds']} s at half the "
-                   "capacity on the same connections (one `gavel load` run with falling steps). Goodput = "
-                   "auctions run to the end (fanned out, answered in time; not shed) per second of the overload step; recovery = seconds after the overload until every "
-                   "later second has p99 within the capacity SLO and no errors.\n")
-        out.append("| load | offered/s | answered within tmax | goodput/s (share of capacity) | shed | p50 / p99 / max ms | unanswered | admission bound after | peak RSS | recovery |")
-        out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for l in over["levels"]:
-            r = l["recovery"]
-            rec = "never" if r["seconds"] is None else f"{r['seconds']} s"
-            out.append(f"| {l['multiple']}x | {n(l['offered'])} | {pct(l['within_tmax'], 2)} | {n(l['goodput'])} ({pct(l['goodput_share_of_capacity'], 0)}) "
-                       f"| {n(l['shed'])} | {n(l['p50'], 2)} / {n(l['p99'], 2)} / {n(l['max'], 0)} | {n(l['unanswered'])} "
-                       f"| {n(l['admission_limit_after'])} | {n(l['peak_rss_mib'], 0)} MiB | {rec} |")
-        out.append("")
+    for name in ("overload", "overload-50"):
+        over = load(results, name)
+        if over:
+            overload_table(over, out)
     fz = load(results, "fuzz")
     if fz:
         f = fz["fuzz"]

@@ -2,21 +2,24 @@
 //! machine. A request over the bound is answered at once with a no-bid and costs only its read;
 //! nothing waits in a queue.
 //!
-//! The adaptive bound follows the AIMD scheme of Netflix's concurrency-limits, driven by how busy
-//! the server's runtime is rather than by request latency. In an exchange, latency is mostly the
-//! bidders' (a slow bidder is not our overload, and an auction's latency is capped by its
-//! deadline anyway), and a latency gradient needs a no-load baseline that a server started under
-//! overload never sees. What the server actually runs out of is CPU, as Google's "Handling
-//! Overload" notes; when its runtime's workers are busy nearly all the time, every request waits
-//! for them, admitted or shed. So every 50 ms the controller reads the workers' busy time:
-//! above the target share, while at least half the bound is in use, it cuts the bound by a
-//! tenth; well below it, and when traffic presses on the bound, it adds about the bound's square
-//! root. A bound traffic does not lean on is left alone, so a busy moment of unrelated work
-//! never sheds a handful of requests. The limit of this design: a handler that finishes in one
-//! poll (the bidder's decision) keeps only a few requests in flight however overloaded the
-//! process is, because the excess waits in socket buffers, not in the server; such a server is
-//! protected by its deadline check and the connection cap more than by this bound. The shed requests' own cost counts in
-//! the busy time, so at 5x load the bound falls until admitted work plus shedding fit.
+//! The adaptive bound follows the AIMD scheme of Netflix's concurrency-limits, driven by what the
+//! server runs out of, CPU (Google's "Handling Overload"), rather than by end-to-end latency: an
+//! exchange's latency is mostly its bidders' and is capped by the deadline, and a latency
+//! gradient needs a no-load baseline that a server started under overload never sees. Every
+//! 50 ms the controller reads two signals, how busy the runtime's workers were and how long
+//! admitted requests held their place against the shortest hold seen while there was room
+//! ([`Aimd`] says why both), cuts the bound when both say the server is full and the bound is
+//! leaned on, and grows it by a tenth while traffic presses on it and there is room. A bound
+//! traffic does not lean on is left alone, so a busy moment of unrelated work never sheds a
+//! handful of requests. The bound is fractional (3.4 admits 4 in 10 of the requests that find 3
+//! in flight), because a server whose auctions finish in a millisecond or two is full at a
+//! handful in flight. The shed requests' own cost counts in the busy time, so under heavy
+//! overload the bound falls until admitted work plus shedding fit.
+//!
+//! The limit of this design: a handler that finishes in one poll (the bidder's decision) keeps
+//! only a few requests in flight however overloaded the process is, because the excess waits in
+//! socket buffers, not in the server; such a server is protected by its deadline check and the
+//! connection cap more than by this bound.
 //!
 //! A fixed bound is there for operators who know their capacity; `off` turns the gate off.
 
@@ -58,7 +61,7 @@ pub struct AdmissionConfig {
     pub mode: Mode,
     /// Requests in flight at most (the fixed limit, or the adaptive one's ceiling). Default 1024.
     pub max_in_flight: u32,
-    /// The adaptive limit's floor (at most `max_in_flight` in adaptive mode). Default 4.
+    /// The adaptive limit's floor (at most `max_in_flight` in adaptive mode). Default 1.
     pub min_in_flight: u32,
     /// Requests with less time than this left before their deadline get an immediate no-bid:
     /// a bidder asked with less time cannot answer usefully. In milliseconds. Default 5.
@@ -75,7 +78,7 @@ impl Default for AdmissionConfig {
         AdmissionConfig {
             mode: Mode::Adaptive,
             max_in_flight: 1_024,
-            min_in_flight: 4,
+            min_in_flight: 1,
             min_time_left_ms: 5,
             no_bid: NoBidStyle::NoContent,
             busy_target: 0.9,
@@ -137,6 +140,16 @@ const DECREASE: f64 = 0.9;
 const STRONGEST_DECREASE: f64 = 0.5;
 /// Holds stretched by more than this (against the base) mean admitted work is slowed.
 const SLOWED: f64 = 1.25;
+/// A controller tick this late (seconds) means work is waiting for the runtime: a backlog. A
+/// tick on a busy but keeping-up runtime waits a millisecond or two (the timer's resolution and
+/// the batch in hand).
+const LAGGING: f64 = 0.005;
+/// Share the limit grows by per window while traffic presses on it and there is room, and the
+/// least it grows by. Proportional rather than Netflix's square root: with instant bidders an
+/// exchange core is full at three or four auctions in flight, where a step of √limit (+1.8 at 3)
+/// overshoots by half and refills the runtime every other window.
+const GROWTH: f64 = 0.1;
+const MIN_GROWTH: f64 = 0.25;
 /// Holds within this of the base mean admitted work runs at full speed.
 const UNSLOWED: f64 = 1.1;
 /// How fast the base hold creeps up per window: quickly while the runtime has room (the true
@@ -162,32 +175,58 @@ impl Aimd {
         self.limit.round() as u32
     }
 
-    /// One window without hold times: the share of worker time spent busy (0..=1) and the most
-    /// requests that were in flight at once. Returns the new limit.
-    pub fn update(&mut self, busy: f64, peak_in_flight: u32) -> u32 {
-        self.observe(busy, peak_in_flight, None)
+    /// The limit in 256ths of a place, as the gate uses it: a limit of 3.4 admits a request
+    /// while fewer than 3 are in flight, and 4 in 10 of those that find exactly 3.
+    pub fn limit_x256(&self) -> u32 {
+        (self.limit * 256.0).round() as u32
     }
 
-    /// One window: busy share, peak in flight, and the mean time (seconds) the requests that
-    /// ended in the window held their place (`None` when none ended). Returns the new limit.
-    pub fn observe(&mut self, busy: f64, peak_in_flight: u32, mean_hold: Option<f64>) -> u32 {
+    /// One window with only the busy share (0..=1) and the most requests that were in flight
+    /// at once. Returns the new limit.
+    pub fn update(&mut self, busy: f64, peak_in_flight: u32) -> u32 {
+        self.observe(Window {
+            busy,
+            peak_in_flight,
+            ..Window::default()
+        })
+    }
+
+    /// One window's readings. Returns the new limit.
+    pub fn observe(&mut self, w: Window) -> u32 {
+        let Window {
+            busy,
+            peak_in_flight,
+            mean_hold,
+            lag,
+        } = w;
         if !busy.is_finite() || busy < 0.0 {
             return self.limit();
         }
         let stretch = mean_hold
             .filter(|h| h.is_finite() && *h > 0.0)
             .and_then(|h| self.stretch(h, busy));
+        // Work waiting this long for the runtime is a backlog, whatever the other signals say:
+        // requests queued before they are read show up here and nowhere else.
+        let lagging = lag.is_finite() && lag > LAGGING;
         let peak = f64::from(peak_in_flight);
         let pressed = peak >= self.limit * 0.9;
         // Only cut a bound that traffic actually leans on: a runtime busy with something else
         // (a burst of connections, the process's other work) is no reason to shed a handful.
         let leaned_on = peak >= self.limit * 0.5;
         let slowed = stretch.is_none_or(|s| s > SLOWED);
-        if busy > self.target && leaned_on && slowed {
+        if leaned_on && ((busy > self.target && slowed) || lagging) {
             let keep = stretch.map_or(DECREASE, |s| (1.0 / s).clamp(STRONGEST_DECREASE, DECREASE));
             self.limit = (self.limit * keep).max(self.min);
-        } else if pressed && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED)) {
-            self.limit = (self.limit + self.limit.sqrt().max(1.0)).min(self.max);
+        } else if lagging {
+            // A backlog under a bound far above what is in flight (the start's 256, where a
+            // few places fill the runtime): bring the bound down to the traffic, shedding
+            // nothing in flight, so that it binds before holds stretch enough to lean on it.
+            self.limit = (peak + 1.0).max(self.min).min(self.limit);
+        } else if pressed
+            && !lagging
+            && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))
+        {
+            self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
         }
         self.limit()
     }
@@ -214,6 +253,21 @@ impl Aimd {
     }
 }
 
+/// What the controller saw in one window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window {
+    /// Share of the runtime's worker time spent busy, 0..=1.
+    pub busy: f64,
+    /// Most requests in flight at once.
+    pub peak_in_flight: u32,
+    /// Mean time (seconds) the requests that ended in the window held their place; `None`
+    /// when none ended.
+    pub mean_hold: Option<f64>,
+    /// How late (seconds) the controller's own tick ran: how long ready work waits for the
+    /// runtime, including requests not yet read.
+    pub lag: f64,
+}
+
 /// Length of one window of the adaptive limit.
 pub const WINDOW: Duration = Duration::from_millis(50);
 
@@ -222,7 +276,10 @@ pub const WINDOW: Duration = Duration::from_millis(50);
 pub struct Admission {
     config: AdmissionConfig,
     in_flight: AtomicU32,
-    limit: AtomicU32,
+    /// The limit in 256ths of a place ([`Aimd::limit_x256`]); `u32::MAX` when off.
+    limit_x256: AtomicU32,
+    /// Requests that found the limit's whole part in flight, for spreading its fraction.
+    at_boundary: AtomicU32,
     /// Most in flight at once since the controller last looked.
     peak: AtomicU32,
     admitted: AtomicU64,
@@ -230,6 +287,10 @@ pub struct Admission {
     late: AtomicU64,
     /// Last busy share the controller saw, in thousandths.
     busy_milli: AtomicU64,
+    /// How late the controller's last tick ran, in microseconds, and how many windows ran
+    /// later than [`LAGGING`].
+    lag_micros: AtomicU64,
+    lagging_windows: AtomicU64,
     /// Tickets dropped, and their summed hold time in nanoseconds, since the controller last
     /// looked.
     released: AtomicU64,
@@ -255,25 +316,29 @@ impl Drop for Ticket<'_> {
 impl Admission {
     /// A gate; in `adaptive` mode, call [`Admission::run_controller`] on a task to adapt it.
     pub fn new(config: AdmissionConfig) -> Admission {
-        let limit = match config.mode {
+        let limit_x256 = match config.mode {
             Mode::Off => u32::MAX,
-            Mode::Fixed => config.max_in_flight,
+            // max_in_flight is at most 10^6 (validated), so this does not saturate.
+            Mode::Fixed => config.max_in_flight.saturating_mul(256),
             Mode::Adaptive => Aimd::new(
                 config.min_in_flight,
                 config.max_in_flight,
                 config.busy_target,
             )
-            .limit(),
+            .limit_x256(),
         };
         Admission {
             config,
             in_flight: AtomicU32::new(0),
-            limit: AtomicU32::new(limit),
+            limit_x256: AtomicU32::new(limit_x256),
+            at_boundary: AtomicU32::new(0),
             peak: AtomicU32::new(0),
             admitted: AtomicU64::new(0),
             shed: AtomicU64::new(0),
             late: AtomicU64::new(0),
             busy_milli: AtomicU64::new(0),
+            lag_micros: AtomicU64::new(0),
+            lagging_windows: AtomicU64::new(0),
             released: AtomicU64::new(0),
             held_nanos: AtomicU64::new(0),
         }
@@ -286,13 +351,34 @@ impl Admission {
     /// A place for one request, or `None` (shed; counted) when the limit is reached.
     pub fn try_enter(&self) -> Option<Ticket<'_>> {
         let before = self.in_flight.fetch_add(1, Relaxed);
-        if before >= self.limit.load(Relaxed) {
+        if !self.has_room(before) {
             self.in_flight.fetch_sub(1, Relaxed);
             self.shed.fetch_add(1, Relaxed);
             return None;
         }
         self.admitted.fetch_add(1, Relaxed);
         Some(self.ticket(before + 1))
+    }
+
+    /// Whether a request finding `in_flight` others may enter. A fractional limit admits that
+    /// fraction of the requests that find exactly its whole part in flight, spread evenly by a
+    /// Weyl sequence (no randomness on the request path): at three or four auctions in flight
+    /// one whole place is a quarter of the throughput, too coarse a step to settle on.
+    fn has_room(&self, in_flight: u32) -> bool {
+        let limit = self.limit_x256.load(Relaxed);
+        let (whole, part) = (limit >> 8, limit & 0xFF);
+        if in_flight < whole || limit == u32::MAX {
+            return true;
+        }
+        if in_flight > whole || part == 0 {
+            return false;
+        }
+        let draw = self
+            .at_boundary
+            .fetch_add(1, Relaxed)
+            .wrapping_mul(0x9E37_79B9)
+            >> 24;
+        draw < part
     }
 
     /// The ticket of a place just taken, `now_in_flight` counting it.
@@ -361,8 +447,9 @@ impl Admission {
         let mut last_at = Instant::now();
         let mut last_busy = busy_total();
         loop {
-            ticker.tick().await;
+            let due = ticker.tick().await;
             let Some(g) = gate.upgrade() else { return };
+            let lag = due.elapsed();
             let now = Instant::now();
             let busy = busy_total();
             let wall = now.duration_since(last_at).as_secs_f64();
@@ -377,34 +464,45 @@ impl Admission {
             let held = g.held_nanos.swap(0, Relaxed);
             #[allow(clippy::cast_precision_loss)] // nanoseconds of one window
             let mean_hold = (released > 0).then(|| held as f64 / released as f64 / 1e9);
-            let limit = aimd.observe(share, peak, mean_hold);
-            g.limit.store(limit, Relaxed);
+            aimd.observe(Window {
+                busy: share,
+                peak_in_flight: peak,
+                mean_hold,
+                lag: lag.as_secs_f64(),
+            });
+            g.limit_x256.store(aimd.limit_x256(), Relaxed);
             g.busy_milli
                 .store((share.clamp(0.0, 1.0) * 1000.0).round() as u64, Relaxed);
+            g.lag_micros
+                .store(u64::try_from(lag.as_micros()).unwrap_or(u64::MAX), Relaxed);
+            if lag.as_secs_f64() > LAGGING {
+                g.lagging_windows.fetch_add(1, Relaxed);
+            }
         }
     }
 
     /// Appends Prometheus text as `{prefix}_admission_*`.
     pub fn render(&self, prefix: &str, out: &mut String) {
         use std::fmt::Write;
-        let limit = self.limit.load(Relaxed);
-        let shown_limit = if limit == u32::MAX {
-            -1
-        } else {
-            i64::from(limit)
-        };
+        let shown_limit = self.limit().unwrap_or(-1.0);
         #[allow(clippy::cast_precision_loss)] // thousandths
         let busy = self.busy_milli.load(Relaxed) as f64 / 1000.0;
+        #[allow(clippy::cast_precision_loss)] // microseconds
+        let lag = self.lag_micros.load(Relaxed) as f64 / 1e6;
         let _ = writeln!(
             out,
             "# TYPE {prefix}_admission_limit gauge\n{prefix}_admission_limit {shown_limit}\n\
              # TYPE {prefix}_admission_in_flight gauge\n{prefix}_admission_in_flight {}\n\
              # TYPE {prefix}_runtime_busy_share gauge\n{prefix}_runtime_busy_share {busy}\n\
+             # TYPE {prefix}_runtime_lag_seconds gauge\n{prefix}_runtime_lag_seconds {lag}\n\
+             # TYPE {prefix}_admission_lagging_windows_total counter\n\
+             {prefix}_admission_lagging_windows_total {}\n\
              # TYPE {prefix}_admission_total counter\n\
              {prefix}_admission_total{{outcome=\"admitted\"}} {}\n\
              {prefix}_admission_total{{outcome=\"shed\"}} {}\n\
              {prefix}_admission_total{{outcome=\"too_little_time\"}} {}",
             self.in_flight.load(Relaxed),
+            self.lagging_windows.load(Relaxed),
             self.admitted.load(Relaxed),
             self.shed.load(Relaxed),
             self.late.load(Relaxed),
@@ -419,14 +517,25 @@ impl Admission {
         self.late.load(Relaxed)
     }
 
-    pub fn limit(&self) -> u32 {
-        self.limit.load(Relaxed)
+    /// The limit now, in places (fractional when adaptive); `None` when the gate is off.
+    pub fn limit(&self) -> Option<f64> {
+        let limit = self.limit_x256.load(Relaxed);
+        (limit != u32::MAX).then(|| f64::from(limit) / 256.0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn win(busy: f64, peak_in_flight: u32, mean_hold: Option<f64>) -> Window {
+        Window {
+            busy,
+            peak_in_flight,
+            mean_hold,
+            lag: 0.0,
+        }
+    }
 
     fn config(mode: Mode, max: u32) -> AdmissionConfig {
         AdmissionConfig {
@@ -470,6 +579,32 @@ mod tests {
         let admitted = gate.try_enter();
         assert!(admitted.is_some(), "one place is free");
         drop((third, admitted));
+    }
+
+    #[test]
+    fn a_fractional_limit_admits_its_fraction_of_the_requests_at_the_boundary() {
+        let gate = Admission::new(config(Mode::Fixed, 8));
+        gate.limit_x256.store(2 * 256 + 64, Relaxed); // 2.25 places
+        let held = (gate.try_enter().unwrap(), gate.try_enter().unwrap());
+        let mut admitted = 0;
+        for _ in 0..1_000 {
+            if let Some(t) = gate.try_enter() {
+                admitted += 1;
+                assert!(
+                    gate.try_enter().is_none(),
+                    "a third in flight leaves no room"
+                );
+                drop(t);
+            }
+        }
+        // A quarter of the requests that found 2 in flight, spread evenly (Weyl sequence).
+        assert!(
+            (240..=260).contains(&admitted),
+            "admitted {admitted} of 1000"
+        );
+        drop(held);
+        assert_eq!(gate.limit(), Some(2.25));
+        assert_eq!(Admission::new(config(Mode::Off, 1)).limit(), None);
     }
 
     #[test]
@@ -527,13 +662,13 @@ mod tests {
         let mut a = Aimd::new(4, 1_024, 0.9);
         // A quiet start shows what a request costs.
         for _ in 0..5 {
-            a.observe(0.3, 10, Some(0.002));
+            a.observe(win(0.3, 10, Some(0.002)));
         }
         let mut seen = Vec::new();
         for _ in 0..400 {
             let l = a.limit();
             let (busy, hold) = overloaded(l, 0.01, 0.5, 0.002);
-            seen.push(a.observe(busy, l, Some(hold)));
+            seen.push(a.observe(win(busy, l, Some(hold))));
         }
         // From 256, the stretched holds cut by up to a half per window: fast.
         let first_below = seen.iter().position(|&l| l <= 80).unwrap();
@@ -554,13 +689,66 @@ mod tests {
     }
 
     #[test]
+    fn a_backlog_cuts_a_limit_that_the_other_signals_would_keep() {
+        // Requests waiting unread slow nothing that was admitted, and a runtime catching up
+        // may report itself less busy than its target: only the late tick shows the backlog.
+        let mut a = Aimd::new(1, 1_024, 0.9);
+        a.observe(win(0.3, 2, Some(0.002)));
+        let start = a.limit();
+        let lagging = Window {
+            lag: 0.02,
+            ..win(0.85, start, Some(0.002))
+        };
+        assert!(a.observe(lagging) < start);
+        // Not leaned on, the bound comes down to just above the traffic in flight, so that it
+        // binds from the next window on.
+        a.observe(Window {
+            lag: 0.02,
+            ..win(0.85, 6, Some(0.002))
+        });
+        assert_eq!(a.limit(), 7);
+    }
+
+    #[test]
+    fn a_backlog_stops_growth_that_room_would_allow() {
+        let mut a = Aimd::new(1, 1_024, 0.9);
+        a.observe(win(0.3, 2, Some(0.002)));
+        let start = a.limit_x256();
+        for _ in 0..10 {
+            let w = Window {
+                // Pressed on but unbusy with short holds: it would grow, if not for the lag.
+                lag: 0.006,
+                ..win(0.5, start.div_ceil(256), Some(0.002))
+            };
+            a.observe(w);
+        }
+        assert!(a.limit_x256() <= start);
+    }
+
+    #[test]
+    fn small_limits_grow_in_fractions_of_a_place() {
+        let mut a = Aimd::new(1, 1_024, 0.9);
+        // Down to about 3 places on a saturated runtime with stretched holds.
+        a.observe(win(0.3, 2, Some(0.001)));
+        while a.limit() > 3 {
+            let l = a.limit();
+            a.observe(win(1.0, l, Some(0.0015)));
+        }
+        let from = f64::from(a.limit_x256()) / 256.0;
+        a.observe(win(0.5, from.ceil() as u32, Some(0.001)));
+        let to = f64::from(a.limit_x256()) / 256.0;
+        // A tenth, not a square root (+1.7 at 3 would overshoot what fills the runtime).
+        assert!(to > from && to <= from * 1.11, "{from:.2} -> {to:.2}");
+    }
+
+    #[test]
     fn a_server_overloaded_from_its_start_cuts_on_busy_share_alone() {
         // No quiet window yet: its holds may be stretched already, so they teach nothing.
         let mut a = Aimd::new(4, 1_024, 0.9);
         for _ in 0..10 {
             let l = a.limit();
             let (busy, hold) = overloaded(l, 0.01, 0.5, 0.002);
-            a.observe(busy, l, Some(hold));
+            a.observe(win(busy, l, Some(hold)));
         }
         assert_eq!(a.limit(), (256.0 * 0.9_f64.powi(10)).round() as u32);
     }
@@ -568,11 +756,11 @@ mod tests {
     #[test]
     fn holds_as_short_as_ever_let_a_busy_runtime_admit_more() {
         let mut a = Aimd::new(4, 1_024, 0.9);
-        a.observe(0.3, 10, Some(0.002));
+        a.observe(win(0.3, 10, Some(0.002)));
         let start = a.limit();
         for _ in 0..5 {
             let l = a.limit();
-            a.observe(1.0, l, Some(0.002));
+            a.observe(win(1.0, l, Some(0.002)));
         }
         assert!(a.limit() > start, "limit {} did not grow", a.limit());
     }
