@@ -64,15 +64,19 @@ async fn auction(
     };
     *expires_at = Some(deadline.expires_at);
 
+    // One roster for the whole auction: a reload meanwhile affects the next one.
+    let roster = state.roster.load_full();
     let left = deadline.remaining(Instant::now());
     let admission = &state.admission;
-    if left
-        < admission
-            .config()
-            .min_time_left()
-            .max(Duration::from_millis(1))
-    {
-        // A bidder given less time than this cannot answer usefully: answer now, and spend no
+    // The expected fan-out time: the configured floor, or how long the fastest bidder
+    // typically takes to answer, whichever is longer.
+    let needed = admission
+        .config()
+        .min_time_left()
+        .max(Duration::from_millis(1))
+        .max(roster.fastest_typical_answer());
+    if left < needed {
+        // No bidder can be expected to answer in the time left: answer now, and spend no
         // bidder's capacity on it.
         state
             .metrics
@@ -98,8 +102,6 @@ async fn auction(
         }
     };
 
-    // One roster for the whole auction: a reload meanwhile affects the next one.
-    let roster = state.roster.load_full();
     let replies =
         fanout::fan_out(&roster.bidders, &outgoing, &auction_id, deadline.answer_by).await;
 

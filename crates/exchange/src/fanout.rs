@@ -144,7 +144,7 @@ pub(crate) async fn fan_out(
                     slot.call = None;
                     slot.reply = Some(match result {
                         Ok(answer) => {
-                            slot.bidder.metrics.latency.observe(started.elapsed());
+                            slot.bidder.metrics.answered_after(started.elapsed());
                             interpret(answer.status, &answer.body, auction_id)
                         }
                         Err(e) => {

@@ -74,6 +74,21 @@ labelled_counters! {
     }
 }
 
+/// How long a bidder's typical answer time stays in use without a new answer.
+pub const TYPICAL_FRESH_MS: u64 = 1_000;
+
+/// Milliseconds since the process first asked: a monotonic clock cheap to keep in an atomic.
+pub fn clock_ms() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    u64::try_from(
+        EPOCH
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_millis(),
+    )
+    .unwrap_or(u64::MAX)
+}
+
 /// Per-bidder figures.
 #[derive(Debug, Default)]
 pub struct BidderMetrics {
@@ -86,6 +101,12 @@ pub struct BidderMetrics {
     /// Its breaker's state now: 0 closed, 1 open, 2 half-open.
     pub breaker_state: AtomicU64,
     pub latency: Histogram,
+    /// Typical time to a complete answer, in microseconds: a moving average (weight 1/16) over
+    /// answered calls, 0 until the first. An auction with less time left than the fastest
+    /// bidder's typical answer is answered at once.
+    pub typical_answer_us: AtomicU64,
+    /// When it was last updated, in milliseconds of [`clock_ms`] plus one (0: never).
+    typical_at_ms: AtomicU64,
     /// Bids received (each bid of each seatbid).
     pub bids: AtomicU64,
     /// Bids dropped before the auction, by `auction::Rejection` label.
@@ -98,6 +119,33 @@ pub struct BidderMetrics {
 impl BidderMetrics {
     pub fn outcome(&self, o: BidderOutcome) {
         self.outcomes.inc(o as usize);
+    }
+
+    /// Records a complete answer that took `took` from the start of the fan-out.
+    pub fn answered_after(&self, took: std::time::Duration) {
+        self.typical_at_ms
+            .store(clock_ms().saturating_add(1), Relaxed);
+        self.latency.observe(took);
+        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
+        let old = self.typical_answer_us.load(Relaxed);
+        // One writer at a time in practice (a fan-out polls its calls on one task); a lost
+        // update under a race only delays the average by one sample.
+        let new = if old == 0 {
+            sample
+        } else {
+            (old - old / 16).saturating_add(sample / 16).max(1)
+        };
+        self.typical_answer_us.store(new, Relaxed);
+    }
+
+    /// The typical answer time, if an answer came within the last [`TYPICAL_FRESH_MS`]. An
+    /// older figure is not used: a bidder no auction had time for (because of that figure)
+    /// gets no chance to show it has become faster, so the figure must expire by itself.
+    pub fn typical_answer(&self, now_ms: u64) -> Option<std::time::Duration> {
+        let at = self.typical_at_ms.load(Relaxed);
+        let us = self.typical_answer_us.load(Relaxed);
+        (at > 0 && us > 0 && now_ms.saturating_add(1).saturating_sub(at) <= TYPICAL_FRESH_MS)
+            .then(|| std::time::Duration::from_micros(us))
     }
 
     pub fn outcome_count(&self, o: BidderOutcome) -> u64 {
@@ -363,6 +411,22 @@ impl Metrics {
         }
         let _ = writeln!(
             o,
+            "# HELP gavel_exchange_bidder_typical_answer_seconds Moving average of a bidder's complete answer times (0 before the first)."
+        );
+        let _ = writeln!(
+            o,
+            "# TYPE gavel_exchange_bidder_typical_answer_seconds gauge"
+        );
+        for (name, b) in pairs() {
+            #[allow(clippy::cast_precision_loss)] // microseconds
+            let seconds = b.typical_answer_us.load(Relaxed) as f64 / 1e6;
+            let _ = writeln!(
+                o,
+                "gavel_exchange_bidder_typical_answer_seconds{{bidder=\"{name}\"}} {seconds}"
+            );
+        }
+        let _ = writeln!(
+            o,
             "# HELP gavel_exchange_bidder_breaker_trips_total Times a bidder's circuit breaker opened."
         );
         let _ = writeln!(
@@ -440,6 +504,27 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bidders_typical_answer_follows_its_answers_and_expires() {
+        let m = BidderMetrics::default();
+        assert_eq!(m.typical_answer(clock_ms()), None, "no answer yet");
+        m.answered_after(Duration::from_millis(32));
+        assert_eq!(
+            m.typical_answer(clock_ms()),
+            Some(Duration::from_millis(32))
+        );
+        // Each answer moves it a sixteenth of the way.
+        m.answered_after(Duration::from_millis(16));
+        assert_eq!(m.typical_answer_us.load(Relaxed), 32_000 - 2_000 + 1_000);
+        for _ in 0..200 {
+            m.answered_after(Duration::from_millis(2));
+        }
+        let typical = m.typical_answer(clock_ms()).unwrap();
+        assert!(typical < Duration::from_micros(2_100), "{typical:?}");
+        // Without a fresh answer the figure is not used (and cannot lock a bidder out).
+        assert_eq!(m.typical_answer(clock_ms() + TYPICAL_FRESH_MS + 1), None);
+    }
     use std::time::Duration;
 
     #[test]

@@ -104,6 +104,19 @@ impl Roster {
         (Roster::from_bidders(bidders), change)
     }
 
+    /// How long the fastest enabled bidder typically takes to answer: less time left than
+    /// this, and no bidder can be expected to answer. Zero while any enabled bidder has no
+    /// recent figure (it may be fast).
+    pub(crate) fn fastest_typical_answer(&self) -> Duration {
+        let now_ms = crate::metrics::clock_ms();
+        self.bidders
+            .iter()
+            .filter(|b| b.enabled)
+            .map(|b| b.metrics.typical_answer(now_ms).unwrap_or(Duration::ZERO))
+            .min()
+            .unwrap_or(Duration::ZERO)
+    }
+
     fn from_bidders(bidders: Vec<Bidder>) -> Roster {
         let table = BidderTable {
             names: bidders.iter().map(|b| b.name.clone()).collect(),

@@ -127,6 +127,57 @@ async fn a_request_without_enough_time_left_is_answered_at_once_and_not_fanned_o
     assert_eq!(auction(ex.addr, &req).await.0, 200);
 }
 
+#[tokio::test]
+async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered_at_once() {
+    // Both bidders take about 40 ms; the configured floor (5 ms) alone would fan out a request
+    // with 25 ms left, and both would time out on it.
+    let slow = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(40))).await;
+    let slower = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(60))).await;
+    let ex = exchange(
+        "[admission]\nno_bid = \"nbr\"\n",
+        &[("slow", slow.endpoint()), ("slower", slower.endpoint())],
+    )
+    .await;
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(25);
+    assert_eq!(
+        auction(ex.addr, &req).await.0,
+        204,
+        "nothing learned yet: fanned out, and nobody answered in time"
+    );
+    assert_eq!(slow.requests.lock().unwrap().len(), 1);
+    req["tmax"] = json!(300);
+    for _ in 0..3 {
+        assert_eq!(auction(ex.addr, &req).await.0, 200);
+    }
+    let typical = ex
+        .metrics
+        .bidder_named("slow")
+        .unwrap()
+        .typical_answer_us
+        .load(SeqCst);
+    assert!(
+        (40_000..100_000).contains(&typical),
+        "typical answer {typical} µs"
+    );
+    let called = slow.requests.lock().unwrap().len() + slower.requests.lock().unwrap().len();
+
+    req["tmax"] = json!(25);
+    let (status, body) = auction(ex.addr, &req).await;
+    assert_eq!(status, 200);
+    assert_eq!(body.unwrap()["nbr"], 15, "Insufficient Auction Time");
+    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+    assert_eq!(
+        slow.requests.lock().unwrap().len() + slower.requests.lock().unwrap().len(),
+        called,
+        "neither bidder was called"
+    );
+    // Time enough for the faster one: fanned out again.
+    req["tmax"] = json!(150);
+    assert_eq!(auction(ex.addr, &req).await.0, 200);
+    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+}
+
 /// A bidder that accepts connections and never answers.
 async fn hanging_bidder() -> (SocketAddr, JoinSet<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
