@@ -1,5 +1,6 @@
-"""The overload scenario of the suite: the exchange (fan-out 10, instant bidders, default
-adaptive admission) driven open-loop at 1x, 2x, 3x and 5x its measured capacity, each overload
+"""The overload scenarios of the suite: the exchange (fan-out 10 or 50, instant bidders, default
+adaptive admission) driven open-loop at 1x, 2x, 3x and 5x its capacity (measured with the gate
+off, after which a fresh exchange is warmed up at half capacity), each overload
 followed at once by a stretch at half the capacity in the same `gavel load` run (falling rate
 steps), so that recovery is seen by the same connections that saw the overload.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The end-to-end benchmark suite: every scenario of BENCHMARKS.md in one command.
 
-    cargo build --release && python3 bench/suite.py        # ~25 minutes (overload ~6, fuzz ~6), loopback only
+    cargo build --release && python3 bench/suite.py        # ~30 minutes (overload ~6, overload-50 ~4, fuzz ~6), loopback only
 
 The server under test runs on core 0 with a one-thread runtime; the load generator (and the
 simulated bidders, at nice -10) run on core 1. Each run first measures the same-run baseline:
