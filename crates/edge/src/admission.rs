@@ -130,6 +130,8 @@ pub struct Aimd {
     target: f64,
     /// Shortest mean hold seen (seconds), creeping up slowly so that it follows a lasting change.
     base_hold: Option<f64>,
+    /// Whether the previous window's tick was late too.
+    lagged_before: bool,
 }
 
 /// Below `target - SLACK` busy, the limit may grow; between the two it holds.
@@ -167,6 +169,7 @@ impl Aimd {
             max: f64::from(max),
             target,
             base_hold: None,
+            lagged_before: false,
         }
     }
 
@@ -205,9 +208,13 @@ impl Aimd {
         let stretch = mean_hold
             .filter(|h| h.is_finite() && *h > 0.0)
             .and_then(|h| self.stretch(h, busy));
-        // Work waiting this long for the runtime is a backlog, whatever the other signals say:
-        // requests queued before they are read show up here and nowhere else.
-        let lagging = lag.is_finite() && lag > LAGGING;
+        // Work waiting this long for the runtime, two windows running, is a backlog whatever the
+        // other signals say: requests queued before they are read show up here and nowhere
+        // else. One late tick alone is a stall (other work on a shared runtime, the VM), not a
+        // backlog, and shedding for it would cost answers for nothing.
+        let late_now = lag.is_finite() && lag > LAGGING;
+        let lagging = late_now && self.lagged_before;
+        self.lagged_before = late_now;
         let peak = f64::from(peak_in_flight);
         let pressed = peak >= self.limit * 0.9;
         // Only cut a bound that traffic actually leans on: a runtime busy with something else
@@ -219,11 +226,12 @@ impl Aimd {
             self.limit = (self.limit * keep).max(self.min);
         } else if lagging {
             // A backlog under a bound far above what is in flight (the start's 256, where a
-            // few places fill the runtime): bring the bound down to the traffic, shedding
-            // nothing in flight, so that it binds before holds stretch enough to lean on it.
-            self.limit = (peak + 1.0).max(self.min).min(self.limit);
+            // few places fill the runtime): bring the bound down to twice the traffic, shedding
+            // nothing in flight, so that it binds once holds stretch, long before they would
+            // have leaned on 256.
+            self.limit = (peak * 2.0).max(self.min).min(self.limit);
         } else if pressed
-            && !lagging
+            && !late_now
             && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))
         {
             self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
@@ -695,18 +703,23 @@ mod tests {
         let mut a = Aimd::new(1, 1_024, 0.9);
         a.observe(win(0.3, 2, Some(0.002)));
         let start = a.limit();
-        let lagging = Window {
+        let late = |peak| Window {
             lag: 0.02,
-            ..win(0.85, start, Some(0.002))
+            ..win(0.85, peak, Some(0.002))
         };
-        assert!(a.observe(lagging) < start);
-        // Not leaned on, the bound comes down to just above the traffic in flight, so that it
-        // binds from the next window on.
-        a.observe(Window {
-            lag: 0.02,
-            ..win(0.85, 6, Some(0.002))
-        });
-        assert_eq!(a.limit(), 7);
+        assert_eq!(a.observe(late(start)), start, "one late tick is a stall");
+        assert!(a.observe(late(start)) < start, "two running are a backlog");
+        // Not leaned on, the bound comes down to twice the traffic in flight, so that it binds
+        // as soon as holds stretch.
+        a.observe(late(6));
+        assert_eq!(a.limit(), 12);
+        // A stall between on-time ticks changes nothing.
+        let kept = a.limit();
+        for _ in 0..10 {
+            a.observe(win(0.85, 6, Some(0.002)));
+            a.observe(late(6));
+        }
+        assert_eq!(a.limit(), kept);
     }
 
     #[test]
