@@ -6,10 +6,12 @@
 //! server runs out of, CPU (Google's "Handling Overload"), rather than by end-to-end latency: an
 //! exchange's latency is mostly its bidders' and is capped by the deadline, and a latency
 //! gradient needs a no-load baseline that a server started under overload never sees. Every
-//! 50 ms the controller reads two signals, how busy the runtime's workers were and how long
+//! 50 ms the controller reads three signals: how busy the runtime's workers were, how long
 //! admitted requests held their place against the shortest hold seen while there was room
-//! ([`Aimd`] says why both), cuts the bound when both say the server is full and the bound is
-//! leaned on, and grows it by a tenth while traffic presses on it and there is room. A bound
+//! ([`Aimd`] says why both), and how late its own tick ran (a backlog, unread requests
+//! included). It cuts the bound when the first two say the server is full and the bound is
+//! leaned on, or when two ticks running were late, and grows it by a tenth while traffic
+//! presses on it and there is room. A bound
 //! traffic does not lean on is left alone, so a busy moment of unrelated work never sheds a
 //! handful of requests. The bound is fractional (3.4 admits 4 in 10 of the requests that find 3
 //! in flight), because a server whose auctions finish in a millisecond or two is full at a
@@ -146,6 +148,11 @@ const SLOWED: f64 = 1.25;
 /// tick on a busy but keeping-up runtime waits a millisecond or two (the timer's resolution and
 /// the batch in hand).
 const LAGGING: f64 = 0.005;
+/// Whether a tick `lag` seconds late counts as late.
+fn is_late(lag: f64) -> bool {
+    lag.is_finite() && lag > LAGGING
+}
+
 /// Share the limit grows by per window while traffic presses on it and there is room, and the
 /// least it grows by. Proportional rather than Netflix's square root: with instant bidders an
 /// exchange core is full at three or four auctions in flight, where a step of √limit (+1.8 at 3)
@@ -212,7 +219,7 @@ impl Aimd {
         // other signals say: requests queued before they are read show up here and nowhere
         // else. One late tick alone is a stall (other work on a shared runtime, the VM), not a
         // backlog, and shedding for it would cost answers for nothing.
-        let late_now = lag.is_finite() && lag > LAGGING;
+        let late_now = is_late(lag);
         let lagging = late_now && self.lagged_before;
         self.lagged_before = late_now;
         let peak = f64::from(peak_in_flight);
@@ -483,7 +490,7 @@ impl Admission {
                 .store((share.clamp(0.0, 1.0) * 1000.0).round() as u64, Relaxed);
             g.lag_micros
                 .store(u64::try_from(lag.as_micros()).unwrap_or(u64::MAX), Relaxed);
-            if lag.as_secs_f64() > LAGGING {
+            if is_late(lag.as_secs_f64()) {
                 g.lagging_windows.fetch_add(1, Relaxed);
             }
         }

@@ -144,7 +144,11 @@ pub(crate) async fn fan_out(
                     slot.call = None;
                     slot.reply = Some(match result {
                         Ok(answer) => {
-                            slot.bidder.metrics.answered_after(started.elapsed());
+                            let now = Instant::now();
+                            slot.bidder.metrics.answered_after(
+                                now.saturating_duration_since(started),
+                                crate::metrics::clock_ms_at(now),
+                            );
                             interpret(answer.status, &answer.body, auction_id)
                         }
                         Err(e) => {

@@ -79,14 +79,14 @@ pub const TYPICAL_FRESH_MS: u64 = 1_000;
 
 /// Milliseconds since the process first asked: a monotonic clock cheap to keep in an atomic.
 pub fn clock_ms() -> u64 {
+    clock_ms_at(std::time::Instant::now())
+}
+
+/// [`clock_ms`] at an instant already read.
+pub fn clock_ms_at(at: std::time::Instant) -> u64 {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    u64::try_from(
-        EPOCH
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_millis(),
-    )
-    .unwrap_or(u64::MAX)
+    let epoch = *EPOCH.get_or_init(|| at);
+    u64::try_from(at.saturating_duration_since(epoch).as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Per-bidder figures.
@@ -121,10 +121,10 @@ impl BidderMetrics {
         self.outcomes.inc(o as usize);
     }
 
-    /// Records a complete answer that took `took` from the start of the fan-out.
-    pub fn answered_after(&self, took: std::time::Duration) {
-        self.typical_at_ms
-            .store(clock_ms().saturating_add(1), Relaxed);
+    /// Records a complete answer, seen at `now_ms` ([`clock_ms`]), that took `took` from the
+    /// start of the fan-out.
+    pub fn answered_after(&self, took: std::time::Duration, now_ms: u64) {
+        self.typical_at_ms.store(now_ms.saturating_add(1), Relaxed);
         self.latency.observe(took);
         let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
         let old = self.typical_answer_us.load(Relaxed);
@@ -509,16 +509,16 @@ mod tests {
     fn a_bidders_typical_answer_follows_its_answers_and_expires() {
         let m = BidderMetrics::default();
         assert_eq!(m.typical_answer(clock_ms()), None, "no answer yet");
-        m.answered_after(Duration::from_millis(32));
+        m.answered_after(Duration::from_millis(32), clock_ms());
         assert_eq!(
             m.typical_answer(clock_ms()),
             Some(Duration::from_millis(32))
         );
         // Each answer moves it a sixteenth of the way.
-        m.answered_after(Duration::from_millis(16));
+        m.answered_after(Duration::from_millis(16), clock_ms());
         assert_eq!(m.typical_answer_us.load(Relaxed), 32_000 - 2_000 + 1_000);
         for _ in 0..200 {
-            m.answered_after(Duration::from_millis(2));
+            m.answered_after(Duration::from_millis(2), clock_ms());
         }
         let typical = m.typical_answer(clock_ms()).unwrap();
         assert!(typical < Duration::from_micros(2_100), "{typical:?}");
