@@ -134,6 +134,10 @@ pub struct LoadArgs {
     /// per trial with --find-capacity).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
+    /// Rate of the warm-up, when it should differ from the first measured rate (e.g. half of
+    /// an overload step, so that the step starts on open connections).
+    #[arg(long, requires = "warmup", conflicts_with_all = ["closed_loop", "find_capacity"])]
+    pub warmup_rate: Option<f64>,
     /// Also report the share of requests answered within this latency (e.g. 100ms).
     #[arg(long, value_parser = parse_duration)]
     pub slo: Option<Duration>,

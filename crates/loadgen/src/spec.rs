@@ -136,6 +136,10 @@ pub struct LoadSpec {
     pub timeout: Duration,
     /// Load sent before the measured window and excluded from every figure, `<= 1 h`.
     pub warmup: Duration,
+    /// Rate of the warm-up (open loop only); `None` warms up at the plan's first rate. An
+    /// overload step can then start on connections already open and a target already warm,
+    /// as traffic rises on a live exchange, instead of on a fresh connection storm.
+    pub warmup_rate: Option<f64>,
     /// What to check in answers beyond their status.
     pub check: ResponseCheck,
 }
@@ -151,6 +155,7 @@ impl LoadSpec {
             connections: 32,
             timeout: Duration::from_secs(2),
             warmup: Duration::ZERO,
+            warmup_rate: None,
             check: ResponseCheck::None,
         }
     }
@@ -193,6 +198,21 @@ impl LoadSpec {
             }
             _ => {}
         }
+        match (self.warmup_rate, self.arrivals) {
+            (Some(_), Arrivals::Closed) => {
+                return Err(bad(
+                    "warmup_rate",
+                    "a warm-up rate needs an open-loop plan".to_owned(),
+                ));
+            }
+            (Some(r), _) if !rate_ok(r) => {
+                return Err(bad(
+                    "warmup_rate",
+                    format!("must be > 0 and <= {MAX_RATE} req/s, got {r}"),
+                ));
+            }
+            _ => {}
+        }
         if self.duration.is_zero() || self.duration > MAX_DURATION {
             return Err(bad(
                 "duration",
@@ -232,7 +252,7 @@ impl LoadSpec {
         let mut segments = Vec::new();
         if !self.warmup.is_zero() {
             segments.push(Segment::Constant {
-                rate: first,
+                rate: self.warmup_rate.unwrap_or(first),
                 length: self.warmup,
             });
         }
@@ -512,7 +532,40 @@ mod tests {
         let total: Duration = phases.iter().map(|p| p.length).sum();
         assert_eq!(total, Duration::from_secs(10));
 
+        // A warm-up at its own rate, then the steps as before.
+        s.warmup_rate = Some(250.0);
+        let (segments, phases) = s.plan().unwrap();
+        assert_eq!(
+            segments[0],
+            Segment::Constant {
+                rate: 250.0,
+                length: Duration::from_secs(1)
+            }
+        );
+        assert_eq!(
+            segments[1],
+            Segment::Constant {
+                rate: 1000.0,
+                length: Duration::from_secs(2)
+            }
+        );
+        assert_eq!(phases.len(), 5);
+
+        s.warmup_rate = None;
         s.arrivals = Arrivals::Closed;
         assert!(s.plan().is_none());
+    }
+
+    #[test]
+    fn a_warmup_rate_is_checked_and_needs_an_open_loop() {
+        let mut s = spec();
+        for bad in [0.0, -1.0, f64::NAN, 2e6] {
+            s.warmup_rate = Some(bad);
+            assert_eq!(field_of(&s), "warmup_rate", "{bad}");
+        }
+        s.warmup_rate = Some(50.0);
+        s.validate().unwrap();
+        s.arrivals = Arrivals::Closed;
+        assert_eq!(field_of(&s), "warmup_rate");
     }
 }

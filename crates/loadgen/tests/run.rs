@@ -253,6 +253,25 @@ async fn warmup_is_excluded() {
     assert_eq!(r.timeline[0].sent, 100);
 }
 
+/// A warm-up at its own rate: 400/s for 0.5 s, then the measured 200/s for 0.5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warmup_runs_at_its_own_rate() {
+    let served = Arc::new(AtomicU64::new(0));
+    let s2 = Arc::clone(&served);
+    let addr = serve(move |_| {
+        s2.fetch_add(1, Ordering::Relaxed);
+        async { ok_json() }
+    })
+    .await;
+    let mut s = spec(format!("http://{addr}/"), 200.0, 0.5);
+    s.warmup = Duration::from_millis(500);
+    s.warmup_rate = Some(400.0);
+    let r = run(&s, tiny_corpus()).await.unwrap();
+    assert_eq!(served.load(Ordering::Relaxed), 300);
+    assert_eq!(r.sent, 100);
+    assert_eq!(r.timeline[0].sent, 100);
+}
+
 /// One timeline entry per second, attributed by scheduled time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeline_has_every_second() {

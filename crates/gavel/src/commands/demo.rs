@@ -87,6 +87,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         connections: (in_flight as usize * 2).clamp(32, 4096),
         timeout: Duration::from_millis(u64::from(args.tmax) * 10),
         warmup: Duration::ZERO,
+        warmup_rate: None,
         check: ResponseCheck::None,
     };
     let corpus = Arc::new(Corpus::generated(args.seed, 1000, args.tmax));

@@ -99,6 +99,7 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         connections: args.connections,
         timeout: args.timeout,
         warmup: args.warmup.unwrap_or(default_warmup),
+        warmup_rate: args.warmup_rate,
         check: match args.check {
             Some(CheckArg::BidResponse) => ResponseCheck::BidResponse,
             None => ResponseCheck::None,
@@ -190,7 +191,13 @@ fn params(args: &LoadArgs, spec: &LoadSpec) -> Vec<(String, String)> {
         ("url".to_owned(), spec.url.clone()),
         ("arrivals".to_owned(), spec.arrivals.describe()),
         ("duration".to_owned(), format!("{:?}", spec.duration)),
-        ("warm-up".to_owned(), format!("{:?}", spec.warmup)),
+        (
+            "warm-up".to_owned(),
+            match spec.warmup_rate {
+                Some(r) => format!("{:?} at {r}/s", spec.warmup),
+                None => format!("{:?}", spec.warmup),
+            },
+        ),
         ("connections".to_owned(), spec.connections.to_string()),
         ("timeout".to_owned(), format!("{:?}", spec.timeout)),
         ("requests".to_owned(), corpus),
