@@ -11,9 +11,10 @@
 //! ([`Aimd`] says why both), and how late its own tick ran (a backlog, unread requests
 //! included). It cuts the bound when the first two say the server is full and the bound is
 //! leaned on, or when two ticks running were late, and grows it by a tenth while traffic
-//! presses on it and there is room. A bound
-//! traffic does not lean on is left alone, so a busy moment of unrelated work never sheds a
-//! handful of requests. The bound is fractional (3.4 admits 4 in 10 of the requests that find 3
+//! presses on it and there is room (doubling while the runtime is half idle). A bound traffic
+//! does not lean on is never cut for the busy share, so a busy moment of unrelated work sheds
+//! nothing; it follows the traffic down to four times the most in flight, so that a rise in
+//! traffic or a stall meets a bound that binds. The bound is fractional (3.4 admits 4 in 10 of the requests that find 3
 //! in flight), because a server whose auctions finish in a millisecond or two is full at a
 //! handful in flight. The shed requests' own cost counts in the busy time, so under heavy
 //! overload the bound falls until admitted work plus shedding fit.
@@ -165,6 +166,16 @@ const UNSLOWED: f64 = 1.1;
 /// cost of a request is seen then), slowly while it is busy (holds are inflated then).
 const BASE_CREEP_IDLE: f64 = 1.01;
 const BASE_CREEP_BUSY: f64 = 1.0001;
+/// A bound traffic does not lean on follows it down, by this share per window, to this many
+/// times the most in flight: a bound far above the traffic is no bound, and a rise in traffic
+/// or a stall would fill the runtime with admitted work before the bound came down. Four times
+/// lets traffic quadruple between two windows without a request shed for it.
+const UNLEANED_DECAY: f64 = 0.9;
+const HEADROOM: f64 = 4.0;
+/// Below this busy share a pressed bound doubles per window (slow start), since it protects
+/// nothing: after a quiet spell has brought it down to a few times a trickle, traffic that
+/// returns at full rate is then shed for a few windows, not for seconds of tenths.
+const SLOW_START_BELOW: f64 = 0.5;
 
 impl Aimd {
     pub fn new(min: u32, max: u32, target: f64) -> Aimd {
@@ -237,11 +248,19 @@ impl Aimd {
             // nothing in flight, so that it binds once holds stretch, long before they would
             // have leaned on 256.
             self.limit = (peak * 2.0).max(self.min).min(self.limit);
+        } else if pressed && !late_now && busy < self.target * SLOW_START_BELOW {
+            self.limit = (self.limit * 2.0).min(self.max);
         } else if pressed
             && !late_now
             && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))
         {
             self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
+        } else if !leaned_on && peak_in_flight > 0 {
+            // An idle window (nothing in flight) says nothing about the traffic: left alone.
+            let follow = (self.limit * UNLEANED_DECAY)
+                .max(peak * HEADROOM)
+                .max(self.min);
+            self.limit = follow.min(self.limit);
         }
         self.limit()
     }
@@ -786,13 +805,27 @@ mod tests {
     }
 
     #[test]
-    fn a_quiet_server_keeps_its_limit() {
-        let mut a = Aimd::new(4, 1_024, 0.9);
-        let start = a.limit();
+    fn a_bound_traffic_does_not_lean_on_follows_it_down_to_four_times_the_traffic() {
+        let mut a = Aimd::new(1, 1_024, 0.9);
+        let mut seen = Vec::new();
         for _ in 0..100 {
+            seen.push(a.limit_x256());
             a.update(0.1, 3);
         }
-        assert_eq!(a.limit(), start);
+        // A tenth per window from 256, never under four times the three in flight.
+        assert!(seen.windows(2).all(|w| w[1] <= w[0]), "{seen:?}");
+        assert_eq!(a.limit(), 12);
+        assert_eq!(seen[1], (256.0 * 0.9 * 256.0_f64).round() as u32);
+        // Idle windows say nothing about the traffic.
+        for _ in 0..100 {
+            a.update(0.0, 0);
+        }
+        assert_eq!(a.limit(), 12);
+        // Traffic that quadruples finds room, and the pressed bound doubles on an idle runtime.
+        assert_eq!(a.update(0.2, 12), 24);
+        assert_eq!(a.update(0.2, 24), 48);
+        // A busy runtime grows it by a tenth only.
+        assert_eq!(a.update(0.75, 48), 53);
     }
 
     #[test]
@@ -819,12 +852,14 @@ mod tests {
     }
 
     #[test]
-    fn a_busy_runtime_with_little_in_flight_keeps_its_limit() {
+    fn a_busy_runtime_with_little_in_flight_is_not_cut_below_four_times_its_traffic() {
+        // Busy with something else (twenty in flight could not fill it): the bound follows
+        // the traffic, as on a quiet server, and is never cut for the busy share.
         let mut a = Aimd::new(4, 1_024, 0.9);
-        let start = a.limit();
         for _ in 0..100 {
-            assert_eq!(a.update(1.0, 20), start);
+            assert!(a.update(1.0, 20) >= 80);
         }
+        assert_eq!(a.limit(), 80);
     }
 
     #[test]
