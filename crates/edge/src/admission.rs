@@ -176,6 +176,9 @@ const HEADROOM: f64 = 4.0;
 /// nothing: after a quiet spell has brought it down to a few times a trickle, traffic that
 /// returns at full rate is then shed for a few windows, not for seconds of tenths.
 const SLOW_START_BELOW: f64 = 0.5;
+/// The lowest bound a backlog can bring: a sixteenth of the requests that find nothing in
+/// flight are admitted.
+const BACKLOG_FLOOR: f64 = 1.0 / 16.0;
 
 impl Aimd {
     pub fn new(min: u32, max: u32, target: f64) -> Aimd {
@@ -241,13 +244,26 @@ impl Aimd {
         let slowed = stretch.is_none_or(|s| s > SLOWED);
         if leaned_on && ((busy > self.target && slowed) || lagging) {
             let keep = stretch.map_or(DECREASE, |s| (1.0 / s).clamp(STRONGEST_DECREASE, DECREASE));
-            self.limit = (self.limit * keep).max(self.min);
+            // A backlog may take the bound below one place: a share of the requests that find
+            // nothing in flight. A handler that finishes in one poll (the bidder's decision)
+            // never has two in flight, so only a share sheds its excess; otherwise a cut
+            // stops at the floor and never raises a bound already under it.
+            let floor = if lagging {
+                BACKLOG_FLOOR
+            } else {
+                self.min.min(self.limit)
+            };
+            self.limit = (self.limit * keep).max(floor);
         } else if lagging {
             // A backlog under a bound far above what is in flight (the start's 256, where a
             // few places fill the runtime): bring the bound down to twice the traffic, shedding
             // nothing in flight, so that it binds once holds stretch, long before they would
             // have leaned on 256.
             self.limit = (peak * 2.0).max(self.min).min(self.limit);
+        } else if self.limit < 1.0 && !late_now {
+            // Only a backlog sets a bound under one place; once it has cleared, the bound
+            // grows back whether or not a window's few admitted requests pressed on it.
+            self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
         } else if pressed && !late_now && busy < self.target * SLOW_START_BELOW {
             self.limit = (self.limit * 2.0).min(self.max);
         } else if pressed
@@ -746,6 +762,41 @@ mod tests {
             a.observe(late(6));
         }
         assert_eq!(a.limit(), kept);
+    }
+
+    #[test]
+    fn a_backlog_on_a_one_poll_server_sheds_a_share_and_the_share_comes_back() {
+        // A server whose handler finishes in one poll: never more than one in flight, and a
+        // backlog of unread requests shows only in the late ticks.
+        let mut a = Aimd::new(1, 1_024, 0.9);
+        let backlog = Window {
+            lag: 0.05,
+            ..win(1.0, 1, Some(0.0001))
+        };
+        for _ in 0..200 {
+            a.observe(backlog);
+        }
+        assert_eq!(a.limit_x256(), 16, "down to its sixteenth of a place");
+        // The backlog gone: back over one place within a few windows, with or without
+        // requests admitted in them.
+        let mut windows = 0;
+        while a.limit_x256() < 256 {
+            let w = if windows % 2 == 0 {
+                win(0.6, 0, None)
+            } else {
+                win(0.6, 1, Some(0.0001))
+            };
+            a.observe(w);
+            windows += 1;
+        }
+        assert!(windows <= 8, "{windows} windows");
+        // Without a backlog, a cut never goes below the configured floor.
+        let mut b = Aimd::new(1, 1_024, 0.9);
+        for _ in 0..200 {
+            let l = b.limit();
+            b.observe(win(1.0, l, Some(0.01)));
+        }
+        assert_eq!(b.limit_x256(), 256);
     }
 
     #[test]
