@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome, RequestOutcome};
+use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome, RequestOutcome, SkipReason};
 use exchange::{Config, Exchange, Metrics};
 use loadgen::{Arrivals, Corpus, LoadSpec, Report, ResponseCheck};
 use openrtb::Price;
@@ -164,6 +164,13 @@ fn render(
         report.percentile_ms(99.9),
         report.percentile_ms(100.0)
     );
+    let _ = writeln!(
+        o,
+        "at the door       {} shed by the admission bound, {} answered at once for too little time left; \
+         no bidder called for either",
+        metrics.request_count(RequestOutcome::Shed),
+        metrics.no_time_left.load(Relaxed)
+    );
     let failures = report
         .sent
         .saturating_sub(sold + report.status.no_content_204);
@@ -213,29 +220,41 @@ fn render(
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>10}",
-        "bidder", "requests", "bids", "wins", "timeouts", "errors", "skipped", "spend USD"
+        "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>18} {:>10}",
+        "bidder",
+        "requests",
+        "bids",
+        "wins",
+        "timeouts",
+        "errors",
+        "skipped pool/brk/qps",
+        "spend USD"
     );
     for (name, b) in bidders.iter() {
         let errors =
             b.outcome_count(BidderOutcome::Error) + b.outcome_count(BidderOutcome::Invalid);
         let _ = writeln!(
             o,
-            "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>10}",
+            "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>20} {:>10}",
             name,
             b.requests.load(Relaxed),
             b.bids.load(Relaxed),
             b.wins.load(Relaxed),
             b.outcome_count(BidderOutcome::Timeout),
             errors,
-            b.outcome_count(BidderOutcome::Skipped),
+            format!(
+                "{}/{}/{}",
+                b.skip_count(SkipReason::PoolFull),
+                b.skip_count(SkipReason::BreakerOpen),
+                b.skip_count(SkipReason::QpsCap)
+            ),
             spend(b.cleared_micros.load(Relaxed)),
         );
     }
     let _ = writeln!(
         o,
         "\ntimeouts: no complete answer by the deadline; errors: failed or unusable answers; \
-         skipped: not called, because its pool was full, its circuit breaker open (it kept failing) or its qps cap reached"
+         skipped: not called, because its pool was full, its circuit breaker was open (it kept failing) or its qps cap was reached"
     );
     o
 }
