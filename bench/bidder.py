@@ -5,7 +5,8 @@ requests; capacity at p99 <= 5 ms. The campaigns are generated here, seeded, to 
 generator's requests: its countries, sizes, device types and site domains."""
 import json, os, random, shutil, socket, subprocess, tempfile, time
 
-from procs import LOAD_CORE, SERVER_CORE, Proc, free_port
+from overload import TMAX_MS, WARMUP_S, Target, delta, run_levels
+from procs import LOAD_CORE, SERVER_CORE, Proc, free_port, scrape, settle
 
 SLO_MS = 5
 COUNTRIES = ["USA", "USA", "USA", "GBR", "CAN", "DEU", "FRA", "AUS", "BRA", "IND", "JPN", "ESP",
@@ -72,23 +73,64 @@ class Redis:
         self.p.wait()
 
 
+def write_config(d, n, ledger, admission):
+    """campaigns.json (`n` campaigns) and bidder.toml in `d`; returns (config path, port)."""
+    with open(os.path.join(d, "campaigns.json"), "w") as f:
+        json.dump(campaigns(n), f)
+    port = free_port()
+    path = os.path.join(d, "bidder.toml")
+    with open(path, "w") as f:
+        f.write(f'listen = "127.0.0.1:{port}"\ncampaigns = "campaigns.json"\nnode = "bench"\n'
+                f'[admission]\nmode = "{admission}"\n[ledger]\n{ledger}\n')
+    return path, port
+
+
 def variant(name, n, label, ledger, args, capacity):
     """Capacity of one bidder configuration; returns its figures."""
     with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "campaigns.json"), "w") as f:
-            json.dump(campaigns(n), f)
-        port = free_port()
-        with open(os.path.join(d, "bidder.toml"), "w") as f:
-            # The gate off: its shed answers are 204s, which the capacity search would count.
-            f.write(f'listen = "127.0.0.1:{port}"\ncampaigns = "campaigns.json"\nnode = "bench"\n'
-                    f'[admission]\nmode = "off"\n[ledger]\n{ledger}\n')
+        # The gate off: its shed answers are 204s, which the capacity search would count.
+        config, port = write_config(d, n, ledger, "off")
         print(f"{name}: gavel bidder with {n} campaigns on core 0", flush=True)
-        with Proc(["bidder", "--config", os.path.join(d, "bidder.toml")], SERVER_CORE,
-                  ready="listening", timeout=120) as b:
+        with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             url = f"http://127.0.0.1:{port}/openrtb2/bid"
             cap = capacity(url, 2000, args, b.cpu_seconds, slo_ms=SLO_MS)
     return {"campaigns": n, "ledger": label, "capacity": cap["capacity"],
             "search": cap, "server_cpu_us_per_request": cap.get("server_cpu_us_per_request")}
+
+
+def bidder_ran(before, after):
+    """Requests decided to the end: bids and no-bids, less those answered at once for lack
+    of time (counted as no-bids too)."""
+    req = "gavel_bidder_requests_total"
+    return (delta(before, after, req, 'outcome="bid"') + delta(before, after, req, 'outcome="no_bid"')
+            - delta(before, after, "gavel_bidder_admission_total", 'outcome="too_little_time"'))
+
+
+def run_bidder_overload(args, ctx, capacity):
+    """`gavel bidder` (10,000 campaigns, in-memory ledger, default adaptive admission) at 1x,
+    2x, 3x and 5x its capacity (found with the gate off), as bench/overload.py drives the
+    exchange. At 5x the generator on core 1 nears its own ceiling (the same-run baseline), so
+    its lag is part of the figures."""
+    n, seconds = 10_000, args.level_seconds
+    with tempfile.TemporaryDirectory() as d:
+        config, port = write_config(d, n, 'backend = "memory"', "off")
+        print(f"bidder overload: {n} campaigns; capacity first, admission off", flush=True)
+        with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
+            cap = capacity(f"http://127.0.0.1:{port}/openrtb2/bid", 2000, args, b.cpu_seconds,
+                           slo_ms=SLO_MS)
+        c = cap["capacity"] or 1000
+        settle(3)
+        config, port = write_config(d, n, 'backend = "memory"', "adaptive")
+        with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
+            base_url = f"http://127.0.0.1:{port}"
+            target = Target(f"{base_url}/openrtb2/bid", lambda: scrape(f"{base_url}/metrics"), b.p.pid,
+                            "gavel_bidder", bidder_ran)
+            levels = run_levels(target, c, seconds, SLO_MS)
+    base = ctx.get("baseline_capacity")
+    return {"campaigns": n, "ledger": "memory", "tmax_ms": TMAX_MS, "capacity": c, "search": cap,
+            "slo_p99_ms_here": SLO_MS, "baseline_capacity": base,
+            "ratio_to_baseline": c / base if base else None,
+            "warmup_seconds": WARMUP_S, "level_seconds": seconds, "levels": levels}
 
 
 def run_bidder(args, ctx, capacity):

@@ -1,8 +1,10 @@
 """The overload scenarios of the suite: the exchange (fan-out 10 or 50, instant bidders, default
 adaptive admission) driven open-loop at 1x, 2x, 3x and 5x its capacity (measured with the gate
-off, after which a fresh exchange is warmed up at half capacity), each overload
-followed at once by a stretch at half the capacity in the same `gavel load` run (falling rate
-steps), so that recovery is seen by the same connections that saw the overload.
+off, on a separate exchange). Each level is one `gavel load` run on a fresh gated exchange's
+connections: 5 s of warm-up at half the capacity, the overload, then a stretch at half the
+capacity again (falling rate steps). The overload thus starts on open connections and a warm
+process, as a rise in traffic does on a live exchange, and recovery is seen by the same
+connections that saw the overload.
 
 Per level: share of requests answered within tmax, goodput (auctions that ran, fanned out and
 answered in time, per second of the overload step, as a share of the capacity; the exchange's
@@ -17,6 +19,7 @@ from procs import gavel_load, settle
 
 LEVELS = (1, 2, 3, 5)
 TMAX_MS = 100
+WARMUP_S = 5
 
 
 def rss_kib(pid):
@@ -66,18 +69,94 @@ def recovery_seconds(timeline, from_second, slo_ms):
     return later[first]["second"] - from_second, ok[first:].count(False)
 
 
-def requests_seen(metrics):
-    return sum(v for (name, _), v in metrics.items() if name == "gavel_exchange_requests_total")
+class Target:
+    """What the level loop needs of a server under test: its URL, a scrape, its process id,
+    its metric prefix, and how many requests of a scrape delta ran to the end (goodput)."""
+
+    def __init__(self, url, metrics, pid, prefix, ran):
+        self.url, self.metrics, self.pid, self.prefix, self.ran = url, metrics, pid, prefix, ran
+
+    def requests_seen(self, scraped):
+        name = f"{self.prefix}_requests_total"
+        return sum(v for (m, _), v in scraped.items() if m == name)
 
 
-def scrape_at_step_end(ex, before, seconds, into):
-    """Scrapes the exchange `seconds` after its first request of the step (polled every 20 ms,
-    since `gavel load` takes a moment to start), so that the counters cover the step alone."""
-    seen, deadline = requests_seen(before), time.time() + 30
-    while requests_seen(ex.metrics()) <= seen and time.time() < deadline:
+def scrape_at_step_end(target, before, seconds, into):
+    """Scrapes the server `seconds` after its first request of the run (polled every 20 ms,
+    since `gavel load` takes a moment to start): at the end of the warm-up and the overload
+    step, so that the counters cover both and nothing of the recovery; the caller subtracts a
+    scrape taken at the end of the warm-up."""
+    seen, deadline = target.requests_seen(before), time.time() + 30
+    while target.requests_seen(target.metrics()) <= seen and time.time() < deadline:
         time.sleep(0.02)
     time.sleep(seconds)
-    into.update(ex.metrics())
+    into.update(target.metrics())
+
+
+def exchange_ran(before, after):
+    """Auctions that ran (fanned out and answered in time): bids and no-bids, less the
+    requests answered at once for lack of time and the late ones."""
+    req = "gavel_exchange_requests_total"
+    return (delta(before, after, req, 'outcome="bid"') + delta(before, after, req, 'outcome="no_bid"')
+            - delta(before, after, "gavel_exchange_no_time_left_total")
+            - delta(before, after, "gavel_exchange_late_answers_total"))
+
+
+def run_levels(target, c, seconds, slo_ms):
+    """Every level of LEVELS against `target` (capacity `c`/s): one `gavel load` run each."""
+    p = target.prefix
+    levels = []
+    for k in LEVELS:
+        settle(3)
+        high, low = round(k * c), round(0.5 * c)
+        print(f"overload {k}x: {low}/s warm-up for {WARMUP_S} s, {high}/s for {seconds} s, "
+              f"then {low}/s for {seconds} s", flush=True)
+        # The counters at the end of the warm-up and at the end of the overload step, scraped
+        # mid-run, so that what was shed and ran is the overload's own.
+        idle = target.metrics()
+        before, after = {}, {}
+        timers = [threading.Thread(target=scrape_at_step_end, args=(target, idle, WARMUP_S, before)),
+                  threading.Thread(target=scrape_at_step_end,
+                                   args=(target, idle, WARMUP_S + seconds, after))]
+        with PeakRss(target.pid) as rss:
+            for t in timers:
+                t.start()
+            run = gavel_load(target.url, ["--rate", f"{high}:{low}:{high - low}",
+                                          "--step-duration", f"{seconds}s",
+                                          "--warmup", f"{WARMUP_S}s", "--warmup-rate", low,
+                                          "--connections", 2048, "--timeout", "1s",
+                                          "--tmax", TMAX_MS, "--slo", f"{TMAX_MS}ms"])
+            for t in timers:
+                t.join()
+        over, rec = run["steps"][0], run["steps"][1]
+        back, over_again = recovery_seconds(run["timeline"], seconds, slo_ms)
+        codes = over["status"]["by_code"]
+        ran = target.ran(before, after)
+        late = f"{p}_late_answers_total"
+        levels.append({
+            "multiple": k, "offered": high, "achieved": over["rate_achieved"],
+            "within_tmax": over.get("within_slo"),
+            "success": over["success_share"],
+            "goodput": ran / over["duration_s"],
+            "goodput_share_of_capacity": ran / over["duration_s"] / c,
+            "with_bid": codes.get("200", 0),
+            "shed": delta(before, after, f"{p}_requests_total", 'outcome="shed"'),
+            "too_little_time": delta(before, after, f"{p}_admission_total", 'outcome="too_little_time"'),
+            "late_answers": delta(before, after, late) if (late, "") in after else None,
+            "p50": over["latency_ms"]["p50"], "p99": over["latency_ms"]["p99"],
+            "p999": over["latency_ms"]["p999"], "max": over["latency_ms"]["max"],
+            "unanswered": over["sent"] - sum(codes.values()),
+            "admission_limit_after": after.get((f"{p}_admission_limit", "")),
+            "lagging_windows": delta(before, after, f"{p}_admission_lagging_windows_total"),
+            "peak_rss_mib": rss.peak / 1024,
+            "schedule_lag_p99_ms": run["schedule_lag_ms"]["p99"],
+            "timeline": [{k: t[k] for k in ("second", "sent", "completed", "errors", "p99_ms", "max_ms")}
+                         for t in run["timeline"]],
+            "recovery": {"rate": low, "within_tmax": rec.get("within_slo"),
+                         "p99": rec["latency_ms"]["p99"],
+                         "seconds": back, "seconds_over_after": over_again},
+        })
+    return levels
 
 
 def run_overload(args, ctx, capacity, slo_ms, fanout=10, start=500):
@@ -90,62 +169,10 @@ def run_overload(args, ctx, capacity, slo_ms, fanout=10, start=500):
     c = cap["capacity"] or 1000
     settle(3)
     with Exchange(instant(fanout), max_connections=256) as ex:
-        # A fresh process opens its pools and learns what an auction costs at half capacity
-        # first, as the capacity search's process did; its figures are not kept.
-        print(f"overload: warm-up at {round(0.5 * c)}/s for 5 s", flush=True)
-        gavel_load(ex.url, ["--rate", round(0.5 * c), "--duration", "5s", "--connections", 2048,
-                            "--timeout", "1s", "--tmax", TMAX_MS])
-        levels = []
-        for k in LEVELS:
-            settle(3)
-            high, low = round(k * c), round(0.5 * c)
-            print(f"overload {k}x: {high}/s for {seconds} s, then {low}/s for {seconds} s", flush=True)
-            before = ex.metrics()
-            # The exchange's counters at the end of the overload step, scraped mid-run, so that
-            # what it shed and ran is the overload's own.
-            scraped = {}
-            timer = threading.Thread(target=scrape_at_step_end, args=(ex, before, seconds, scraped))
-            with PeakRss(ex.server.p.pid) as rss:
-                timer.start()
-                run = gavel_load(ex.url, ["--rate", f"{high}:{low}:{high - low}",
-                                          "--step-duration", f"{seconds}s",
-                                          "--connections", 2048, "--timeout", "1s",
-                                          "--tmax", TMAX_MS, "--slo", f"{TMAX_MS}ms"])
-                timer.join()
-            after = scraped
-            over, rec = run["steps"][0], run["steps"][1]
-            back, over_again = recovery_seconds(run["timeline"], seconds, slo_ms)
-            codes = over["status"]["by_code"]
-            req = "gavel_exchange_requests_total"
-            # Auctions that ran (fanned out and answered in time): bids and no-bids, less the
-            # requests answered at once for lack of time and the late ones.
-            ran = (delta(before, after, req, 'outcome="bid"') + delta(before, after, req, 'outcome="no_bid"')
-                   - delta(before, after, "gavel_exchange_no_time_left_total")
-                   - delta(before, after, "gavel_exchange_late_answers_total"))
-            levels.append({
-                "multiple": k, "offered": high, "achieved": over["rate_achieved"],
-                "within_tmax": over.get("within_slo"),
-                "success": over["success_share"],
-                "goodput": ran / over["duration_s"],
-                "goodput_share_of_capacity": ran / over["duration_s"] / c,
-                "with_bid": codes.get("200", 0),
-                "shed": delta(before, after, req, 'outcome="shed"'),
-                "no_time_left": delta(before, after, "gavel_exchange_no_time_left_total"),
-                "late_answers": delta(before, after, "gavel_exchange_late_answers_total"),
-                "p50": over["latency_ms"]["p50"], "p99": over["latency_ms"]["p99"],
-                "p999": over["latency_ms"]["p999"], "max": over["latency_ms"]["max"],
-                "unanswered": over["sent"] - sum(codes.values()),
-                "admission_limit_after": after.get(("gavel_exchange_admission_limit", "")),
-                "lagging_windows": delta(before, after, "gavel_exchange_admission_lagging_windows_total"),
-                "peak_rss_mib": rss.peak / 1024,
-                "schedule_lag_p99_ms": run["schedule_lag_ms"]["p99"],
-                "timeline": [{k: t[k] for k in ("second", "sent", "completed", "errors", "p99_ms", "max_ms")}
-                             for t in run["timeline"]],
-                "recovery": {"rate": low, "within_tmax": rec.get("within_slo"),
-                             "p99": rec["latency_ms"]["p99"],
-                             "seconds": back, "seconds_over_after": over_again},
-            })
+        target = Target(ex.url, ex.metrics, ex.server.p.pid, "gavel_exchange", exchange_ran)
+        levels = run_levels(target, c, seconds, slo_ms)
     base = ctx.get("baseline_capacity")
     return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap,
-            "baseline_capacity": base, "ratio_to_baseline": c / base if base else None, "level_seconds": seconds,
+            "baseline_capacity": base, "ratio_to_baseline": c / base if base else None,
+            "warmup_seconds": WARMUP_S, "level_seconds": seconds,
             "levels": levels}

@@ -12,11 +12,12 @@ answered 2xx. Writes bench-results/suite/<scenario>.json and regenerates the sui
 BENCHMARKS.md.
 
     python3 bench/suite.py --only fanout-10 --trial-seconds 3     # one scenario, quicker
+    python3 bench/suite.py --only overload --only overload-50 --repeat 3   # ~40 minutes
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bidder import run_bidder  # noqa: E402
+from bidder import run_bidder, run_bidder_overload  # noqa: E402
 from overload import run_overload  # noqa: E402
 from fleet import Exchange, instant, per_bidder, realistic, silent  # noqa: E402
 from procs import GAVEL, ROOT, SERVER_CORE, Proc, free_port, gavel_load, settle, wrk  # noqa: E402
@@ -200,8 +201,20 @@ SCENARIOS = {
     # Where a refusal costs a small share of an auction: what the gate does once the rig
     # (generator and bidders on one core) is not the limit.
     "overload-50": lambda args, ctx: run_overload(args, ctx, capacity, SLO_MS, fanout=50, start=100),
+    "bidder-overload": lambda args, ctx: run_bidder_overload(args, ctx, capacity),
     "fuzz": run_fuzz,
 }
+
+
+# Scenarios run --repeat times; their JSON holds {"runs": [...]}.
+REPEATABLE = ("overload", "overload-50", "bidder-overload")
+
+
+def save(name, result, meta, started):
+    result.update(meta, scenario=name, wall_seconds=round(time.time() - started))
+    with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"{name}: done in {result['wall_seconds']} s", flush=True)
 
 
 def machine():
@@ -218,6 +231,9 @@ def main():
     ap.add_argument("--check-seconds", type=int, default=10, help="length of each cross-check run")
     ap.add_argument("--silent-rate", type=int, default=500, help="rate of the silent-bidder runs")
     ap.add_argument("--fuzz-seconds", type=int, default=30, help="fuzzing time per target")
+    ap.add_argument("--repeat", type=int, default=1, choices=range(1, 6), metavar="1..5",
+                    help="run the overload scenarios this many times, alternated with each other; "
+                         "their tables show every run side by side")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args()
     if not os.path.exists(GAVEL):
@@ -229,14 +245,23 @@ def main():
     ctx, meta = {}, {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
                      "command": "python3 bench/suite.py " + " ".join(sys.argv[1:]),
                      "slo_p99_ms": SLO_MS, "trial_seconds": args.trial_seconds}
-    for name in names:
+    once = [nm for nm in names if nm not in REPEATABLE]
+    repeated = [nm for nm in names if nm in REPEATABLE]
+    for name in once:
         started = time.time()
         result = SCENARIOS[name](args, ctx)
-        result.update(meta, scenario=name, wall_seconds=round(time.time() - started))
-        with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"{name}: done in {result['wall_seconds']} s", flush=True)
+        save(name, result, meta, started)
         settle()
+    # The overload scenarios alternate (A B A B ...), so that a slow spell of the machine
+    # touches each of them rather than all runs of one; every run is kept.
+    runs, started = {name: [] for name in repeated}, time.time()
+    for k in range(args.repeat):
+        for name in repeated:
+            print(f"{name}: run {k + 1} of {args.repeat}", flush=True)
+            runs[name].append(SCENARIOS[name](args, ctx))
+            settle()
+    for name in repeated:
+        save(name, {"runs": runs[name], "repeat": args.repeat}, meta, started)
     if not args.no_markdown:
         tables.rewrite(os.path.join(ROOT, "BENCHMARKS.md"), RESULTS)
         print("BENCHMARKS.md: suite section regenerated")
