@@ -52,7 +52,7 @@ def overload_table(over, out):
     (older results hold one run at the top level)."""
     runs = over.get("runs") or [over]
     first = runs[0]
-    times = f", {len(runs)} runs alternated with the other overload scenarios" if len(runs) > 1 else ""
+    times = f", {len(runs)} runs" if len(runs) > 1 else ""
     what = (f"the exchange, fan-out {first['bidders']}, instant bidders" if "bidders" in first
             else f"`gavel bidder`, {n(first['campaigns'])} campaigns, {first['ledger']} ledger")
     out.append(f"### Overload ({what}, adaptive admission, tmax {first['tmax_ms']} ms{times})\n")
@@ -66,7 +66,7 @@ def overload_table(over, out):
                "Goodput = auctions run to the end (exchange: fanned out and answered in time; bidder: decided; not shed) per second of the "
                "overload step; recovery = seconds after the overload until the first second with p99 within "
                "the capacity SLO and no errors (+n: later seconds over it again). Each cell lists the runs in "
-               "order; trials and per-second timelines are in the JSON.\n")
+               f"order; trials and per-second timelines are in the JSON. Command: `{over['command'].strip()}`.\n")
     out.append("| load | answered within tmax | goodput (share of capacity) | shed | p99 ms | max ms "
                "| late answers | generator lag p99 ms | admission bound after | peak RSS MiB | recovery |")
     out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
