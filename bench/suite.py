@@ -210,7 +210,8 @@ SCENARIOS = {
 REPEATABLE = ("overload", "overload-50", "bidder-overload")
 
 
-def save(name, result, meta, started):
+def save(name, result, meta, started, ctx):
+    result.setdefault("baseline_capacity", ctx.get("baseline_capacity"))
     result.update(meta, scenario=name, wall_seconds=round(time.time() - started))
     with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=2)
@@ -250,7 +251,7 @@ def main():
     for name in once:
         started = time.time()
         result = SCENARIOS[name](args, ctx)
-        save(name, result, meta, started)
+        save(name, result, meta, started, ctx)
         settle()
     # The overload scenarios alternate (A B A B ...), so that a slow spell of the machine
     # touches each of them rather than all runs of one; every run is kept.
@@ -261,7 +262,7 @@ def main():
             runs[name].append(SCENARIOS[name](args, ctx))
             settle()
     for name in repeated:
-        save(name, {"runs": runs[name], "repeat": args.repeat}, meta, started)
+        save(name, {"runs": runs[name], "repeat": args.repeat}, meta, started, ctx)
     if not args.no_markdown:
         tables.rewrite(os.path.join(ROOT, "BENCHMARKS.md"), RESULTS)
         print("BENCHMARKS.md: suite section regenerated")

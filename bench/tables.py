@@ -47,6 +47,17 @@ def recovery(level):
     return rec
 
 
+def baseline_of(r, base):
+    """The baseline capacity measured in the same run as `r`: stored in it, or the current
+    baseline's when both came from the same command on the same day; None otherwise (a
+    partial run rewrites baseline.json and leaves older scenarios' files as they were)."""
+    if r.get("baseline_capacity"):
+        return r["baseline_capacity"]
+    if base and r.get("command") == base.get("command") and r.get("date") == base.get("date"):
+        return base["capacity"]
+    return None
+
+
 def overload_table(over, out):
     """One table for all runs of an overload scenario, each cell giving every run in order
     (older results hold one run at the top level)."""
@@ -98,7 +109,9 @@ def section(results):
     out.append(f"Run {head['date']} on {head['machine']}: `{head['command'].strip()}`. "
                f"Capacity = highest rate with p99 <= {head['slo_p99_ms']} ms and >= 99.9% answered "
                f"2xx, {head['trial_seconds']} s trials after 1 s of warm-up (✗ = failed twice). "
-               "Raw JSON: `bench-results/suite/`.\n")
+               "Raw JSON: `bench-results/suite/`. Scenarios this command did not run keep the figures "
+               "of their last run (each JSON names its command; a ratio to the baseline is shown only "
+               "within one run).\n")
     if base:
         out.append("### Same-run baseline\n")
         out.append("| server | capacity/s (open loop, p99 <= 10 ms) | server CPU per request | trials |")
@@ -132,7 +145,7 @@ def section(results):
     real = load(results, "realistic-20")
     if real:
         out.append(f"### Fan-out 20, bidder latency p50 20 ms / p99 80 ms, tmax {real['tmax_ms']} ms\n")
-        b = base["capacity"] if base else None
+        b = baseline_of(real, base)
         c = real["capacity_p99_within_tmax"]
         ratio = f"; ratio to the same-run baseline {c / b:.3f}" if b and c else ""
         out.append(f"Capacity with p99 within tmax: {n(c)}/s{ratio} "
@@ -146,8 +159,8 @@ def section(results):
     sil = load(results, "silent-bidder")
     if sil:
         out.append(f"### One bidder that never answers (ten instant bidders beside it, {n(sil['rate'])}/s, tmax {sil['tmax_ms']} ms)\n")
-        if base and base["capacity"]:
-            out.append(f"The rate is {sil['rate'] / base['capacity']:.3f} of the same-run baseline's capacity.\n")
+        if baseline_of(sil, base):
+            out.append(f"The rate is {sil['rate'] / baseline_of(sil, base):.3f} of the same-run baseline's capacity.\n")
         out.append("| run | achieved/s | p50 ms | p99 ms | within tmax | other bidders: calls | bid share | timeouts | wins | silent bidder: calls sent / timed out / skipped |")
         out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for label in ("without", "with"):
@@ -165,7 +178,7 @@ def section(results):
         out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['bidder_slo_p99_ms']} ms\n")
         out.append("| campaigns | ledger | capacity/s | ratio to baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
         out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
-        b = bid.get("baseline_capacity") or (base["capacity"] if base else None)
+        b = baseline_of(bid, base)
         for r in bid["runs"].values():
             p50, p99 = at_capacity(r["search"])
             ratio = n(r["capacity"] / b, 3) if b and r["capacity"] else "–"
