@@ -232,7 +232,8 @@ async fn overload_drops_and_accounts_for_everything() {
     assert!(r.share_within(Duration::from_secs(1)).abs() < 1e-12);
 }
 
-/// Warm-up requests are sent but excluded from every figure.
+/// Warm-up requests are sent but excluded from every figure; the warm-up runs at the first
+/// rate, or at its own (400/s for 0.5 s here, before the measured 200/s for 0.5 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warmup_is_excluded() {
     let served = Arc::new(AtomicU64::new(0));
@@ -242,34 +243,23 @@ async fn warmup_is_excluded() {
         async { ok_json() }
     })
     .await;
-    let mut s = spec(format!("http://{addr}/"), 200.0, 0.5);
-    s.warmup = Duration::from_millis(500);
-    let r = run(&s, tiny_corpus()).await.unwrap();
-    assert_eq!(served.load(Ordering::Relaxed), 200);
-    assert_eq!(r.sent, 100);
-    assert_eq!(r.completed, 100);
-    assert_eq!(r.latency.len(), 100);
-    assert_eq!(r.timeline.len(), 1);
-    assert_eq!(r.timeline[0].sent, 100);
-}
-
-/// A warm-up at its own rate: 400/s for 0.5 s, then the measured 200/s for 0.5 s.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn warmup_runs_at_its_own_rate() {
-    let served = Arc::new(AtomicU64::new(0));
-    let s2 = Arc::clone(&served);
-    let addr = serve(move |_| {
-        s2.fetch_add(1, Ordering::Relaxed);
-        async { ok_json() }
-    })
-    .await;
-    let mut s = spec(format!("http://{addr}/"), 200.0, 0.5);
-    s.warmup = Duration::from_millis(500);
-    s.warmup_rate = Some(400.0);
-    let r = run(&s, tiny_corpus()).await.unwrap();
-    assert_eq!(served.load(Ordering::Relaxed), 300);
-    assert_eq!(r.sent, 100);
-    assert_eq!(r.timeline[0].sent, 100);
+    for (warmup_rate, all_served) in [(None, 200), (Some(400.0), 300)] {
+        served.store(0, Ordering::Relaxed);
+        let mut s = spec(format!("http://{addr}/"), 200.0, 0.5);
+        s.warmup = Duration::from_millis(500);
+        s.warmup_rate = warmup_rate;
+        let r = run(&s, tiny_corpus()).await.unwrap();
+        assert_eq!(
+            served.load(Ordering::Relaxed),
+            all_served,
+            "{warmup_rate:?}"
+        );
+        assert_eq!(r.sent, 100);
+        assert_eq!(r.completed, 100);
+        assert_eq!(r.latency.len(), 100);
+        assert_eq!(r.timeline.len(), 1);
+        assert_eq!(r.timeline[0].sent, 100);
+    }
 }
 
 /// One timeline entry per second, attributed by scheduled time.
