@@ -1,8 +1,10 @@
 """The bidder scenario of the suite: `gavel bidder` on core 0 (one-thread runtime) with 10,000 or
 100,000 campaigns and an in-memory ledger, and with 10,000 campaigns on a Redis ledger in lease
 mode (redis-server on core 1, beside the load generator), driven by `gavel load`'s built-in
-requests; capacity at p99 <= 5 ms. The campaigns are generated here, seeded, to match the
-generator's requests: its countries, sizes, device types and site domains."""
+requests; capacity at p99 <= 5 ms. Also the bidder-overload scenario (`run_bidder_overload`): the
+levels of bench/overload.py against the bidder with its admission gate on. The campaigns are
+generated here, seeded, to match the generator's requests: its countries, sizes, device types
+and site domains."""
 import json, os, random, shutil, socket, subprocess, tempfile, time
 
 from overload import TMAX_MS, WARMUP_S, Target, delta, run_levels
