@@ -27,6 +27,9 @@ fn demo_runs_end_to_end_and_reports() {
         "latency (client)",
         "win notices",
         "atlas",
+        // At 50/s nothing is refused at the door, and no bidder is skipped for any reason.
+        "at the door       0 shed by the admission bound, 0 answered at once",
+        "skipped pool/brk/qps",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
