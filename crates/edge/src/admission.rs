@@ -19,10 +19,13 @@
 //! handful in flight. The shed requests' own cost counts in the busy time, so under heavy
 //! overload the bound falls until admitted work plus shedding fit.
 //!
-//! The limit of this design: a handler that finishes in one poll (the bidder's decision) keeps
-//! only a few requests in flight however overloaded the process is, because the excess waits in
-//! socket buffers, not in the server; such a server is protected by its deadline check and the
-//! connection cap more than by this bound.
+//! The limit of this design: a handler that finishes in one poll (the bidder's decision) never
+//! has two requests in flight however overloaded the process is, because the excess waits in
+//! socket buffers, not in the server. For it a backlog takes the bound below one place, a share
+//! of the requests that find nothing in flight; but a refusal still costs the HTTP read and
+//! answer, a quarter to a third of a decision, so past about twice its capacity such a server
+//! cannot refuse fast enough to answer in time (measured: BENCHMARKS.md, "Overload"). Upstream
+//! throttling (the exchange's per-bidder qps cap) is what protects it there.
 //!
 //! A fixed bound is there for operators who know their capacity; `off` turns the gate off.
 
