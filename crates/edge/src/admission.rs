@@ -14,9 +14,9 @@
 //! presses on it and there is room (doubling while the runtime is half idle). A bound traffic
 //! does not lean on is never cut for the busy share, so a busy moment of unrelated work sheds
 //! nothing; it follows the traffic down to four times the most in flight, so that a rise in
-//! traffic or a stall meets a bound that binds. The bound is fractional (3.4 admits 4 in 10 of the requests that find 3
-//! in flight), because a server whose auctions finish in a millisecond or two is full at a
-//! handful in flight. The shed requests' own cost counts in the busy time, so under heavy
+//! traffic or a stall meets a bound that binds. The bound is fractional (3.4 admits 4 in 10 of
+//! the requests that find 3 in flight), because a server whose auctions finish in a
+//! millisecond or two is full at a handful in flight. The shed requests' own cost counts in the busy time, so under heavy
 //! overload the bound falls until admitted work plus shedding fit.
 //!
 //! The limit of this design: a handler that finishes in one poll (the bidder's decision) never
@@ -263,15 +263,14 @@ impl Aimd {
             // nothing in flight, so that it binds once holds stretch, long before they would
             // have leaned on 256.
             self.limit = (peak * 2.0).max(self.min).min(self.limit);
-        } else if self.limit < 1.0 && !late_now {
-            // Only a backlog sets a bound under one place; once it has cleared, the bound
-            // grows back whether or not a window's few admitted requests pressed on it.
-            self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
         } else if pressed && !late_now && busy < self.target * SLOW_START_BELOW {
             self.limit = (self.limit * 2.0).min(self.max);
-        } else if pressed
-            && !late_now
-            && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))
+        } else if !late_now
+            // Only a backlog sets a bound under one place; once it has cleared, the bound
+            // grows back whether or not a window's few admitted requests pressed on it.
+            && (self.limit < 1.0
+                || (pressed
+                    && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))))
         {
             self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
         } else if !leaned_on && peak_in_flight > 0 {
