@@ -284,21 +284,9 @@ impl BidderConfig {
                 "must be smaller than http.default_tmax_ms",
             ));
         }
-        edge::Limits::check(
-            h.max_connections,
-            h.idle_timeout_ms,
-            h.max_header_bytes,
-            h.shutdown_grace_ms,
-        )
-        .map_err(|(key, problem)| ConfigError::Invalid {
-            key: match key {
-                "max_connections" => "http.max_connections",
-                "idle_timeout_ms" => "http.idle_timeout_ms",
-                "max_header_bytes" => "http.max_header_bytes",
-                _ => "http.shutdown_grace_ms",
-            },
-            problem: problem.to_owned(),
-        })?;
+        self.http_limits()
+            .check()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         self.admission
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))?;
@@ -351,13 +339,17 @@ impl BidderConfig {
 
     /// What the server accepts from client connections.
     pub fn limits(&self) -> edge::Limits {
+        self.http_limits().limits()
+    }
+
+    fn http_limits(&self) -> edge::HttpLimits {
         let h = &self.http;
-        edge::Limits {
+        edge::HttpLimits {
             max_connections: h.max_connections,
-            header_timeout: self.read_timeout(),
-            idle_timeout: Duration::from_millis(h.idle_timeout_ms),
+            read_timeout_ms: h.read_timeout_ms,
+            idle_timeout_ms: h.idle_timeout_ms,
             max_header_bytes: h.max_header_bytes,
-            shutdown_grace: Duration::from_millis(h.shutdown_grace_ms),
+            shutdown_grace_ms: h.shutdown_grace_ms,
         }
     }
 
@@ -525,6 +517,10 @@ redis_url = "redis://127.0.0.1:6379"
             (
                 "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 500",
                 "http.answer_margin_ms",
+            ),
+            (
+                "campaigns = \"c.json\"\n[http]\nidle_timeout_ms = 0",
+                "http.idle_timeout_ms",
             ),
         ] {
             let e = BidderConfig::from_toml(text).err().map(|e| e.to_string());

@@ -25,7 +25,7 @@ mod serve;
 pub mod watch;
 
 pub use admission::{Admission, AdmissionConfig, NoBidStyle};
-pub use serve::{ConnStats, Limits, MIN_HEADER_BYTES, serve};
+pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve};
 pub use watch::watch_file;
 
 /// The body type of every answer.

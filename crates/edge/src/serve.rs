@@ -55,28 +55,44 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// Checks the configurable values; the error names the key (without its section) and the
-    /// rule.
-    pub fn check(
-        max_connections: u32,
-        idle_timeout_ms: u64,
-        max_header_bytes: usize,
-        shutdown_grace_ms: u64,
-    ) -> Result<(), (&'static str, &'static str)> {
-        if max_connections == 0 || max_connections > 1_000_000 {
-            return Err(("max_connections", "must be 1..=1000000"));
+/// The `[http]` keys both servers configure [`Limits`] with, in their configured units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    pub max_connections: u32,
+    /// Also each server's body read timeout, so it is checked there.
+    pub read_timeout_ms: u64,
+    pub idle_timeout_ms: u64,
+    pub max_header_bytes: usize,
+    pub shutdown_grace_ms: u64,
+}
+
+impl HttpLimits {
+    /// Checks the values this module owns; the error names the key (`http.*`) and the rule.
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.max_connections == 0 || self.max_connections > 1_000_000 {
+            return Err(("http.max_connections", "must be 1..=1000000"));
         }
-        if idle_timeout_ms == 0 || idle_timeout_ms > 3_600_000 {
-            return Err(("idle_timeout_ms", "must be 1..=3600000"));
+        if self.idle_timeout_ms == 0 || self.idle_timeout_ms > 3_600_000 {
+            return Err(("http.idle_timeout_ms", "must be 1..=3600000"));
         }
-        if !(MIN_HEADER_BYTES..=1024 * 1024).contains(&max_header_bytes) {
-            return Err(("max_header_bytes", "must be 8192..=1048576"));
+        if !(MIN_HEADER_BYTES..=1024 * 1024).contains(&self.max_header_bytes) {
+            return Err(("http.max_header_bytes", "must be 8192..=1048576"));
         }
-        if shutdown_grace_ms > 600_000 {
-            return Err(("shutdown_grace_ms", "must be at most 600000"));
+        if self.shutdown_grace_ms > 600_000 {
+            return Err(("http.shutdown_grace_ms", "must be at most 600000"));
         }
         Ok(())
+    }
+
+    /// The limits as the accept loop uses them; the header timeout is the read timeout.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections,
+            header_timeout: Duration::from_millis(self.read_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_header_bytes: self.max_header_bytes,
+            shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+        }
     }
 }
 
@@ -393,6 +409,51 @@ mod tests {
             quiet_since_ms: AtomicU64::new(0),
             quiet: AtomicBool::new(true),
             first_byte_ms: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn http_limits_name_their_key_and_convert_milliseconds() {
+        let good = HttpLimits {
+            max_connections: 10,
+            read_timeout_ms: 100,
+            idle_timeout_ms: 1_000,
+            max_header_bytes: 8192,
+            shutdown_grace_ms: 100,
+        };
+        assert_eq!(good.check(), Ok(()));
+        assert_eq!(good.limits(), LIMITS);
+        for (bad, key) in [
+            (
+                HttpLimits {
+                    max_connections: 0,
+                    ..good
+                },
+                "http.max_connections",
+            ),
+            (
+                HttpLimits {
+                    idle_timeout_ms: 0,
+                    ..good
+                },
+                "http.idle_timeout_ms",
+            ),
+            (
+                HttpLimits {
+                    max_header_bytes: 100,
+                    ..good
+                },
+                "http.max_header_bytes",
+            ),
+            (
+                HttpLimits {
+                    shutdown_grace_ms: 600_001,
+                    ..good
+                },
+                "http.shutdown_grace_ms",
+            ),
+        ] {
+            assert_eq!(bad.check().map_err(|(k, _)| k), Err(key));
         }
     }
 

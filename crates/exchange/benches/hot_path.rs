@@ -1,10 +1,12 @@
 //! The exchange's own work per auction, without I/O: enriching the seller's request and encoding
 //! it once for the whole fan-out, and settling ten bidders' replies (auction, winner rewrite,
-//! macros). Decoding is benchmarked in `openrtb`, the bare auction in `auction`.
+//! macros), and the per-bidder gates of a fan-out (clock read, rate cap and breaker behind their
+//! mutexes). Decoding is benchmarked in `openrtb`, the bare auction in `auction`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use auction::AuctionConfig;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use exchange::breaker::{Breaker, BreakerConfig, Health, RateCap};
 use exchange::config::SchainConfig;
 use exchange::enrich::enrich;
 use exchange::fanout::{Reply, interpret};
@@ -81,5 +83,40 @@ fn settle_ten_bidders(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, enrich_and_encode, settle_ten_bidders);
+/// What `fanout::start_call` and `record_health` add per bidder besides the pool: a clock read,
+/// the rate cap and the breaker, each behind the mutex the auctions share (uncontended here; a
+/// one-thread runtime never contends them).
+fn gates_ten_bidders(c: &mut Criterion) {
+    let now = std::time::Instant::now();
+    let bidders: Vec<_> = (0..10)
+        .map(|_| {
+            (
+                std::sync::Mutex::new(RateCap::new(1_000_000, now)),
+                std::sync::Mutex::new(Breaker::new(BreakerConfig::default(), now)),
+            )
+        })
+        .collect();
+    let mut group = c.benchmark_group("fan-out");
+    group.throughput(Throughput::Elements(10));
+    group.bench_function("gates/10-bidders", |b| {
+        b.iter(|| {
+            let mut called = 0u32;
+            for (cap, breaker) in &bidders {
+                let now = std::time::Instant::now();
+                if cap.lock().is_ok_and(|mut c| c.try_take(now))
+                    && breaker.lock().is_ok_and(|mut b| b.allow(now))
+                {
+                    called += 1;
+                    if let Ok(mut b) = breaker.lock() {
+                        b.record(Health::Good, std::time::Instant::now());
+                    }
+                }
+            }
+            std::hint::black_box(called)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, enrich_and_encode, settle_ten_bidders, gates_ten_bidders);
 criterion_main!(benches);

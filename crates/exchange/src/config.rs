@@ -300,14 +300,17 @@ impl Validated {
     }
     /// What the server accepts from client connections.
     pub fn limits(&self) -> edge::Limits {
-        let h = &self.config.http;
-        edge::Limits {
-            max_connections: h.max_connections,
-            header_timeout: self.read_timeout(),
-            idle_timeout: Duration::from_millis(h.idle_timeout_ms),
-            max_header_bytes: h.max_header_bytes,
-            shutdown_grace: Duration::from_millis(h.shutdown_grace_ms),
-        }
+        http_limits(&self.config.http).limits()
+    }
+}
+
+fn http_limits(h: &HttpConfig) -> edge::HttpLimits {
+    edge::HttpLimits {
+        max_connections: h.max_connections,
+        read_timeout_ms: h.read_timeout_ms,
+        idle_timeout_ms: h.idle_timeout_ms,
+        max_header_bytes: h.max_header_bytes,
+        shutdown_grace_ms: h.shutdown_grace_ms,
     }
 }
 
@@ -374,13 +377,9 @@ impl Config {
         if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
             return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
         }
-        edge::Limits::check(
-            h.max_connections,
-            h.idle_timeout_ms,
-            h.max_header_bytes,
-            h.shutdown_grace_ms,
-        )
-        .map_err(|(key, problem)| invalid(format!("http.{key}"), problem))?;
+        http_limits(h)
+            .check()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         self.admission
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))?;

@@ -7,7 +7,7 @@ mod support;
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 
-use exchange::metrics::BidderOutcome;
+use exchange::metrics::{BidderOutcome, SkipReason};
 use serde_json::json;
 use support::*;
 
@@ -148,4 +148,80 @@ async fn notices_reuse_kept_alive_connections() {
     // Two notices per auction may go out at once on two connections; never one per notice.
     let opened = sink.connections.load(SeqCst);
     assert!(opened <= 2, "20 notices opened {opened} connections");
+}
+
+/// The exchange's per-bidder rate cap is what protects a bidder that cannot refuse its own
+/// overload fast enough (a one-poll bidder past about twice its capacity: BENCHMARKS.md,
+/// "Overload"): whatever the exchange is offered, the capped bidder sees at most its rate plus a
+/// one-second burst, the excess skips it without waiting, and the other bidders see everything.
+#[tokio::test]
+async fn a_rate_capped_bidder_sees_at_most_its_rate_and_the_others_see_every_auction() {
+    let capped = ScriptedBidder::start(|r| {
+        bids(
+            r,
+            "capped",
+            |imp| json!({"id": "c", "impid": imp, "price": 2.0}),
+        )
+    })
+    .await;
+    let open = ScriptedBidder::start(|r| {
+        bids(
+            r,
+            "open",
+            |imp| json!({"id": "o", "impid": imp, "price": 1.0}),
+        )
+    })
+    .await;
+    let ex = exchange_from_toml(&format!(
+        "[[bidders]]\nname = \"capped\"\nendpoint = \"{}\"\nmax_qps = 20\n\
+         [[bidders]]\nname = \"open\"\nendpoint = \"{}\"\n",
+        capped.endpoint(),
+        open.endpoint()
+    ))
+    .await;
+    let req = banner_request(0.1);
+    let auctions = 200;
+    let started = Instant::now();
+    let mut winners = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..auctions / 10 {
+        for (status, body) in
+            futures_util::future::join_all((0..10).map(|_| auction(ex.addr, &req))).await
+        {
+            assert_eq!(
+                status, 200,
+                "every auction has the open bidder's bid at least"
+            );
+            let seat = body.unwrap()["seatbid"][0]["seat"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            *winners.entry(seat).or_default() += 1;
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    let reached = capped.requests.lock().unwrap().len();
+    // The bucket starts full (20) and refills 20 a second.
+    let allowed = 20 + (20.0 * took).ceil() as usize;
+    assert!(
+        (20..=allowed).contains(&reached),
+        "the capped bidder saw {reached} of {auctions} auctions in {took:.2} s; cap allows {allowed}"
+    );
+    assert!(
+        reached < auctions,
+        "{auctions} auctions in {took:.2} s never reached the cap; the test proves nothing"
+    );
+    let m = ex.metrics.bidder(0).unwrap();
+    assert_eq!(
+        m.skip_count(SkipReason::QpsCap) as usize,
+        auctions - reached,
+        "every auction the cap kept from the bidder is counted"
+    );
+    assert_eq!(m.outcome_count(BidderOutcome::Bid) as usize, reached);
+    assert_eq!(winners.get("capped").copied().unwrap_or(0), reached);
+    assert_eq!(
+        winners.get("open").copied().unwrap_or(0),
+        auctions - reached
+    );
+    assert_eq!(open.requests.lock().unwrap().len(), auctions);
+    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
 }
