@@ -10,7 +10,8 @@
 //! admitted requests held their place against the shortest hold seen while there was room
 //! ([`Aimd`] says why both), and how late its own tick ran (a backlog, unread requests
 //! included). It cuts the bound when the first two say the server is full and the bound is
-//! leaned on, or when two ticks running were late, and grows it by a tenth while traffic
+//! leaned on, or when two ticks running were late (as deep as the tick is late: a tenth for a
+//! few milliseconds, half for a whole window), and grows it by a tenth while traffic
 //! presses on it and there is room (doubling while the runtime is half idle). A bound traffic
 //! does not lean on is never cut for the busy share, so a busy moment of unrelated work sheds
 //! nothing; it follows the traffic down to four times the most in flight, so that a rise in
@@ -22,7 +23,8 @@
 //! The limit of this design: a handler that finishes in one poll (the bidder's decision) never
 //! has two requests in flight however overloaded the process is, because the excess waits in
 //! socket buffers, not in the server. For it a backlog takes the bound below one place, a share
-//! of the requests that find nothing in flight; but a refusal still costs the HTTP read and
+//! of the requests that find nothing in flight, which grows back only while the runtime is under
+//! its busy target (its refusals keep it busy too). But a refusal still costs the HTTP read and
 //! answer, a quarter to a third of a decision, so past about twice its capacity such a server
 //! cannot refuse fast enough to answer in time (measured: BENCHMARKS.md, "Overload"). Upstream
 //! throttling (the exchange's per-bidder qps cap) is what protects it there.
@@ -182,6 +184,9 @@ const SLOW_START_BELOW: f64 = 0.5;
 /// The lowest bound a backlog can bring: a sixteenth of the requests that find nothing in
 /// flight are admitted.
 const BACKLOG_FLOOR: f64 = 1.0 / 16.0;
+/// How much a bound under one place grows per window once the backlog has cleared and the
+/// runtime has room: from the floor back to one place in a dozen windows.
+const UNDER_ONE_GROWTH: f64 = 1.25;
 
 impl Aimd {
     pub fn new(min: u32, max: u32, target: f64) -> Aimd {
@@ -246,7 +251,16 @@ impl Aimd {
         let leaned_on = peak >= self.limit * 0.5;
         let slowed = stretch.is_none_or(|s| s > SLOWED);
         if leaned_on && ((busy > self.target && slowed) || lagging) {
-            let keep = stretch.map_or(DECREASE, |s| (1.0 / s).clamp(STRONGEST_DECREASE, DECREASE));
+            let mut keep =
+                stretch.map_or(DECREASE, |s| (1.0 / s).clamp(STRONGEST_DECREASE, DECREASE));
+            if lagging {
+                // As deep as the backlog: a tick a few milliseconds late trims a tenth, one a
+                // whole window late halves the bound. Holds do not stretch while the excess
+                // waits unread, so they alone would cut a tenth a window and let the backlog
+                // build for seconds (measured on the bidder at twice its capacity).
+                let window = WINDOW.as_secs_f64();
+                keep = keep.min((window / (window + lag)).clamp(STRONGEST_DECREASE, DECREASE));
+            }
             // A backlog may take the bound below one place: a share of the requests that find
             // nothing in flight. A handler that finishes in one poll (the bidder's decision)
             // never has two in flight, so only a share sheds its excess; otherwise a cut
@@ -265,12 +279,19 @@ impl Aimd {
             self.limit = (peak * 2.0).max(self.min).min(self.limit);
         } else if pressed && !late_now && busy < self.target * SLOW_START_BELOW {
             self.limit = (self.limit * 2.0).min(self.max);
+        } else if !late_now && self.limit < 1.0 {
+            // Only a backlog sets a bound under one place. Once it has cleared, the share grows
+            // back whether or not a window's few admitted requests pressed on it, but only
+            // while the runtime is under its busy target: the requests it refuses keep it
+            // busy too, and a share grown into a full runtime rebuilds the backlog within a
+            // few windows (measured: the bidder at twice its capacity cycled so, and answered
+            // most requests late).
+            if busy < self.target {
+                self.limit = (self.limit * UNDER_ONE_GROWTH).min(self.max);
+            }
         } else if !late_now
-            // Only a backlog sets a bound under one place; once it has cleared, the bound
-            // grows back whether or not a window's few admitted requests pressed on it.
-            && (self.limit < 1.0
-                || (pressed
-                    && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))))
+            && pressed
+            && (busy < self.target - SLACK || stretch.is_some_and(|s| s < UNSLOWED))
         {
             self.limit = (self.limit + (self.limit * GROWTH).max(MIN_GROWTH)).min(self.max);
         } else if !leaned_on && peak_in_flight > 0 {
@@ -767,6 +788,27 @@ mod tests {
     }
 
     #[test]
+    fn a_backlog_cuts_as_deep_as_the_tick_is_late() {
+        for (lag, keep) in [(0.006, 0.9), (0.02, 0.05 / 0.07), (0.05, 0.5), (0.5, 0.5)] {
+            let mut a = Aimd::new(1, 1_024, 0.9);
+            let w = Window {
+                lag,
+                // Holds as short as ever: only the lag says the server is behind.
+                ..win(0.95, 256, Some(0.0001))
+            };
+            a.observe(win(0.3, 1, Some(0.0001)));
+            a.observe(w);
+            let before = f64::from(a.limit_x256());
+            a.observe(w);
+            let kept = f64::from(a.limit_x256()) / before;
+            assert!(
+                (kept - keep).abs() < 0.01,
+                "lag {lag}: kept {kept:.3}, not {keep:.3}"
+            );
+        }
+    }
+
+    #[test]
     fn a_backlog_on_a_one_poll_server_sheds_a_share_and_the_share_comes_back() {
         // A server whose handler finishes in one poll: never more than one in flight, and a
         // backlog of unread requests shows only in the late ticks.
@@ -779,8 +821,14 @@ mod tests {
             a.observe(backlog);
         }
         assert_eq!(a.limit_x256(), 16, "down to its sixteenth of a place");
-        // The backlog gone: back over one place within a few windows, with or without
-        // requests admitted in them.
+        // The backlog gone but the runtime at its busy target (the refusals keep it busy):
+        // the share holds, since growing it would refill the runtime.
+        for _ in 0..20 {
+            a.observe(win(0.95, 1, Some(0.0001)));
+        }
+        assert_eq!(a.limit_x256(), 16, "held while the runtime is full");
+        // With room: back over one place within a dozen windows, with or without requests
+        // admitted in them.
         let mut windows = 0;
         while a.limit_x256() < 256 {
             let w = if windows % 2 == 0 {
@@ -791,7 +839,7 @@ mod tests {
             a.observe(w);
             windows += 1;
         }
-        assert!(windows <= 8, "{windows} windows");
+        assert!(windows <= 13, "{windows} windows");
         // Without a backlog, a cut never goes below the configured floor.
         let mut b = Aimd::new(1, 1_024, 0.9);
         for _ in 0..200 {

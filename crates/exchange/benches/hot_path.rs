@@ -118,5 +118,10 @@ fn gates_ten_bidders(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, enrich_and_encode, settle_ten_bidders, gates_ten_bidders);
+criterion_group!(
+    benches,
+    enrich_and_encode,
+    settle_ten_bidders,
+    gates_ten_bidders
+);
 criterion_main!(benches);
