@@ -128,6 +128,7 @@ pub async fn run_with_progress(
     let queue = Arc::new(JobQueue::new(
         backlog.saturating_add(spec.connections).min(MAX_QUEUE),
     ));
+    let (finished_tx, finished) = watch::channel(false);
     let shared = Arc::new(Shared {
         target,
         addr,
@@ -136,6 +137,7 @@ pub async fn run_with_progress(
         timeout: spec.timeout,
         check: spec.check,
         progress: Arc::clone(&progress),
+        finished,
     });
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (window_tx, window_rx) = watch::channel(None);
@@ -197,6 +199,8 @@ pub async fn run_with_progress(
         Arc::clone(&progress),
     );
     let collected = collector.run(events_rx).await;
+    // Every request has ended: the workers may close their connections now.
+    let _ = finished_tx.send(true);
 
     let schedule_lag = match scheduler {
         Some(mut scheduler) => (&mut scheduler.0)

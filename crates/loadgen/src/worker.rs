@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     pub timeout: Duration,
     pub check: ResponseCheck,
     pub progress: Arc<Progress>,
+    /// Turns true once every request of the run has ended; workers keep their connections
+    /// open until then (see [`linger`]).
+    pub finished: tokio::sync::watch::Receiver<bool>,
 }
 
 /// An open connection. The connection future (`driver`) is polled by the worker itself, in
@@ -143,6 +146,19 @@ pub(crate) async fn worker(
             return;
         }
     }
+    linger(&shared, events, conn).await;
+}
+
+/// Holds a finished worker's connection open until every request of the run has ended. Idle
+/// workers that closed theirs as soon as the schedule ran out would land hundreds of closes on
+/// the server under test, and on this process, while the last requests still wait for their
+/// answers: a latency spike in the run's last second that is the generator's own doing.
+async fn linger(shared: &Shared, events: mpsc::UnboundedSender<Event>, conn: Option<Conn>) {
+    // The collector ends, and the run signals `finished`, once every sender is gone.
+    drop(events);
+    let mut finished = shared.finished.clone();
+    let _ = finished.wait_for(|done| *done).await;
+    drop(conn);
 }
 
 /// When a closed-loop run sends and what it measures.
@@ -180,7 +196,7 @@ pub(crate) async fn closed_worker(
     loop {
         let now = Instant::now();
         if now >= window.end {
-            return;
+            break;
         }
         let slot = now.checked_duration_since(window.measure_start).map(|d| {
             u32::try_from(d.as_secs())
@@ -201,6 +217,7 @@ pub(crate) async fn closed_worker(
             return;
         }
     }
+    linger(&shared, events, conn).await;
 }
 
 /// One job: reuse or open the connection, send, read, classify, report. False once the

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{ok_json, serve, status};
+use common::{ok_json, serve, serve_watched, status};
 use loadgen::{Corpus, LoadError, LoadSpec, run};
 
 fn spec(url: String, rate: f64, secs: f64) -> LoadSpec {
@@ -417,4 +417,45 @@ async fn json_report_keys() {
         "{text}"
     );
     assert!(text.contains("status      200: 20\n"), "{text}");
+}
+
+/// Connections stay open until the run's last answer: workers left idle when the schedule runs
+/// out do not close theirs while others still wait, which would put hundreds of closes on the
+/// server in the run's last moments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_connection_closes_before_the_last_answer() {
+    let answered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let a2 = Arc::clone(&answered);
+    let server = serve_watched(move |_| {
+        let a2 = Arc::clone(&a2);
+        async move {
+            // Long enough that the idle workers have long seen the end of the schedule.
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            a2.lock().unwrap().push(Instant::now());
+            status(204)
+        }
+    })
+    .await;
+    let r = run(
+        &spec(format!("http://{}/auction", server.addr), 20.0, 0.5),
+        tiny_corpus(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.completed, 10);
+    let last_answer = *answered.lock().unwrap().iter().max().unwrap();
+    // The run has returned, so every worker has dropped its connection; give the server's
+    // connection tasks a moment to see it.
+    let mut waited = 0;
+    while server.closed.lock().unwrap().len() < 8 && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    let closed = server.closed.lock().unwrap().clone();
+    assert_eq!(closed.len(), 8, "all 8 connections closed at the end");
+    let early = closed.iter().filter(|c| **c < last_answer).count();
+    assert_eq!(
+        early, 0,
+        "{early} of 8 connections closed before the last answer"
+    );
 }

@@ -37,11 +37,30 @@ where
     F: Fn(Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
+    let w = serve_watched(handler).await;
+    (w.addr, w.accepted)
+}
+
+/// A test server and what it saw of its connections.
+pub struct Watched {
+    pub addr: SocketAddr,
+    pub accepted: Arc<std::sync::atomic::AtomicU64>,
+    /// When each connection ended (the client closed it, or it failed).
+    pub closed: Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
+}
+
+/// [`serve`], also counting the connections it accepts and noting when each ends.
+pub async fn serve_watched<F, Fut>(handler: F) -> Watched
+where
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handler = Arc::new(handler);
     let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let counter = Arc::clone(&accepted);
+    let closed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (counter, closes) = (Arc::clone(&accepted), Arc::clone(&closed));
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -50,6 +69,7 @@ where
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             stream.set_nodelay(true).unwrap();
             let handler = Arc::clone(&handler);
+            let closes = Arc::clone(&closes);
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     let handler = Arc::clone(&handler);
@@ -66,10 +86,15 @@ where
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc)
                     .await;
+                closes.lock().unwrap().push(std::time::Instant::now());
             });
         }
     });
-    (addr, accepted)
+    Watched {
+        addr,
+        accepted,
+        closed,
+    }
 }
 
 pub fn status(code: u16) -> Response<Full<Bytes>> {
