@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Instant;
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use openrtb::BidResponse;
 
-use crate::breaker::{BreakerState, Health};
+use crate::breaker::{Breaker, BreakerState, Health, RateCap};
 use crate::metrics::{BidderOutcome, SkipReason};
 use crate::pool::Call;
 use crate::roster::Bidder;
@@ -63,15 +64,25 @@ fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipR
         .pool
         .start(body.clone())
         .map_err(|_| SkipReason::PoolFull)?;
-    if let Some(cap) = &bidder.rate_cap
+    pass_gates(bidder.rate_cap.as_deref(), &bidder.breaker, now)?;
+    Ok(call)
+}
+
+/// The rate cap, then the breaker, for one call at `now`; public for the criterion bench.
+pub fn pass_gates(
+    rate_cap: Option<&Mutex<RateCap>>,
+    breaker: &Mutex<Breaker>,
+    now: Instant,
+) -> Result<(), SkipReason> {
+    if let Some(cap) = rate_cap
         && !cap.lock().is_ok_and(|mut c| c.try_take(now))
     {
         return Err(SkipReason::QpsCap);
     }
-    if !bidder.breaker.lock().is_ok_and(|mut b| b.allow(now)) {
+    if !breaker.lock().is_ok_and(|mut b| b.allow(now)) {
         return Err(SkipReason::BreakerOpen);
     }
-    Ok(call)
+    Ok(())
 }
 
 /// Tells the bidder's breaker how its call went, and mirrors the breaker into the metrics.
