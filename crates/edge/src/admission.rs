@@ -214,7 +214,8 @@ impl Aimd {
     }
 
     /// One window with only the busy share (0..=1) and the most requests that were in flight
-    /// at once. Returns the new limit.
+    /// at once. Returns the new limit. A shorthand for the tests.
+    #[cfg(test)]
     pub fn update(&mut self, busy: f64, peak_in_flight: u32) -> u32 {
         self.observe(Window {
             busy,
