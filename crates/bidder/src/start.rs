@@ -94,7 +94,7 @@ impl Bidder {
         metrics
             .campaigns
             .store(snapshot.states.len() as u64, Relaxed);
-        let admission = Arc::new(edge::Admission::new(config.admission.clone()));
+        let admission = Arc::new(edge::Admission::new(config.admission()));
         tokio::spawn(edge::Admission::run_controller(Arc::downgrade(&admission)));
         let state = Arc::new(State {
             admission,

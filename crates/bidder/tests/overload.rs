@@ -221,3 +221,195 @@ async fn the_bid_port_refuses_malformed_http_and_keeps_serving() {
     // And it still bids.
     assert_eq!(b.post_bid(&body).await.0, 200);
 }
+
+/// Reads `n` pipelined answers from `s`; returns their status codes.
+async fn read_answers(s: &mut TcpStream, n: usize) -> Vec<u16> {
+    let mut buf = Vec::new();
+    let mut statuses = Vec::new();
+    while statuses.len() < n {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if buf.len() >= end + 4 + len {
+                buf.drain(..end + 4 + len);
+                statuses.push(status);
+                continue;
+            }
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let k = tokio::time::timeout(Duration::from_secs(20), s.read(&mut chunk))
+            .await
+            .expect("answers within 20 s")
+            .unwrap();
+        assert!(k > 0, "closed after {} of {n} answers", statuses.len());
+        buf.extend_from_slice(&chunk[..k]);
+    }
+    statuses
+}
+
+/// What a burst of bid requests queued behind a busy runtime got.
+#[derive(Debug)]
+struct Burst {
+    bids: u64,
+    no_bids: u64,
+    shed: u64,
+    /// `gavel_bidder_admission_busy_streak_sheds_total` after the burst.
+    streak_sheds: u64,
+    /// A lone bid request's status once the runtime has been idle.
+    lone: u16,
+}
+
+/// A bidder on its own one-thread runtime (as `gavel bidder --threads 1` runs it), with
+/// `admission` as its config: 200 keep-alive connections each get 5 pipelined bid requests
+/// while the runtime is held busy, so all 1,000 wait unread in socket buffers, where no count
+/// of requests in flight can see them, and are then served in one run without a pause.
+fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
+    const CONNECTIONS: usize = 200;
+    const PIPELINED: usize = 5;
+    type Spin = (Duration, std::sync::mpsc::Sender<()>);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let extra = admission.to_owned();
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let b = TestBidder::start(
+                &format!("[{}]", campaign_json("c1", 1000.0, 2.0, "asap")),
+                &extra,
+            )
+            .await;
+            let (spin_tx, mut spin_rx) = tokio::sync::mpsc::unbounded_channel::<Spin>();
+            ready_tx
+                .send((b.addr, b.bidder.metrics(), spin_tx))
+                .unwrap();
+            // Holds the runtime without yielding, as a burst of decisions would.
+            while let Some((hold, started)) = spin_rx.recv().await {
+                started.send(()).unwrap();
+                let t = Instant::now();
+                while t.elapsed() < hold {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+    });
+    let (addr, metrics, spin) = ready_rx.recv().unwrap();
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let burst = client.block_on(async move {
+        let request = |id: String| {
+            let body = banner_request(&id, 300, 250, 0.1);
+            format!(
+                "POST {} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                bidder::BID_PATH,
+                body.len()
+            )
+        };
+        // Every connection open and served once, so its task is waiting on its socket.
+        let mut conns = Vec::new();
+        for c in 0..CONNECTIONS {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(request(format!("warm{c}")).as_bytes())
+                .await
+                .unwrap();
+            assert_eq!(read_answers(&mut s, 1).await, [200]);
+            conns.push(s);
+        }
+        let before = |o| metrics.request_count(o);
+        let (bids0, no_bids0, shed0) = (
+            before(RequestOutcome::Bid),
+            before(RequestOutcome::NoBid),
+            before(RequestOutcome::Shed),
+        );
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        spin.send((Duration::from_millis(300), started_tx)).unwrap();
+        started_rx.recv().unwrap();
+        for (c, s) in conns.iter_mut().enumerate() {
+            let burst: String = (0..PIPELINED)
+                .map(|k| request(format!("b{c}-{k}")))
+                .collect();
+            s.write_all(burst.as_bytes()).await.unwrap();
+        }
+        for s in &mut conns {
+            for status in read_answers(s, PIPELINED).await {
+                assert!(status == 200 || status == 204, "a queued bid got {status}");
+            }
+        }
+        let (bids, no_bids, shed) = (
+            metrics.request_count(RequestOutcome::Bid) - bids0,
+            metrics.request_count(RequestOutcome::NoBid) - no_bids0,
+            metrics.request_count(RequestOutcome::Shed) - shed0,
+        );
+        let (_, text) = call(addr, "GET", "/metrics", "").await;
+        let streak_sheds = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gavel_bidder_admission_busy_streak_sheds_total "))
+            .expect("the busy-streak counter is exported")
+            .parse()
+            .unwrap();
+        // Idle long enough to park: the streak is over.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (lone, _) = call(
+            addr,
+            "POST",
+            bidder::BID_PATH,
+            &banner_request("lone", 300, 250, 0.1),
+        )
+        .await;
+        Burst {
+            bids,
+            no_bids,
+            shed,
+            streak_sheds,
+            lone,
+        }
+    });
+    // The client's runtime dropped `spin`, which ends the server's loop.
+    server.join().unwrap();
+    burst
+}
+
+/// The bound on requests in flight never binds here (a one-poll decision has at most one in
+/// flight), so what is refused, is refused for the runtime having run 2 ms without a pause.
+#[test]
+fn requests_queued_behind_a_busy_runtime_are_refused_once_it_has_run_max_busy_without_a_pause() {
+    let checked = burst_behind_a_busy_runtime(
+        "[admission]\nmode = \"fixed\"\nmax_in_flight = 1024\nmax_busy_ms = 2\n",
+    );
+    let unchecked = burst_behind_a_busy_runtime(
+        "[admission]\nmode = \"fixed\"\nmax_in_flight = 1024\nmax_busy_ms = 0\n",
+    );
+    println!("1,000 queued bid requests: with max_busy_ms = 2 {checked:?}; with 0 {unchecked:?}");
+    for b in [&checked, &unchecked] {
+        assert_eq!(
+            b.bids + b.no_bids + b.shed,
+            1_000,
+            "every request counted once"
+        );
+        assert_eq!(
+            b.lone, 200,
+            "after the burst a lone request is decided again"
+        );
+    }
+    assert!(
+        checked.bids >= 1,
+        "the first requests after a pause are decided"
+    );
+    assert!(
+        checked.shed >= 1,
+        "1,000 decisions in one run take well over 2 ms, so some must be refused"
+    );
+    assert_eq!(
+        checked.streak_sheds, checked.shed,
+        "each refusal was the pause check's"
+    );
+    assert_eq!(unchecked.shed, 0, "with the check off nothing is refused");
+    assert_eq!(unchecked.streak_sheds, 0);
+}

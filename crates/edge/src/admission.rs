@@ -36,6 +36,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use crate::busy_streak::BusyStreak;
+
 /// How the bound on requests in flight is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +81,12 @@ pub struct AdmissionConfig {
     /// Share of the runtime's worker time, 0.5 to 0.99, that the adaptive limit aims to keep
     /// busy at most. Default 0.9.
     pub busy_target: f64,
+    /// Requests are refused while the runtime has run this long without a pause (no worker
+    /// parked): a backlog, seen on the next request rather than the next windows
+    /// ([`crate::busy_streak`]). In milliseconds; 0 turns the check off. Unset, each server
+    /// picks its own ([`AdmissionConfig::or_max_busy_ms`]): a server whose handlers finish in
+    /// one poll needs it, one whose requests wait on the network shows its backlog in flight.
+    pub max_busy_ms: Option<u64>,
 }
 
 impl Default for AdmissionConfig {
@@ -90,6 +98,7 @@ impl Default for AdmissionConfig {
             min_time_left_ms: 5,
             no_bid: NoBidStyle::NoContent,
             busy_target: 0.9,
+            max_busy_ms: None,
         }
     }
 }
@@ -114,11 +123,32 @@ impl AdmissionConfig {
         if !(self.busy_target >= 0.5 && self.busy_target <= 0.99) {
             return Err(("admission.busy_target", "must be 0.5..=0.99"));
         }
+        if self.max_busy_ms.is_some_and(|ms| ms > 10_000) {
+            return Err((
+                "admission.max_busy_ms",
+                "must be at most 10000 (0 turns it off)",
+            ));
+        }
         Ok(())
     }
 
     pub fn min_time_left(&self) -> Duration {
         Duration::from_millis(self.min_time_left_ms)
+    }
+
+    /// This configuration with `max_busy_ms` set to `ms` unless the file set it.
+    #[must_use]
+    pub fn or_max_busy_ms(mut self, ms: u64) -> AdmissionConfig {
+        self.max_busy_ms.get_or_insert(ms);
+        self
+    }
+
+    /// The pause check's limit; zero (off) when unset or in `off` mode.
+    pub fn max_busy(&self) -> Duration {
+        match self.mode {
+            Mode::Off => Duration::ZERO,
+            Mode::Fixed | Mode::Adaptive => Duration::from_millis(self.max_busy_ms.unwrap_or(0)),
+        }
     }
 }
 
@@ -369,6 +399,8 @@ pub struct Admission {
     /// looked.
     released: AtomicU64,
     held_nanos: AtomicU64,
+    /// Refuses while the runtime has gone `max_busy_ms` without a pause.
+    streak: BusyStreak,
 }
 
 /// An admitted request's place; dropping it frees the place.
@@ -401,6 +433,7 @@ impl Admission {
             )
             .limit_x256(),
         };
+        let streak = BusyStreak::new(config.max_busy());
         Admission {
             config,
             in_flight: AtomicU32::new(0),
@@ -415,6 +448,7 @@ impl Admission {
             lagging_windows: AtomicU64::new(0),
             released: AtomicU64::new(0),
             held_nanos: AtomicU64::new(0),
+            streak,
         }
     }
 
@@ -422,8 +456,16 @@ impl Admission {
         &self.config
     }
 
-    /// A place for one request, or `None` (shed; counted) when the limit is reached.
+    /// A place for one request, or `None` (shed; counted) when the limit is reached or the
+    /// runtime has been busy without a pause for longer than `max_busy_ms`.
+    ///
+    /// Build the gate on the runtime that serves it: the pause check reads that runtime's
+    /// counters, and is off for a gate built outside one.
     pub fn try_enter(&self) -> Option<Ticket<'_>> {
+        if self.streak.refuse() {
+            self.shed.fetch_add(1, Relaxed);
+            return None;
+        }
         let before = self.in_flight.fetch_add(1, Relaxed);
         if !self.has_room(before) {
             self.in_flight.fetch_sub(1, Relaxed);
@@ -571,12 +613,15 @@ impl Admission {
              # TYPE {prefix}_runtime_lag_seconds gauge\n{prefix}_runtime_lag_seconds {lag}\n\
              # TYPE {prefix}_admission_lagging_windows_total counter\n\
              {prefix}_admission_lagging_windows_total {}\n\
+             # TYPE {prefix}_admission_busy_streak_sheds_total counter\n\
+             {prefix}_admission_busy_streak_sheds_total {}\n\
              # TYPE {prefix}_admission_total counter\n\
              {prefix}_admission_total{{outcome=\"admitted\"}} {}\n\
              {prefix}_admission_total{{outcome=\"shed\"}} {}\n\
              {prefix}_admission_total{{outcome=\"too_little_time\"}} {}",
             self.in_flight.load(Relaxed),
             self.lagging_windows.load(Relaxed),
+            self.streak.refused(),
             self.admitted.load(Relaxed),
             self.shed.load(Relaxed),
             self.late.load(Relaxed),
@@ -699,6 +744,77 @@ mod tests {
             ..AdmissionConfig::default()
         };
         assert_eq!(c.validate().unwrap_err().0, "admission.busy_target");
+        let c = AdmissionConfig {
+            max_busy_ms: Some(10_001),
+            ..AdmissionConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().0, "admission.max_busy_ms");
+    }
+
+    #[test]
+    fn the_pause_check_takes_the_servers_default_unless_set_and_is_off_with_the_gate() {
+        let unset = AdmissionConfig::default();
+        assert_eq!(
+            unset.max_busy(),
+            Duration::ZERO,
+            "unset and no server default"
+        );
+        assert_eq!(
+            unset.clone().or_max_busy_ms(10).max_busy(),
+            Duration::from_millis(10)
+        );
+        let set = AdmissionConfig {
+            max_busy_ms: Some(0),
+            ..AdmissionConfig::default()
+        };
+        assert_eq!(
+            set.or_max_busy_ms(10).max_busy(),
+            Duration::ZERO,
+            "the file wins"
+        );
+        let off = AdmissionConfig {
+            mode: Mode::Off,
+            max_busy_ms: Some(10),
+            ..AdmissionConfig::default()
+        };
+        assert_eq!(
+            off.max_busy(),
+            Duration::ZERO,
+            "mode off turns every check off"
+        );
+    }
+
+    /// The gate on a real runtime: held busy past `max_busy_ms`, it refuses (counted as shed)
+    /// with its bound far from full; after a pause it admits again.
+    #[test]
+    fn a_gate_refuses_while_its_runtime_runs_past_max_busy_without_a_pause() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let gate = Admission::new(AdmissionConfig {
+                mode: Mode::Fixed,
+                max_in_flight: 100,
+                max_busy_ms: Some(5),
+                ..AdmissionConfig::default()
+            });
+            assert!(gate.try_enter().is_some());
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+            assert!(gate.try_enter().is_none(), "20 ms without a pause");
+            assert_eq!(gate.shed_count(), 1);
+            let mut text = String::new();
+            gate.render("t", &mut text);
+            assert!(
+                text.contains("t_admission_busy_streak_sheds_total 1\n"),
+                "{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            assert!(gate.try_enter().is_some(), "a pause ends the streak");
+        });
     }
 
     /// A server whose runtime is busy in proportion to what it runs: `cost` of a worker per

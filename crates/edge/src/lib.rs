@@ -20,6 +20,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 pub mod admission;
+pub mod busy_streak;
 pub mod log_limit;
 mod serve;
 pub mod watch;
