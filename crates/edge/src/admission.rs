@@ -24,10 +24,12 @@
 //! has two requests in flight however overloaded the process is, because the excess waits in
 //! socket buffers, not in the server. For it a backlog takes the bound below one place, a share
 //! of the requests that find nothing in flight, which grows back only while the runtime is under
-//! its busy target (its refusals keep it busy too). But a refusal still costs the HTTP read and
-//! answer, a quarter to a third of a decision, so past about twice its capacity such a server
-//! cannot refuse fast enough to answer in time (measured: BENCHMARKS.md, "Overload"). Upstream
-//! throttling (the exchange's per-bidder qps cap) is what protects it there.
+//! its busy target (its refusals keep it busy too); but the bound learns of the backlog two
+//! windows late. So the gate also refuses on the request path while the runtime has run
+//! `max_busy_ms` without a pause ([`crate::busy_streak`]), which sees that backlog on the next
+//! request. Past what refusals alone can keep up with (a refusal still costs the HTTP read and
+//! answer, a fifth to a third of a bidder's decision) no gate helps: measured in BENCHMARKS.md,
+//! "Overload". Upstream throttling (the exchange's per-bidder qps cap) is what protects it there.
 //!
 //! A fixed bound is there for operators who know their capacity; `off` turns the gate off.
 
