@@ -36,7 +36,12 @@ fn try_enter(c: &mut Criterion) {
     });
     let with = gate(10_000);
     group.bench_function("try_enter/bound+pause-check", |b| {
-        b.iter(|| drop(with.try_enter().expect("no 10 s streak within the measurement")));
+        b.iter(|| {
+            drop(
+                with.try_enter()
+                    .expect("no 10 s streak within the measurement"),
+            )
+        });
     });
     group.finish();
 }
