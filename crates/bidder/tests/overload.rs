@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bidder::metrics::RequestOutcome;
 use common::{TestBidder, banner_request, call, campaign_json};
 use serde_json::Value;
+use testkit::http::raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -109,15 +110,6 @@ async fn win_notices_are_answered_and_charged_while_bids_are_shed() {
     assert_eq!(c["nanos"]["spent"], 60 * 1_500_000);
 }
 
-/// Sends raw bytes on a fresh connection and reads until the server closes it or 3 s pass.
-async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let _ = s.write_all(bytes).await;
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(3), s.read_to_end(&mut out)).await;
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[tokio::test]
 async fn the_bid_port_refuses_malformed_http_and_keeps_serving() {
     let b = TestBidder::start(
@@ -179,7 +171,7 @@ async fn the_bid_port_refuses_malformed_http_and_keeps_serving() {
         ),
     ];
     for (what, bytes) in &cases {
-        let answer = raw(b.addr, bytes).await;
+        let (answer, _) = raw(b.addr, bytes, Duration::from_secs(3)).await;
         let status: u16 = answer
             .split(' ')
             .nth(1)
@@ -208,13 +200,14 @@ async fn the_bid_port_refuses_malformed_http_and_keeps_serving() {
         smuggled.as_bytes().to_vec(),
     ]
     .concat();
-    let answer = raw(
+    let (answer, _) = raw(
         b.addr,
         &[
             pair,
             b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(),
         ]
         .concat(),
+        Duration::from_secs(3),
     )
     .await;
     assert_eq!(answer.matches("HTTP/1.1 200").count(), 3, "{answer}");

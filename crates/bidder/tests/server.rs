@@ -179,7 +179,7 @@ async fn reloads_apply_good_files_and_keep_the_last_good_one() {
 
 #[tokio::test]
 async fn a_bad_file_at_start_is_refused_with_its_reason() {
-    let dir = common::temp_dir("bad-start");
+    let dir = common::TempDir::new("bad-start");
     let campaigns = dir.join("campaigns.json");
     std::fs::write(&campaigns, "[{\"id\": \"\"}]").unwrap();
     let config = bidder::BidderConfig::from_toml(&format!(

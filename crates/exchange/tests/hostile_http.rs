@@ -13,33 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::*;
+use testkit::http::{raw, statuses};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Sends `bytes` on a fresh connection and reads until the server closes or `wait` passes.
-async fn raw(addr: SocketAddr, bytes: &[u8], wait: Duration) -> (String, bool) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    // The server may answer and close before it has read everything; that is fine.
-    let _ = stream.write_all(bytes).await;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let deadline = tokio::time::Instant::now() + wait;
-    let closed = loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break true,
-            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
-            Err(_) => break false,
-        }
-    };
-    (String::from_utf8_lossy(&got).into_owned(), closed)
-}
-
-/// Status codes of every response in a byte stream.
-fn statuses(text: &str) -> Vec<u16> {
-    text.match_indices("HTTP/1.1 ")
-        .filter_map(|(i, _)| text.get(i + 9..i + 12)?.parse().ok())
-        .collect()
-}
 
 /// A request that, if the server were fooled about where the first request ends, it would
 /// answer as a second response: `GET /healthz` answers `ok`.

@@ -8,7 +8,7 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ use exchange::metrics::{BidderOutcome, ReloadOutcome};
 use exchange::reload::ReloadError;
 use serde_json::json;
 use support::*;
+use testkit::TempDir;
 
 fn priced_bidder(seat: &'static str, price: f64) -> impl Fn(&openrtb::BidRequest) -> Script {
     move |r| {
@@ -30,13 +31,6 @@ fn priced_bidder(seat: &'static str, price: f64) -> impl Fn(&openrtb::BidRequest
 
 fn bidder_block(name: &str, endpoint: &str) -> String {
     format!("[[bidders]]\nname = \"{name}\"\nendpoint = \"{endpoint}\"\nmax_connections = 32\n")
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gavel-reload-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// One auction's result as the seller saw it.
@@ -102,7 +96,7 @@ fn write(path: &Path, bytes: impl AsRef<[u8]>) {
 async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
     let a = ScriptedBidder::start(priced_bidder("a", 1.0)).await;
     let b = ScriptedBidder::start(priced_bidder("b", 2.0)).await;
-    let dir = temp_dir("watch");
+    let dir = TempDir::new("watch");
     let path = dir.join("exchange.toml");
     let good = bidder_block("a", &a.endpoint());
     write(&path, &good);
@@ -249,13 +243,12 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
         !text.contains("bidder=\"a\""),
         "a removed bidder is still exported"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn a_refused_reload_says_why_and_a_kept_bidder_keeps_its_pool() {
     let a = ScriptedBidder::start(priced_bidder("a", 1.0)).await;
-    let dir = temp_dir("explicit");
+    let dir = TempDir::new("explicit");
     let path = dir.join("exchange.toml");
     let good = bidder_block("a", &a.endpoint());
     let ex = exchange_from_toml(&good).await;
@@ -296,5 +289,4 @@ async fn a_refused_reload_says_why_and_a_kept_bidder_keeps_its_pool() {
         connections,
         "the pool was rebuilt"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -17,8 +17,8 @@ use ledger_redis::test_server::RedisServer;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use testkit::TempDir;
+use testkit::http::call;
 
 /// One `gavel bidder` child process, stopped with SIGTERM (leases handed back) on drop.
 struct BidderProcess {
@@ -74,26 +74,6 @@ impl Drop for BidderProcess {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gavel-fleet-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn rfc3339(ms: u64) -> String {
-    let out = Command::new("date")
-        .args([
-            "-u",
-            "-d",
-            &format!("@{}", ms / 1000),
-            "+%Y-%m-%dT%H:%M:%SZ",
-        ])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -125,38 +105,6 @@ fn start_fleet(
             BidderProcess::start(&config)
         })
         .collect()
-}
-
-async fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let Ok(mut stream) = TcpStream::connect(addr).await else {
-        return (0, String::new());
-    };
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    if stream.write_all(head.as_bytes()).await.is_err()
-        || stream.write_all(body.as_bytes()).await.is_err()
-    {
-        return (0, String::new());
-    }
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw).await;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or(String::new(), |(_, b)| b.to_owned());
-    (status, body)
-}
-
-fn path_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.find('/').map_or("/", |i| &rest[i..])
 }
 
 fn request(id: u64) -> String {
@@ -227,16 +175,16 @@ async fn drive(
                 .as_str()
                 .unwrap()
                 .replace("${AUCTION_PRICE}", &text);
-            let (status, _) = call(addrs[i], "GET", path_of(&win), "").await;
+            let (status, _) = call(addrs[i], "GET", &win, "").await;
             assert_eq!(status, 204, "win notice refused");
             tally.wins.fetch_add(1, Relaxed);
             tally
                 .charged
                 .fetch_add((price * 1e6).round() as u64, Relaxed);
             if rng.random_bool(0.2) {
-                assert_eq!(call(addrs[i], "GET", path_of(&win), "").await.0, 204);
+                assert_eq!(call(addrs[i], "GET", &win, "").await.0, 204);
             }
-            assert_eq!(call(addrs[i], "GET", path_of(&bill), "").await.0, 204);
+            assert_eq!(call(addrs[i], "GET", &bill, "").await.0, 204);
         } else {
             assert_eq!(status, 204, "{body}");
         }
@@ -258,7 +206,7 @@ async fn four_instances_never_overspend_a_shared_budget_reserving_per_bid() {
 
 async fn shared_budget(mode: &str) {
     let redis = RedisServer::start().await;
-    let dir = temp_dir(mode);
+    let dir = TempDir::new(mode);
     // 0.50 at CPM 2.00: exactly 250 impressions; leases of 0.02 are 10 impressions each.
     let campaigns = r#"[{"id": "shared", "budget": {"total": 0.50}, "bid": {"cpm": 2.00}, "pacing": "asap",
       "creatives": [{"id": "cr1", "w": 300, "h": 250, "adm": "<div>ad</div>", "adomain": ["shop.example"]}],
@@ -360,13 +308,12 @@ async fn shared_budget(mode: &str) {
         .unwrap();
     assert_eq!(balance.spent.get(), spent);
     assert_eq!(balance.reserved.get(), 0, "{balance:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn even_pacing_spends_half_the_budget_by_half_time() {
     let redis = RedisServer::start().await;
-    let dir = temp_dir("even");
+    let dir = TempDir::new("even");
     // 0.40 at CPM 2.00 = 200 impressions over a 16 s flight (12.5/s); demand is several times
     // that (8 tasks, each about 25 requests/s).
     let start = now_ms().div_ceil(1000) * 1000 + 2000;
@@ -375,8 +322,8 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         r#"[{{"id": "even", "budget": {{"total": 0.40}}, "bid": {{"cpm": 2.00}}, "pacing": "even",
       "flight": {{"start": "{}", "end": "{}"}},
       "creatives": [{{"id": "cr1", "w": 300, "h": 250, "adm": "<div>ad</div>"}}], "targeting": {{}}}}]"#,
-        rfc3339(start),
-        rfc3339(end)
+        pacing::Timestamp(start).to_rfc3339(),
+        pacing::Timestamp(end).to_rfc3339()
     );
     let _fleet = start_fleet(
         &dir,
@@ -434,5 +381,4 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         at_end >= budget * 80 / 100,
         "spent only {at_end} by the end of the flight"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

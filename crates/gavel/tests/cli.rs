@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
+use testkit::TempDir;
 
 fn gavel() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gavel"))
@@ -37,8 +38,7 @@ fn demo_runs_end_to_end_and_reports() {
 
 #[test]
 fn exchange_refuses_a_bad_config_naming_the_key() {
-    let dir = std::env::temp_dir().join(format!("gavel-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli");
     let path = dir.join("bad.toml");
     std::fs::write(
         &path,
@@ -59,13 +59,11 @@ fn exchange_refuses_a_bad_config_naming_the_key() {
     ]);
     assert!(!ok);
     assert!(stderr.contains("missing.toml"), "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn sim_writes_a_bidders_section_the_exchange_accepts() {
-    let dir = std::env::temp_dir().join(format!("gavel-sim-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("sim");
     let path = dir.join("bidders.toml");
     let (ok, stdout, stderr) = run(&[
         "sim",
@@ -81,7 +79,6 @@ fn sim_writes_a_bidders_section_the_exchange_accepts() {
     let section = std::fs::read_to_string(&path).unwrap();
     let config = exchange::Config::from_toml(&section).unwrap();
     assert_eq!(config.config.bidders.len(), 2);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -106,8 +103,7 @@ fn bad_arguments_are_named() {
 #[test]
 fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
     // An exchange with no bidders answers every valid request 204 at once.
-    let dir = std::env::temp_dir().join(format!("gavel-load-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("load");
     let config = dir.join("exchange.toml");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -163,7 +159,6 @@ fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
     for key in ["p50", "p90", "p99", "p999", "p9999", "max"] {
         assert!(report["latency_ms"][key].is_number(), "latency_ms.{key}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `gavel baseline` on a free port of 127.0.0.1, killed when dropped.
@@ -208,16 +203,10 @@ impl Drop for Baseline {
     }
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("gavel-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn load_steps_write_json_and_an_html_report() {
     let server = Baseline::start();
-    let dir = temp_dir("steps");
+    let dir = TempDir::new("steps");
     let (json, html) = (dir.join("steps.json"), dir.join("steps.html"));
     let (ok, stdout, stderr) = run(&[
         "load",
@@ -247,13 +236,12 @@ fn load_steps_write_json_and_an_html_report() {
     assert_eq!(page.matches("<svg").count(), 3);
     assert!(page.contains(&server.url));
     assert!(page.contains("Rate steps"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn load_finds_capacity_up_to_the_ceiling() {
     let server = Baseline::start();
-    let dir = temp_dir("capacity");
+    let dir = TempDir::new("capacity");
     let json = dir.join("capacity.json");
     let (ok, stdout, stderr) = run(&[
         "load",
@@ -280,7 +268,6 @@ fn load_finds_capacity_up_to_the_ceiling() {
     assert_eq!(report["capacity"], 400.0);
     assert_eq!(report["trials"].as_array().unwrap().len(), 3);
     assert_eq!(report["at_capacity"]["sent"], 120);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -18,6 +18,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use testkit::TempDir;
 use tokio::net::{TcpListener, TcpStream};
 
 /// A bidder that bids after `delay`, with notice URLs pointing back to itself, and records
@@ -78,8 +79,7 @@ async fn auction(addr: SocketAddr, tmax: u64) -> (u16, Option<Value>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
     let (bidder, notices) = slow_bidder(Duration::from_millis(300)).await;
-    let dir = std::env::temp_dir().join(format!("gavel-graceful-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("graceful");
     let config = dir.join("exchange.toml");
     std::fs::write(
         &config,

@@ -14,9 +14,8 @@
 mod common;
 
 use std::convert::Infallible;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -27,6 +26,8 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use testkit::TempDir;
+use testkit::http::call_blocking as call;
 use tokio::net::TcpListener;
 
 /// A bidder that always bids 1.0 without naming a seat (the exchange then names its seat).
@@ -50,30 +51,6 @@ async fn bidder() -> SocketAddr {
         }
     });
     addr
-}
-
-/// One request on a fresh connection (`Connection: close`); status and body.
-fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Replaces the file's content without changing its length or modification time.
@@ -127,20 +104,13 @@ fn stop(mut child: Child) {
     assert!(exit.success(), "exit status {exit:?}");
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gavel-sighup-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 const AUCTION: &str = r#"{"id": "r", "tmax": 200, "imp": [{"id": "1", "banner": {"w": 300, "h": 250}}], "site": {"domain": "a.example"}}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_exchange_bidder_list() {
     let first = bidder().await;
     let second = bidder().await;
-    let dir = temp_dir("exchange");
+    let dir = TempDir::new("exchange");
     let config = dir.join("exchange.toml");
     let text = |name: &str, addr: SocketAddr| {
         format!("[[bidders]]\nname = \"{name}\"\nendpoint = \"http://{addr}/bid\"\n")
@@ -176,12 +146,11 @@ async fn sighup_reloads_the_exchange_bidder_list() {
     })
     .await
     .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sighup_reloads_the_bidder_campaigns() {
-    let dir = temp_dir("bidder");
+    let dir = TempDir::new("bidder");
     let campaigns = dir.join("campaigns.json");
     let campaign = |cpm: &str| {
         format!(
@@ -218,5 +187,4 @@ fn sighup_reloads_the_bidder_campaigns() {
     assert!(eventually(Duration::from_secs(3), || metric(addr, refused) >= 1));
     assert_eq!(price(), 3.0);
     stop(child);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,10 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Loading request bodies from files and directories.
 
-mod common;
-
-use common::TempDir;
 use loadgen::{Corpus, LoadError};
+use testkit::TempDir;
 
 fn bodies(c: &Corpus) -> Vec<String> {
     c.bodies()
@@ -44,8 +42,8 @@ fn directory_takes_json_files_in_name_order() {
     dir.file("a.json", "{\n \"id\": \"a\"\n}\n");
     dir.file("notes.txt", "not json at all");
     dir.file("c.json.bak", "{");
-    std::fs::create_dir(dir.0.join("sub.json")).unwrap();
-    let c = Corpus::from_path(&dir.0).unwrap();
+    std::fs::create_dir(dir.join("sub.json")).unwrap();
+    let c = Corpus::from_path(dir.path()).unwrap();
     assert_eq!(
         bodies(&c),
         ["{\n \"id\": \"a\"\n}", "{\"id\":\"b1\"}", "{\"id\":\"b2\"}"]
@@ -94,7 +92,7 @@ fn invalid_file_in_directory_is_named() {
     let dir = TempDir::new("dirbad");
     dir.file("a.json", "{\"id\":\"a\"}");
     let bad = dir.file("b.json", "{\"id\":\"b\"}\n{nope\n");
-    let e = Corpus::from_path(&dir.0).unwrap_err();
+    let e = Corpus::from_path(dir.path()).unwrap_err();
     match e {
         LoadError::InvalidJson { path, line, .. } => assert_eq!((path, line), (bad, 2)),
         other => panic!("expected InvalidJson, got {other:?}"),
@@ -109,7 +107,7 @@ fn empty_inputs_are_errors() {
     assert!(matches!(e, LoadError::EmptyCorpus { .. }), "{e:?}");
     assert!(e.to_string().contains("blank.json"), "{e}");
 
-    let sub = dir.0.join("nothing");
+    let sub = dir.join("nothing");
     std::fs::create_dir(&sub).unwrap();
     std::fs::write(sub.join("readme.txt"), "hi").unwrap();
     let e = Corpus::from_path(&sub).unwrap_err();
@@ -120,7 +118,7 @@ fn empty_inputs_are_errors() {
 #[test]
 fn missing_path_is_an_io_error_naming_it() {
     let dir = TempDir::new("missing");
-    let p = dir.0.join("no-such-file.json");
+    let p = dir.join("no-such-file.json");
     let e = Corpus::from_path(&p).unwrap_err();
     assert!(matches!(e, LoadError::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("no-such-file.json"), "{e}");

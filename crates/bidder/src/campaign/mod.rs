@@ -47,4 +47,4 @@ pub use schema::{
     BidSpec, BudgetSpec, CampaignFile, CampaignSpec, CreativeSpec, FlightSpec, PacingModeConfig,
     TargetingSpec, TimestampText, VideoSpec,
 };
-pub use validate::{parse_timestamp, validate_all};
+pub use validate::validate_all;

@@ -514,7 +514,7 @@ fn flight(spec: &FlightSpec, at: &str) -> Result<Flight> {
     let parse = |text: &Option<super::schema::TimestampText>, key: &str| -> Result<_> {
         match text {
             None => Ok(None),
-            Some(t) => parse_timestamp(&t.0).map(Some).ok_or_else(|| {
+            Some(t) => Timestamp::parse_rfc3339(&t.0).map(Some).ok_or_else(|| {
                 CampaignError::invalid(format!("{at}.{key}"), Problem::BadTimestamp(t.0.clone()))
             }),
         }
@@ -530,55 +530,4 @@ fn flight(spec: &FlightSpec, at: &str) -> Result<Flight> {
         ));
     }
     Ok(Flight { start, end })
-}
-
-/// Parses exactly `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC, no fraction, no offset, no leap
-/// second, years 1970-9999) into milliseconds since the epoch. `None` for anything else.
-pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
-    let b = text.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |range: std::ops::Range<usize>| -> Option<u32> {
-        let digits = b.get(range)?;
-        digits.iter().try_fold(0u32, |acc, &d| {
-            d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0'))
-        })
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if year < 1970 || !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days_in_month = match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if day == 0 || day > days_in_month {
-        return None;
-    }
-    let days = days_from_civil(i64::from(year), month, day);
-    let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
-    u64::try_from(secs).ok().map(|s| Timestamp(s * 1000))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }

@@ -1,30 +1,15 @@
 //! Helpers for the bidder's integration tests: a bidder on a free loopback port with its
-//! campaigns in a temporary directory, a minimal HTTP/1.1 client, and a steady open-loop load.
+//! campaigns in a temporary directory, the raw HTTP/1.1 client of `testkit`, and a steady open-loop load.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A fresh directory under the system's temporary directory.
-pub fn temp_dir(name: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "gavel-bidder-test-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use tokio::net::TcpListener;
 
 /// A campaign with one 300x250 creative and no targeting.
 pub fn campaign_json(id: &str, budget: f64, cpm: f64, pacing: &str) -> String {
@@ -45,40 +30,13 @@ pub fn banner_request(id: &str, w: u32, h: u32, floor: f64) -> String {
     )
 }
 
-/// Sends one HTTP/1.1 request on a fresh connection and reads the whole answer.
-pub async fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
-    let path = match target.find("://") {
-        Some(i) => {
-            let rest = &target[i + 3..];
-            rest.find('/').map_or("/", |j| &rest[j..]).to_owned()
-        }
-        None => target.to_owned(),
-    };
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw).await;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or(String::new(), |(_, b)| b.to_owned());
-    (status, body)
-}
+pub use testkit::TempDir;
+pub use testkit::http::call;
 
 /// A bidder serving on a free port, with its campaign file in a temporary directory.
 pub struct TestBidder {
     pub addr: SocketAddr,
-    pub dir: PathBuf,
+    pub dir: TempDir,
     pub bidder: bidder::Bidder,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -86,7 +44,7 @@ pub struct TestBidder {
 impl TestBidder {
     /// Starts a memory-ledger bidder on `campaigns`; `extra` is appended to its TOML config.
     pub async fn start(campaigns: &str, extra: &str) -> TestBidder {
-        let dir = temp_dir("bidder");
+        let dir = TempDir::new("bidder");
         std::fs::write(dir.join("campaigns.json"), campaigns).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -149,7 +107,6 @@ impl Drop for TestBidder {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

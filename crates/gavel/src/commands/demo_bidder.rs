@@ -36,28 +36,6 @@ impl Drop for DemoBidder {
     }
 }
 
-fn rfc3339(t: Timestamp) -> String {
-    // Days since the epoch to a civil date (Howard Hinnant's algorithm).
-    let secs = t.millis() / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// The demo's campaigns: budgets sized so that some run out during a default demo and the
 /// `even` one spreads its budget over the run.
 fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
@@ -83,8 +61,8 @@ fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
       {{"id": "initech-banner", "w": 320, "h": 50, "adm": "<div>initech</div>"}},
       {{"id": "initech-inter", "w": 320, "h": 480, "adm": "<div>initech</div>"}}]}}
 ]"#,
-        start = rfc3339(flight_start),
-        end = rfc3339(flight_end),
+        start = flight_start.to_rfc3339(),
+        end = flight_end.to_rfc3339(),
     )
 }
 
@@ -233,16 +211,6 @@ impl DemoBidder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(rfc3339(Timestamp(0)), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            rfc3339(Timestamp(1_795_000_000_000)),
-            "2026-11-18T11:06:40Z"
-        );
-        assert_eq!(rfc3339(Timestamp(951_782_400_000)), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn the_demo_campaigns_load() {

@@ -1,0 +1,157 @@
+//! A raw HTTP/1.1 client: each call opens a fresh loopback connection, writes the bytes as
+//! given, and reads what comes back until the server closes. No client library between the
+//! test and the wire, so a test sees exactly what the server sent (and can send what no
+//! well-behaved client would).
+
+use std::io::{Read as _, Write as _};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The request line and headers of a `Connection: close` request with a JSON body.
+fn head(method: &str, path: &str, addr: SocketAddr, body_len: usize) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {body_len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// The path of `target`, which may be a whole URL (`http://host:port/path?query`).
+fn path_of(target: &str) -> &str {
+    match target.find("://") {
+        Some(i) => {
+            let rest = target.get(i + 3..).unwrap_or_default();
+            rest.find('/').and_then(|j| rest.get(j..)).unwrap_or("/")
+        }
+        None => target,
+    }
+}
+
+/// Status code and body of a whole HTTP/1.1 answer; status 0 when there is none.
+pub fn split_answer(text: &str) -> (u16, String) {
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+/// Status codes of every response in a byte stream (pipelined answers, or a smuggled one).
+pub fn statuses(text: &str) -> Vec<u16> {
+    text.match_indices("HTTP/1.1 ")
+        .filter_map(|(i, _)| text.get(i + 9..i + 12)?.parse().ok())
+        .collect()
+}
+
+/// Sends one request (`target` a path or a whole URL) on a fresh connection and reads the
+/// whole answer: its status and body. A connection refused or reset before an answer is
+/// status 0 with an empty body, so that load tests can count it as a failure.
+pub async fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
+    let Ok(mut stream) = TcpStream::connect(addr).await else {
+        return (0, String::new());
+    };
+    let head = head(method, path_of(target), addr, body.len());
+    if stream.write_all(head.as_bytes()).await.is_err()
+        || stream.write_all(body.as_bytes()).await.is_err()
+    {
+        return (0, String::new());
+    }
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    split_answer(&String::from_utf8_lossy(&raw))
+}
+
+/// [`call`] from a thread outside any runtime (a test driving a child process), reading for
+/// at most 5 s.
+pub fn call_blocking(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return (0, String::new());
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let head = head(method, path_of(target), addr, body.len());
+    if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    split_answer(&String::from_utf8_lossy(&raw))
+}
+
+/// Sends `bytes` as they are on a fresh connection and reads until the server closes or
+/// `wait` passes. Returns what was read and whether the server closed the connection.
+///
+/// # Panics
+/// When the connection cannot be opened.
+pub async fn raw(addr: SocketAddr, bytes: &[u8], wait: Duration) -> (String, bool) {
+    let mut stream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => panic!("cannot connect to {addr}: {e}"),
+    };
+    // The server may answer and close before it has read everything; that is fine.
+    let _ = stream.write_all(bytes).await;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    let closed = loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => break true,
+            Ok(Ok(n)) => got.extend_from_slice(buf.get(..n).unwrap_or_default()),
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_split_into_status_and_body() {
+        assert_eq!(
+            split_answer("HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n"),
+            (204, String::new())
+        );
+        assert_eq!(
+            split_answer("HTTP/1.1 400 Bad Request\r\nx: y\r\n\r\n{\"error\":\"e\"}"),
+            (400, "{\"error\":\"e\"}".to_owned())
+        );
+        assert_eq!(split_answer(""), (0, String::new()));
+        assert_eq!(
+            statuses("HTTP/1.1 200 OK\r\n\r\nokHTTP/1.1 400 Bad\r\n\r\n"),
+            [200, 400]
+        );
+        assert_eq!(
+            path_of("http://127.0.0.1:9/notice/win?r=1"),
+            "/notice/win?r=1"
+        );
+        assert_eq!(path_of("http://h"), "/");
+        assert_eq!(path_of("/healthz"), "/healthz");
+    }
+
+    #[tokio::test]
+    async fn a_call_reads_what_a_real_server_wrote() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut got = vec![0u8; 1024];
+            let n = s.read(&mut got).await.unwrap();
+            let text = String::from_utf8_lossy(&got[..n]).into_owned();
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .await
+                .unwrap();
+            text
+        });
+        assert_eq!(call(addr, "POST", "/x", "{}").await, (200, "ok".to_owned()));
+        let seen = server.await.unwrap();
+        assert!(seen.starts_with("POST /x HTTP/1.1\r\n"), "{seen}");
+        assert!(seen.ends_with("\r\n\r\n{}"), "{seen}");
+    }
+}

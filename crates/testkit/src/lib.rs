@@ -1,0 +1,19 @@
+//! Helpers shared by Gavel's tests and benches, and nothing else: a production crate never
+//! depends on this one (`.ci/layering.py` checks it), so test-only code never becomes public
+//! API of a server.
+//!
+//! - [`redis`]: a real `redis-server` on a free loopback port, killed on drop (no mocks: the
+//!   ledger's correctness is in its Lua scripts, so tests run them on Redis itself).
+//! - [`http`]: a raw HTTP/1.1 client over a fresh loopback connection, for the tests that must
+//!   control every byte (malformed framing, smuggling) or read the answer as the wire has it.
+//! - [`temp`]: a fresh temporary directory, removed on drop.
+//!
+//! Helpers panic on setup failures (a port that cannot be bound, a file that cannot be
+//! written): a test whose setup fails must fail, never pass by skipping.
+
+pub mod http;
+pub mod redis;
+pub mod temp;
+
+pub use redis::{RedisServer, free_port};
+pub use temp::TempDir;

@@ -1,0 +1,148 @@
+//! A real `redis-server` on a free loopback port, no persistence, killed on drop.
+//!
+//! A missing `redis-server` makes [`RedisServer::start`] panic with the command that installs
+//! it: tests that need Redis must fail, not pass by skipping.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A `redis-server` child process, killed (SIGKILL) on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    /// The loopback port it listens on.
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits until it answers `PING`.
+    ///
+    /// # Panics
+    /// When `redis-server` is not on `PATH` (the message says how to install it), or when no
+    /// server could be started after five ports.
+    pub async fn start() -> RedisServer {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            match RedisServer::start_on(port).await {
+                Ok(server) => return server,
+                // Someone took the port between our probe and Redis's bind: try another.
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start redis-server: {last}");
+    }
+
+    /// Starts a server on `port` (e.g. the port of one killed earlier, to simulate a restart).
+    ///
+    /// # Panics
+    /// When `redis-server` is not on `PATH`.
+    pub async fn start_on(port: u16) -> Result<RedisServer, String> {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--appendonly",
+                "no",
+                "--loglevel",
+                "warning",
+                "--protected-mode",
+                "no",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "redis-server is not on PATH; these tests need a real Redis. \
+                 Install it with `apt-get install -y redis-server` (Debian/Ubuntu) \
+                 or `brew install redis` (macOS)."
+            ),
+            Err(e) => panic!("cannot run redis-server: {e}"),
+        };
+        let mut server = RedisServer {
+            child: Some(child),
+            port,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(status))) = server.child.as_mut().map(Child::try_wait) {
+                server.child = None;
+                return Err(format!("redis-server exited at start: {status}"));
+            }
+            if ping(port).await {
+                return Ok(server);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Err("redis-server did not answer PING within 10 s".into())
+    }
+
+    /// `127.0.0.1:<port>`, as the ledger's `RedisConfig::addr` wants it.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (SIGKILL: no goodbye to clients, like a crash).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends one raw command (space-separated, no quoting) and returns the raw RESP reply, or
+    /// an empty string if the server did not answer within 2 s.
+    pub async fn raw(&self, command: &str) -> String {
+        raw_command(self.port, command).await.unwrap_or_default()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port that was free a moment ago (the OS picked it; the listener is dropped).
+pub fn free_port() -> u16 {
+    match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(addr) => addr.port(),
+        Err(e) => panic!("cannot bind a loopback port: {e}"),
+    }
+}
+
+async fn ping(port: u16) -> bool {
+    matches!(raw_command(port, "PING").await, Some(reply) if reply.starts_with("+PONG"))
+}
+
+async fn raw_command(port: u16, command: &str) -> Option<String> {
+    let io = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let parts: Vec<&str> = command.split(' ').collect();
+        let mut out = format!("*{}\r\n", parts.len());
+        for p in parts {
+            out.push_str(&format!("${}\r\n{p}\r\n", p.len()));
+        }
+        s.write_all(out.as_bytes()).await.ok()?;
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = s.read(&mut buf).await.ok()?;
+        Some(String::from_utf8_lossy(buf.get(..n)?).into_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(2), io)
+        .await
+        .ok()
+        .flatten()
+}
