@@ -29,18 +29,6 @@ thread_local! {
     static DRAWS: RefCell<Option<SmallRng>> = const { RefCell::new(None) };
 }
 
-/// The deadline of a request read at `read_at`: its `tmax` (bounded by the configuration)
-/// less the margin kept for the answer's trip back.
-fn deadline(state: &State, request: &BidRequest, read_at: Instant) -> Instant {
-    let tmax = request
-        .tmax
-        .and_then(|t| u64::try_from(t).ok())
-        .filter(|&t| t > 0)
-        .map_or(state.config.default_tmax(), Duration::from_millis)
-        .min(state.config.max_tmax());
-    read_at + tmax.saturating_sub(state.config.answer_margin())
-}
-
 /// Runs one request: `Ok(Some(body))` is a bid response, `Ok(None)` a no-bid, `Err` a message
 /// for a 400.
 pub(crate) async fn run(
@@ -51,7 +39,11 @@ pub(crate) async fn run(
     let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
     let currency = openrtb::validate::auction_currency(&request, "USD").to_owned();
     openrtb::validate::validate(&request, &currency).map_err(|e| e.to_string())?;
-    let deadline = deadline(state, &request, read_at);
+    let deadline = state
+        .deadline
+        .deadline(read_at, request.tmax.map(i64::from))
+        .map_err(|e| e.to_string())?
+        .answer_by;
     if deadline.saturating_duration_since(Instant::now()) < state.admission.config().min_time_left()
     {
         // Too little time to decide and answer usefully: a no-bid now, nothing reserved.

@@ -17,10 +17,15 @@ pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 /// Why a configuration was refused. Messages name the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("reading {path}: {error}")]
-    Read { path: String, error: String },
+    #[error("{0}")]
+    Read(#[from] settings::ReadError),
     #[error("config is {0} bytes; the limit is {MAX_CONFIG_BYTES}")]
     TooLarge(usize),
+    #[error("{old} has moved: write it as {new}")]
+    Moved {
+        old: &'static str,
+        new: &'static str,
+    },
     #[error("config is not valid TOML for the bidder: {0}")]
     Parse(String),
     #[error("{key}: {problem}")]
@@ -55,6 +60,9 @@ pub struct BidderConfig {
     /// `seatbid.seat` of this bidder's answers. Default "gavel".
     #[serde(default = "default_seat")]
     pub seat: String,
+    /// How a request's `tmax` becomes its deadline (shared with the exchange).
+    #[serde(default)]
+    pub deadline: admission::DeadlineConfig,
     #[serde(default)]
     pub http: HttpSection,
     #[serde(default)]
@@ -64,17 +72,17 @@ pub struct BidderConfig {
     /// Bound on bid requests in flight; the excess gets an immediate no-bid. Notices are never
     /// shed (docs/bidder.md). `max_busy_ms` defaults to [`DEFAULT_MAX_BUSY_MS`] here.
     #[serde(default)]
-    pub admission: edge::AdmissionConfig,
+    pub admission: admission::AdmissionConfig,
 }
 
 /// The bidder's `admission.max_busy_ms` when the file leaves it out. A decision finishes in one
 /// poll, so requests never wait in flight, only unread in socket buffers; the runtime going
-/// this long without a pause is how the bidder sees them (edge::busy_streak). 10 ms is a tenth
+/// this long without a pause is how the bidder sees them (admission::busy_streak). 10 ms is a tenth
 /// of a typical tmax, and a bidder at its capacity (p99 within 5 ms) rarely runs that long
 /// without one.
 pub const DEFAULT_MAX_BUSY_MS: u64 = 10;
 
-/// Input limits and deadline handling.
+/// Input limits.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
@@ -82,13 +90,6 @@ pub struct HttpSection {
     pub max_body_bytes: usize,
     /// Time allowed to receive headers, then the body, in milliseconds. Default 5000.
     pub read_timeout_ms: u64,
-    /// Deadline used when a request carries no `tmax`, in milliseconds. Default 100.
-    pub default_tmax_ms: u64,
-    /// Cap on a request's `tmax`, in milliseconds. Default 1000.
-    pub max_tmax_ms: u64,
-    /// Time kept back from `tmax` for the answer's trip back, in milliseconds: the bidder
-    /// decides within `tmax - answer_margin_ms` of reading the request. Default 10.
-    pub answer_margin_ms: u64,
     /// Open client connections at most; more are closed as soon as accepted. Default 4096.
     pub max_connections: u32,
     /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
@@ -104,9 +105,6 @@ impl Default for HttpSection {
         HttpSection {
             max_body_bytes: 256 * 1024,
             read_timeout_ms: 5_000,
-            default_tmax_ms: 100,
-            max_tmax_ms: 1_000,
-            answer_margin_ms: 10,
             max_connections: 4_096,
             idle_timeout_ms: 60_000,
             max_header_bytes: 16 * 1024,
@@ -227,7 +225,7 @@ impl BidderConfig {
     /// Reads, parses and validates a configuration file; a relative `campaigns` path is
     /// resolved against the file's directory.
     pub fn load(path: &Path) -> Result<BidderConfig, ConfigError> {
-        let text = read_bounded(path, MAX_CONFIG_BYTES)?;
+        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
         let mut config = BidderConfig::from_toml(&text)?;
         if config.campaigns.is_relative()
             && let Some(dir) = path.parent()
@@ -242,8 +240,12 @@ impl BidderConfig {
         if text.len() > MAX_CONFIG_BYTES {
             return Err(ConfigError::TooLarge(text.len()));
         }
-        let config: BidderConfig =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let config: BidderConfig = toml::from_str(text).map_err(|e| {
+            match settings::moved_key(text, &admission::deadline::MOVED_KEYS) {
+                Some((old, new)) => ConfigError::Moved { old, new },
+                None => ConfigError::Parse(e.to_string()),
+            }
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -276,21 +278,9 @@ impl BidderConfig {
         if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
             return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
         }
-        if h.default_tmax_ms == 0 || h.default_tmax_ms > 60_000 {
-            return Err(invalid("http.default_tmax_ms", "must be 1..=60000"));
-        }
-        if h.max_tmax_ms < h.default_tmax_ms || h.max_tmax_ms > 60_000 {
-            return Err(invalid(
-                "http.max_tmax_ms",
-                "must be at least http.default_tmax_ms and at most 60000",
-            ));
-        }
-        if h.answer_margin_ms >= h.default_tmax_ms {
-            return Err(invalid(
-                "http.answer_margin_ms",
-                "must be smaller than http.default_tmax_ms",
-            ));
-        }
+        self.deadline
+            .validate()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         self.http_limits()
             .check()
             .map_err(|(key, problem)| invalid(key, problem))?;
@@ -345,7 +335,7 @@ impl BidderConfig {
     }
 
     /// The admission gate's configuration with the bidder's defaults filled in.
-    pub fn admission(&self) -> edge::AdmissionConfig {
+    pub fn admission(&self) -> admission::AdmissionConfig {
         self.admission.clone().or_max_busy_ms(DEFAULT_MAX_BUSY_MS)
     }
 
@@ -363,14 +353,6 @@ impl BidderConfig {
             max_header_bytes: h.max_header_bytes,
             shutdown_grace_ms: h.shutdown_grace_ms,
         }
-    }
-
-    pub fn default_tmax(&self) -> Duration {
-        Duration::from_millis(self.http.default_tmax_ms)
-    }
-
-    pub fn max_tmax(&self) -> Duration {
-        Duration::from_millis(self.http.max_tmax_ms)
     }
 
     /// `ledger.lease_chunk` in integer money.
@@ -401,10 +383,6 @@ impl BidderConfig {
     pub fn redis_address(&self) -> Result<(String, u32), ConfigError> {
         parse_redis_url(&self.ledger.redis_url)
     }
-
-    pub fn answer_margin(&self) -> Duration {
-        Duration::from_millis(self.http.answer_margin_ms)
-    }
 }
 
 /// Splits `redis://host:port[/db]` into `host:port` (port 6379 when absent) and the database.
@@ -434,21 +412,6 @@ fn parse_redis_url(url: &str) -> Result<(String, u32), ConfigError> {
     Ok((addr, db))
 }
 
-/// Reads a file, refusing it beyond `limit` bytes without reading it all.
-pub fn read_bounded(path: &Path, limit: usize) -> Result<String, ConfigError> {
-    let read_err = |e: std::io::Error| ConfigError::Read {
-        path: path.display().to_string(),
-        error: e.to_string(),
-    };
-    let len = std::fs::metadata(path).map_err(read_err)?.len();
-    if len > limit as u64 {
-        return Err(ConfigError::TooLarge(
-            usize::try_from(len).unwrap_or(usize::MAX),
-        ));
-    }
-    std::fs::read_to_string(path).map_err(read_err)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,7 +431,7 @@ redis_url = "redis://127.0.0.1:6379"
         assert_eq!(c.ledger.backend, Backend::Redis);
         assert_eq!(c.ledger.redis_mode, RedisMode::Lease);
         assert_eq!(c.ledger.charge_on, ChargeOn::Win);
-        assert_eq!(c.http.default_tmax_ms, 100);
+        assert_eq!(c.deadline.default_tmax_ms, 100);
         assert_eq!(c.admission().max_busy(), Duration::from_millis(10));
         let off = BidderConfig::from_toml("campaigns = \"c.json\"\n[admission]\nmax_busy_ms = 0")
             .unwrap_or_else(|e| panic!("{e}"));
@@ -531,8 +494,12 @@ redis_url = "redis://127.0.0.1:6379"
                 "ledger.lease_ttl_ms",
             ),
             (
-                "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 500",
-                "http.answer_margin_ms",
+                "campaigns = \"c.json\"\n[deadline]\nanswer_margin_ms = 500",
+                "deadline.answer_margin_ms",
+            ),
+            (
+                "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 5",
+                "http.answer_margin_ms has moved: write it as deadline.answer_margin_ms",
             ),
             (
                 "campaigns = \"c.json\"\n[http]\nidle_timeout_ms = 0",

@@ -3,7 +3,7 @@
 //! store. A file that fails leaves the last good set serving; the failure is logged and
 //! counted (`gavel_bidder_campaign_reloads_total{outcome="failed"}`).
 //!
-//! Reloads run when the file changes (`edge::watch_file` polls its modification time and
+//! Reloads run when the file changes (`settings::watch_file` polls its modification time and
 //! length), on `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload_campaigns`).
 
 use std::path::Path;
@@ -92,7 +92,7 @@ pub(crate) async fn watch(state: Weak<State>) {
     let Some(path) = state.upgrade().map(|s| s.config.campaigns.clone()) else {
         return;
     };
-    edge::watch_file(path, POLL_INTERVAL, move || {
+    settings::watch_file(path, POLL_INTERVAL, move || {
         let state = state.upgrade()?;
         Some(async move {
             let _ = reload(&state).await;

@@ -25,6 +25,8 @@ pub const BID_PATH: &str = "/openrtb2/bid";
 #[derive(Debug)]
 pub(crate) struct State {
     pub(crate) config: BidderConfig,
+    /// How a request's `tmax` becomes its deadline (`[deadline]`).
+    pub(crate) deadline: admission::DeadlinePolicy,
     pub(crate) node: String,
     pub(crate) public_url: String,
     pub(crate) snapshot: ArcSwap<Snapshot>,
@@ -37,7 +39,7 @@ pub(crate) struct State {
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
     /// The gate of bid requests (notices do not pass through it).
-    pub(crate) admission: Arc<edge::Admission>,
+    pub(crate) admission: Arc<admission::Admission>,
     pub(crate) connections: Arc<edge::ConnStats>,
 }
 
@@ -180,7 +182,7 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     // Notices enter ahead of this gate (`enter_first`): they settle money already promised.
     let Some(_ticket) = state.admission.try_enter() else {
         state.metrics.request(RequestOutcome::Shed);
-        return state.admission.shed_answer(&body);
+        return edge::shed_answer(&state.admission, &body);
     };
     let response = match crate::bid_path::run(state, &body, read_at).await {
         Ok(Some(encoded)) => {

@@ -94,12 +94,15 @@ impl Bidder {
         metrics
             .campaigns
             .store(snapshot.states.len() as u64, Relaxed);
-        let admission = Arc::new(edge::Admission::new(config.admission()));
-        tokio::spawn(edge::Admission::run_controller(Arc::downgrade(&admission)));
+        let admission = Arc::new(admission::Admission::new(config.admission()));
+        tokio::spawn(admission::Admission::run_controller(Arc::downgrade(
+            &admission,
+        )));
         let state = Arc::new(State {
             admission,
             connections: Arc::new(edge::ConnStats::default()),
             charge_on: config.ledger.charge_on,
+            deadline: config.deadline.policy(),
             config,
             node,
             public_url,

@@ -121,6 +121,15 @@ async fn floors_sizes_and_bad_input() {
     let (status, body) = b.post_bid("{\"id\": \"x\", \"imp\": []}").await;
     assert_eq!(status, 400);
     assert!(body.contains("imp"), "{body}");
+    // A tmax of zero or less: 400, as at the exchange (one deadline rule), and nothing bid.
+    for tmax in ["0", "-5"] {
+        let request = banner_request("t", 300, 250, 0.1)
+            .replace("\"tmax\": 100", &format!("\"tmax\": {tmax}"));
+        let (status, body) = b.post_bid(&request).await;
+        assert_eq!(status, 400, "tmax {tmax}: {body}");
+        assert!(body.contains("tmax must be a positive number"), "{body}");
+    }
+    assert_eq!(b.campaign("c1").await["bids"], 0);
     // Too large: 413.
     let big = format!("{{\"id\": \"{}\"}}", "x".repeat(300 * 1024));
     assert_eq!(b.post_bid(&big).await.0, 413);

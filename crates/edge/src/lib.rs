@@ -4,9 +4,9 @@
 //! so input limits are enforced in one place.
 //!
 //! Besides bodies, the edge bounds connections (a cap, a header timeout against slowloris, an
-//! idle timeout, a header size limit) in [`serve`], admits requests through [`Admission`], and
-//! rate-limits the log lines clients can provoke ([`log_limit`]), and watches configuration
-//! files for the servers' reloads ([`watch`]).
+//! idle timeout, a header size limit) in [`serve`], answers the requests the admission gate
+//! refuses ([`shed_answer`], [`too_late_answer`]), and rate-limits the log lines clients can
+//! provoke ([`log_limit`]).
 //!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
@@ -19,15 +19,11 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
-pub mod admission;
-pub mod busy_streak;
 pub mod log_limit;
 mod serve;
-pub mod watch;
 
-pub use admission::{Admission, AdmissionConfig, NoBidStyle};
+pub use admission::NoBidStyle;
 pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve};
-pub use watch::watch_file;
 
 /// The body type of every answer.
 pub type Body = Full<Bytes>;
@@ -83,6 +79,19 @@ pub fn no_bid(style: NoBidStyle, body: &[u8], nbr: i32) -> Response<Body> {
         return json(StatusCode::OK, answer.to_string());
     }
     no_content()
+}
+
+/// The answer to a request the admission gate refused: a no-bid in the gate's configured
+/// style, `nbr` 1 ("Technical Error", OpenRTB 2.6 list 5.24).
+pub fn shed_answer(gate: &admission::Admission, body: &[u8]) -> Response<Body> {
+    no_bid(gate.config().no_bid, body, 1)
+}
+
+/// Counts and answers a request with too little time left to work on: `nbr` 15 ("Insufficient
+/// Auction Time").
+pub fn too_late_answer(gate: &admission::Admission, body: &[u8]) -> Response<Body> {
+    gate.count_late();
+    no_bid(gate.config().no_bid, body, 15)
 }
 
 /// 405 naming the methods the path accepts, with `Allow`.

@@ -115,15 +115,22 @@ pub struct ConnStats {
 }
 
 impl ConnStats {
-    /// Appends Prometheus text for these counters as `{prefix}_connections_*`.
+    /// Appends these counters as `{prefix}_connections_*`.
     pub fn render(&self, prefix: &str, out: &mut String) {
-        use std::fmt::Write;
-        let _ = writeln!(
+        telemetry::single(
             out,
-            "# TYPE {prefix}_connections_open gauge\n{prefix}_connections_open {}",
-            self.open.load(Relaxed)
+            &format!("{prefix}_connections_open"),
+            "gauge",
+            "Client connections open now.",
+            self.open.load(Relaxed),
         );
-        let _ = writeln!(out, "# TYPE {prefix}_connections_total counter");
+        let total = format!("{prefix}_connections_total");
+        telemetry::family(
+            out,
+            &total,
+            "counter",
+            "Client connections by how they were taken or ended.",
+        );
         for (outcome, v) in [
             ("accepted", &self.accepted),
             ("refused", &self.refused),
@@ -131,11 +138,7 @@ impl ConnStats {
             ("idle_closed", &self.idle_closed),
             ("protocol_error", &self.protocol_errors),
         ] {
-            let _ = writeln!(
-                out,
-                "{prefix}_connections_total{{outcome=\"{outcome}\"}} {}",
-                v.load(Relaxed)
-            );
+            telemetry::sample(out, &total, &[("outcome", outcome)], v.load(Relaxed));
         }
     }
 }

@@ -83,7 +83,7 @@ async fn auction(
             .no_time_left
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         state.metrics.request(RequestOutcome::NoBid);
-        return admission.too_late_answer(body);
+        return edge::too_late_answer(admission, body);
     }
     let auction_id = state.next_auction_id();
     let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);

@@ -6,7 +6,10 @@
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::time::Duration;
+
+use admission::DeadlineConfig;
 
 use openrtb::Price;
 use serde::Deserialize;
@@ -19,8 +22,15 @@ pub const MAX_BIDDERS: usize = 1024;
 /// Why a configuration was refused. Messages name the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error("{0}")]
+    Read(#[from] settings::ReadError),
     #[error("config is {0} bytes; the limit is {MAX_CONFIG_BYTES}")]
     TooLarge(usize),
+    #[error("{old} has moved: write it as {new}")]
+    Moved {
+        old: &'static str,
+        new: &'static str,
+    },
     #[error("config is not valid TOML for the exchange: {0}")]
     Parse(String),
     #[error("{key}: {problem}")]
@@ -46,6 +56,9 @@ pub struct Config {
     pub node: String,
     #[serde(default)]
     pub http: HttpConfig,
+    /// How a request's `tmax` becomes its deadline (shared with the bidder).
+    #[serde(default)]
+    pub deadline: DeadlineConfig,
     #[serde(default)]
     pub auction: AuctionSection,
     #[serde(default)]
@@ -54,7 +67,7 @@ pub struct Config {
     pub notices: NoticeConfig,
     /// Bound on auctions in flight; the excess gets an immediate no-bid (docs/config.md).
     #[serde(default)]
-    pub admission: edge::AdmissionConfig,
+    pub admission: admission::AdmissionConfig,
     /// Circuit breakers that stop calling a failing bidder for a while.
     #[serde(default)]
     pub breaker: crate::breaker::BreakerConfig,
@@ -106,14 +119,6 @@ impl Default for HttpConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuctionSection {
-    /// Deadline used when a request carries no `tmax`, in milliseconds. Default 100.
-    pub default_tmax_ms: u64,
-    /// Cap on a request's `tmax`, in milliseconds. Default 1000.
-    pub max_tmax_ms: u64,
-    /// Time kept back from the deadline to run the auction and write the answer, in
-    /// milliseconds. Bidders get `tmax - answer_margin_ms`; half of the margin bounds a markup
-    /// fetch from a winner's `nurl`. Default 10.
-    pub answer_margin_ms: u64,
     /// Amount added to the second price in second-price auctions, CPM in the request currency.
     /// Default 0.01.
     pub second_price_increment: f64,
@@ -124,9 +129,6 @@ pub struct AuctionSection {
 impl Default for AuctionSection {
     fn default() -> Self {
         AuctionSection {
-            default_tmax_ms: 100,
-            max_tmax_ms: 1_000,
-            answer_margin_ms: 10,
             second_price_increment: 0.01,
             default_currency: "USD".to_owned(),
         }
@@ -286,15 +288,6 @@ pub struct Validated {
 }
 
 impl Validated {
-    pub fn default_tmax(&self) -> Duration {
-        Duration::from_millis(self.config.auction.default_tmax_ms)
-    }
-    pub fn max_tmax(&self) -> Duration {
-        Duration::from_millis(self.config.auction.max_tmax_ms)
-    }
-    pub fn answer_margin(&self) -> Duration {
-        Duration::from_millis(self.config.auction.answer_margin_ms)
-    }
     pub fn read_timeout(&self) -> Duration {
         Duration::from_millis(self.config.http.read_timeout_ms)
     }
@@ -315,12 +308,22 @@ fn http_limits(h: &HttpConfig) -> edge::HttpLimits {
 }
 
 impl Config {
+    /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Validated, ConfigError> {
+        Config::from_toml(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)
+    }
+
     /// Parses and validates a TOML document.
     pub fn from_toml(text: &str) -> Result<Validated, ConfigError> {
         if text.len() > MAX_CONFIG_BYTES {
             return Err(ConfigError::TooLarge(text.len()));
         }
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let config: Config = toml::from_str(text).map_err(|e| {
+            match settings::moved_key(text, &admission::deadline::MOVED_KEYS) {
+                Some((old, new)) => ConfigError::Moved { old, new },
+                None => ConfigError::Parse(e.to_string()),
+            }
+        })?;
         config.validate()
     }
 
@@ -329,22 +332,10 @@ impl Config {
         if self.node.is_empty() || self.node.len() > 64 || !self.node.is_ascii() {
             return Err(invalid("node", "must be 1-64 ASCII characters"));
         }
+        self.deadline
+            .validate()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         let a = &self.auction;
-        if a.default_tmax_ms == 0 || a.default_tmax_ms > 60_000 {
-            return Err(invalid("auction.default_tmax_ms", "must be 1..=60000"));
-        }
-        if a.max_tmax_ms < a.default_tmax_ms || a.max_tmax_ms > 60_000 {
-            return Err(invalid(
-                "auction.max_tmax_ms",
-                "must be at least auction.default_tmax_ms and at most 60000",
-            ));
-        }
-        if a.answer_margin_ms >= a.default_tmax_ms {
-            return Err(invalid(
-                "auction.answer_margin_ms",
-                "must be smaller than auction.default_tmax_ms",
-            ));
-        }
         let increment = Price::from_cpm(a.second_price_increment)
             .map_err(|e| invalid("auction.second_price_increment", e.to_string()))?;
         if increment.micros() < 0 {
@@ -444,9 +435,10 @@ mod tests {
 
     const EXAMPLE: &str = r#"
 listen = "127.0.0.1:8080"
-[auction]
+[deadline]
 default_tmax_ms = 100
 max_tmax_ms = 1000
+[auction]
 second_price_increment = 0.01
 [[bidders]]
 name = "dsp-a"
@@ -485,13 +477,22 @@ max_connections = 64
     fn an_empty_file_is_a_valid_exchange_without_bidders() {
         let v = Config::from_toml("").unwrap();
         assert!(v.config.bidders.is_empty());
-        assert_eq!(v.config.auction.default_tmax_ms, 100);
+        assert_eq!(v.config.deadline.default_tmax_ms, 100);
     }
 
     #[test]
     fn wrong_key_is_named() {
         let e = error_of("[auction]\ndefault_tmax = 100\n");
         assert!(e.contains("default_tmax"), "{e}");
+    }
+
+    #[test]
+    fn a_deadline_key_in_its_old_section_says_where_it_went() {
+        let e = error_of("[auction]\ndefault_tmax_ms = 100\n");
+        assert_eq!(
+            e,
+            "auction.default_tmax_ms has moved: write it as deadline.default_tmax_ms"
+        );
     }
 
     #[test]
@@ -519,11 +520,13 @@ max_connections = 64
 
     #[test]
     fn out_of_range_values_are_named() {
-        assert!(error_of("[auction]\nmax_tmax_ms = 10\n").contains("auction.max_tmax_ms"));
+        assert!(error_of("[deadline]\nmax_tmax_ms = 10\n").contains("deadline.max_tmax_ms"));
         assert!(
             error_of("[auction]\nsecond_price_increment = -1\n").contains("second_price_increment")
         );
-        assert!(error_of("[auction]\nanswer_margin_ms = 500\n").contains("answer_margin_ms"));
+        assert!(
+            error_of("[deadline]\nanswer_margin_ms = 500\n").contains("deadline.answer_margin_ms")
+        );
         assert!(error_of("[http]\nmax_body_bytes = 0\n").contains("http.max_body_bytes"));
         assert!(error_of("[auction]\ndefault_currency = \"usd\"\n").contains("default_currency"));
         assert!(error_of("[http]\nmax_header_bytes = 100\n").contains("http.max_header_bytes"));

@@ -3,7 +3,7 @@
 //! the seller and fires win/billing/loss notices afterwards.
 //!
 //! Invariants:
-//! - The deadline is fixed once, when the request has been read (`deadline`), and bounds every
+//! - The deadline is fixed once, when the request has been read (`admission::deadline`), and bounds every
 //!   bidder call; the answer is written before `tmax` expires whatever bidders do.
 //! - A bidder's failure (timeout, error, garbage, busy pool) is an outcome of that bidder, never
 //!   an error of the auction; only bad input from the seller fails a request (400/405/413).
@@ -14,7 +14,6 @@
 pub(crate) mod auction_path;
 pub mod breaker;
 pub mod config;
-pub mod deadline;
 pub mod enrich;
 pub mod fanout;
 pub mod metrics;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, MAX_CONFIG_BYTES, Validated};
+use crate::config::{Config, ConfigError, Validated};
 use crate::metrics::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
 use crate::server::{Exchange, State};
@@ -60,6 +60,9 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.http != new.http {
         sections.push("[http]");
     }
+    if running.deadline != new.deadline {
+        sections.push("[deadline]");
+    }
     if running.auction != new.auction {
         sections.push("[auction]");
     }
@@ -80,22 +83,15 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
 
 /// Reads and validates the file at `path` (blocking: call it off the runtime's threads).
 fn load(path: &Path) -> Result<Validated, ReloadError> {
-    let unreadable = |reason: String| ReloadError::Unreadable {
-        path: path.display().to_string(),
-        reason,
-    };
-    let size = std::fs::metadata(path)
-        .map_err(|e| unreadable(e.to_string()))?
-        .len();
-    if size > MAX_CONFIG_BYTES as u64 {
-        return Err(unreadable(format!(
-            "{size} bytes; the limit is {MAX_CONFIG_BYTES}"
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
-    Config::from_toml(&text).map_err(|e| ReloadError::Invalid {
-        path: path.display().to_string(),
-        reason: e.to_string(),
+    Config::load(path).map_err(|e| match e {
+        ConfigError::Read(e) => ReloadError::Unreadable {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        },
+        e => ReloadError::Invalid {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        },
     })
 }
 
@@ -110,13 +106,17 @@ impl Exchange {
     /// length changes, until the exchange is dropped.
     pub fn watch_config(&self, path: PathBuf) {
         let state = Arc::downgrade(&self.state);
-        tokio::spawn(edge::watch_file(path.clone(), POLL_INTERVAL, move || {
-            let state = state.upgrade()?;
-            let path = path.clone();
-            Some(async move {
-                let _ = reload(&state, &path).await;
-            })
-        }));
+        tokio::spawn(settings::watch_file(
+            path.clone(),
+            POLL_INTERVAL,
+            move || {
+                let state = state.upgrade()?;
+                let path = path.clone();
+                Some(async move {
+                    let _ = reload(&state, &path).await;
+                })
+            },
+        ));
     }
 }
 
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(e.outcome(), ReloadOutcome::Invalid);
         assert!(e.to_string().contains("bidders[0].endpoint"), "{e}");
         let huge = dir.join("huge.toml");
-        std::fs::write(&huge, vec![b'#'; MAX_CONFIG_BYTES + 1]).unwrap();
+        std::fs::write(&huge, vec![b'#'; crate::config::MAX_CONFIG_BYTES + 1]).unwrap();
         assert!(load(&huge).unwrap_err().to_string().contains("limit"));
         let _ = std::fs::remove_dir_all(&dir);
     }

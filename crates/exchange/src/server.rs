@@ -7,21 +7,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use admission::Admission;
 use arc_swap::ArcSwap;
 use auction::AuctionConfig;
 use bytes::Bytes;
-use edge::{Admission, ConnStats};
+use edge::ConnStats;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
 use crate::config::Validated;
-use crate::deadline::DeadlinePolicy;
 use crate::metrics::{Metrics, RequestOutcome};
 use crate::notice_client::NoticeClient;
 use crate::notices::Notifier;
 use crate::roster::{PoolSettings, Roster};
+use admission::DeadlinePolicy;
 
 /// Path of the auction endpoint.
 pub const AUCTION_PATH: &str = "/openrtb2/auction";
@@ -90,11 +91,7 @@ impl Exchange {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         let state = State {
-            policy: DeadlinePolicy {
-                default_tmax: config.default_tmax(),
-                max_tmax: config.max_tmax(),
-                answer_margin: config.answer_margin(),
-            },
+            policy: config.config.deadline.policy(),
             auction: AuctionConfig {
                 second_price_increment: config.second_price_increment,
             },
@@ -203,7 +200,7 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
     // not hold a place meant for auctions.
     let Some(_ticket) = state.admission.try_enter() else {
         state.metrics.request(RequestOutcome::Shed);
-        return state.admission.shed_answer(&body);
+        return edge::shed_answer(&state.admission, &body);
     };
     let response = crate::auction_path::run(state, &body, read_at).await;
     let elapsed = read_at.elapsed();

@@ -106,7 +106,7 @@ async fn shed_answers_can_carry_nbr() {
 async fn a_request_without_enough_time_left_is_answered_at_once_and_not_fanned_out() {
     let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::ZERO)).await;
     let ex = exchange(
-        "[auction]\nanswer_margin_ms = 2\n[admission]\nmin_time_left_ms = 20\nno_bid = \"nbr\"\n",
+        "[deadline]\nanswer_margin_ms = 2\n[admission]\nmin_time_left_ms = 20\nno_bid = \"nbr\"\n",
         &[("good", bidder.endpoint())],
     )
     .await;

@@ -150,7 +150,7 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
         ),
         (
             "out-of-range tmax",
-            format!("[auction]\ndefault_tmax_ms = 0\n{with_b}").into_bytes(),
+            format!("[deadline]\ndefault_tmax_ms = 0\n{with_b}").into_bytes(),
             ReloadOutcome::Invalid,
         ),
     ];

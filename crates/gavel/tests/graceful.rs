@@ -84,7 +84,7 @@ async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
     std::fs::write(
         &config,
         format!(
-            "[auction]\nmax_tmax_ms = 2000\n[[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n"
+            "[deadline]\nmax_tmax_ms = 2000\n[[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n"
         ),
     )
     .unwrap();

@@ -98,6 +98,12 @@ pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// Writes a family of one unlabelled sample: its `# HELP` and `# TYPE` lines, then the value.
+pub fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    family(out, name, kind, help);
+    sample(out, name, &[], value);
+}
+
 /// Writes one sample, `name{k="v",...} value`; label values are bounded strings from code.
 pub fn sample(
     out: &mut String,
@@ -133,5 +139,8 @@ mod tests {
             out,
             "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"1\",b=\"2\"} 7\nx_total 8\n"
         );
+        let mut out = String::new();
+        single(&mut out, "y", "gauge", "One.", 1.5);
+        assert_eq!(out, "# HELP y One.\n# TYPE y gauge\ny 1.5\n");
     }
 }

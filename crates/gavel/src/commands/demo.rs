@@ -51,7 +51,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // Loss notices: the real bidder's lost bids then return their reserved price to their
     // campaign at once instead of when the reservation expires.
     let config_text = format!(
-        "node = \"demo\"\n[auction]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
+        "node = \"demo\"\n[deadline]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
          [notices]\nfire_lurl = true\n\n{bidders}\n{real}",
         tmax = args.tmax,
         bidders = fleet.exchange_bidders_toml(per_bidder),

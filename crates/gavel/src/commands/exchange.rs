@@ -9,9 +9,8 @@ use tokio::net::TcpListener;
 use crate::cli::ExchangeArgs;
 
 pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
-    let text = super::read_bounded(&args.config, exchange::config::MAX_CONFIG_BYTES as u64)?;
     let mut validated =
-        Config::from_toml(&text).with_context(|| format!("{} refused", args.config.display()))?;
+        Config::load(&args.config).with_context(|| format!("{} refused", args.config.display()))?;
     if let Some(listen) = args.listen {
         validated.config.listen = listen;
     }

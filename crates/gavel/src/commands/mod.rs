@@ -8,10 +8,6 @@ mod exchange;
 mod load;
 mod sim;
 
-use std::path::Path;
-
-use anyhow::{Context, bail};
-
 use crate::cli::Command;
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
@@ -23,20 +19,6 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
     }
-}
-
-/// Reads a configuration file, refusing anything larger than `limit` before reading it.
-pub(crate) fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if meta.len() > limit {
-        bail!(
-            "{} is {} bytes; the limit is {limit}",
-            path.display(),
-            meta.len()
-        );
-    }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Runs `reload` each time the process gets SIGHUP (one at a time), for as long as it runs.

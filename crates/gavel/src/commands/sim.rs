@@ -5,12 +5,12 @@ use anyhow::Context;
 use crate::cli::SimArgs;
 
 /// Largest accepted profile file.
-const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
+const MAX_PROFILE_BYTES: usize = 1024 * 1024;
 
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let profiles = match &args.profiles {
         Some(path) => {
-            let text = super::read_bounded(path, MAX_PROFILE_BYTES)?;
+            let text = settings::read_bounded(path, MAX_PROFILE_BYTES)?;
             sim::load_profiles(&text).with_context(|| format!("{} refused", path.display()))?
         }
         None => sim::demo_profiles(args.bidders),

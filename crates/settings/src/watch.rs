@@ -55,8 +55,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn each_new_version_is_seen_once_and_a_missing_file_is_not_a_change() {
-        let dir = std::env::temp_dir().join(format!("gavel-watch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = testkit::TempDir::new("watch");
         let path = dir.join("f.toml");
         std::fs::write(&path, "a").unwrap();
         let seen = Arc::new(AtomicU32::new(0));
@@ -92,13 +91,11 @@ mod tests {
         settle().await;
         assert_eq!(seen.load(Relaxed), 3);
         task.abort();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_watch_ends_when_its_owner_is_gone() {
-        let dir = std::env::temp_dir().join(format!("gavel-watch-end-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = testkit::TempDir::new("watch-end");
         let path = dir.join("f.toml");
         std::fs::write(&path, "a").unwrap();
         let task = tokio::spawn(watch_file(path.clone(), Duration::from_millis(10), || {
@@ -111,6 +108,5 @@ mod tests {
             .await
             .expect("the watch returned")
             .unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
+use admission::Mode;
+use admission::{Admission, AdmissionConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
-use edge::admission::Mode;
-use edge::{Admission, AdmissionConfig};
 
 fn gate(max_busy_ms: u64) -> Admission {
     Admission::new(AdmissionConfig {

@@ -1,0 +1,17 @@
+//! Configuration files, the same way for every server: read within a size limit
+//! ([`read_bounded`]), refuse a key that moved with a message that says where it went
+//! ([`moved_key`]), and follow the file while serving ([`watch_file`]).
+//!
+//! What a file means is each server's business (its typed config, validated with errors
+//! naming the key); how it is read and watched is written once here, so that the exchange's
+//! configuration and the bidder's campaigns change under the same rules: a file is read only
+//! once it has stopped changing, and a file that cannot be read or parsed never replaces the
+//! last good one (the caller keeps serving what it has).
+
+mod moved;
+mod read;
+mod watch;
+
+pub use moved::moved_key;
+pub use read::{ReadError, read_bounded, read_bounded_bytes};
+pub use watch::{stamp, watch_file};
