@@ -2,7 +2,7 @@
 //! impression, over synthetic campaign sets of 10,000 and 100,000 campaigns, and the
 //! brute-force scan at 10,000 for comparison; then the whole bid decision (matching, pricing,
 //! pacing draw and ranking by `decide::rank`, and the reservation of the best candidate's price in
-//! an in-memory `pacing::Book`). One element = one request, so criterion reports decisions per
+//! an in-memory `ledger::Book`). One element = one request, so criterion reports decisions per
 //! second. The decision group also runs a broadly targeted set of 100,000 campaigns where about
 //! 7% of the campaigns match an impression (thousands of candidates), the case the price-ordered
 //! early exit of `decide::rank` is for.
@@ -22,8 +22,9 @@ use bidder::metrics::{Metrics, SkipReason};
 use bidder::runtime::Snapshot;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use ledger::Book;
 use openrtb::BidRequest;
-use pacing::{Book, Limits, Nanos, Timestamp};
+use pacing::{Limits, Nanos, Timestamp};
 
 const REQUESTS: usize = 4_096;
 

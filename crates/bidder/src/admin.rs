@@ -7,12 +7,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use pacing::{Balance, Nanos, PacingState, Timestamp};
+use ledger::Balance;
+use pacing::{Nanos, PacingState, Timestamp};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::ledger::Unavailable;
 use crate::server::{Bidder, State, json as json_response, json_error};
+use ledger::Unavailable;
 
 /// One campaign as `/admin/campaigns` reports it.
 #[derive(Debug, Clone, Serialize)]

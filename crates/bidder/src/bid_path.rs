@@ -6,18 +6,19 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use ledger::Refusal;
 use openrtb::{Bid, BidRequest, BidResponse, MarkupType, SeatBid};
-use pacing::{Nanos, Refusal, Timestamp};
+use pacing::{Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::campaign::{ImpFacts, Media, RequestFacts};
 use crate::decide::{Proposal, rank};
-use crate::ledger::ReserveError;
 use crate::metrics::SkipReason;
 use crate::notice::notice_urls;
 use crate::runtime::Snapshot;
 use crate::server::State;
+use ledger::ReserveError;
 
 /// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
 /// asking again; local refusals (memory, leases) cost nothing and are not remembered.

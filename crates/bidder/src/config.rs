@@ -361,12 +361,12 @@ impl BidderConfig {
     }
 
     /// The lease ledger's settings for instance `node` (`redis_mode = "lease"`).
-    pub fn lease_config(&self, node: &str) -> ledger_redis::LeaseConfig {
+    pub fn lease_config(&self, node: &str) -> ledger::LeaseConfig {
         let l = &self.ledger;
-        let defaults = ledger_redis::LeaseConfig::default();
+        let defaults = ledger::LeaseConfig::default();
         let lease_ttl = Duration::from_millis(l.lease_ttl_ms);
         let report_interval = Duration::from_millis(l.lease_report_ms);
-        ledger_redis::LeaseConfig {
+        ledger::LeaseConfig {
             instance_id: node.to_owned(),
             lease_chunk: self.lease_chunk(),
             report_interval,

@@ -5,7 +5,7 @@
 //! The life of a bid request: decode and validate (`bid_path`), ask the campaign index for the
 //! candidates of each impression ([`campaign`]), price and rank them, drop those whose budget is
 //! exhausted or whose pacer holds them back ([`decide`]), reserve the best one's maximum cost in
-//! the ledger ([`ledger`]), answer with a bid whose notice URLs settle that reservation
+//! the ledger ([`ledger`] crate), answer with a bid whose notice URLs settle that reservation
 //! ([`notice`]).
 //!
 //! Invariants:
@@ -26,7 +26,6 @@ mod bid_path;
 pub mod campaign;
 pub mod config;
 pub mod decide;
-pub mod ledger;
 pub mod metrics;
 pub mod notice;
 mod reload;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use telemetry::{ByLabel, Histogram, family, labelled_counters, sample};
+use telemetry::{ByLabel, Histogram, family, labelled_counters, sample, single};
 
 labelled_counters! {
     /// How one bid request ended.
@@ -85,6 +85,68 @@ impl ReloadFailure {
             .find(|r| r.label() == kind)
             .unwrap_or(ReloadFailure::Stopped)
     }
+}
+
+/// Appends the lease task's counters (lease mode only: `stats` is `None` otherwise) and
+/// whether its last Redis call succeeded.
+pub fn render_leases(out: &mut String, stats: Option<ledger::LeaseStats>, redis_up: bool) {
+    let Some(s) = stats else {
+        return;
+    };
+    let counters: [(&str, &str, u64); 7] = [
+        (
+            "gavel_bidder_lease_grants_total",
+            "Leases granted or grown by Redis.",
+            s.grants,
+        ),
+        (
+            "gavel_bidder_leases_lost_total",
+            "Leases Redis reclaimed or lost before this instance closed them.",
+            s.leases_lost,
+        ),
+        (
+            "gavel_bidder_lease_idle_closes_total",
+            "Leases handed back because their campaign stopped bidding.",
+            s.idle_closes,
+        ),
+        (
+            "gavel_bidder_lease_redis_calls_total",
+            "Script calls sent to Redis by the lease task.",
+            s.redis_calls,
+        ),
+        (
+            "gavel_bidder_lease_round_trips_total",
+            "Round trips those calls took.",
+            s.round_trips,
+        ),
+        (
+            "gavel_bidder_lease_redis_errors_total",
+            "Failed round trips to Redis.",
+            s.redis_errors,
+        ),
+        (
+            "gavel_bidder_lease_uncharged_nanos_total",
+            "Spend reported too late to be charged (spent, not billed), in nanos.",
+            u64::try_from(s.uncharged.get()).unwrap_or(0),
+        ),
+    ];
+    for (name, help, value) in counters {
+        single(out, name, "counter", help, value);
+    }
+    single(
+        out,
+        "gavel_bidder_open_leases",
+        "gauge",
+        "Leases this instance holds.",
+        s.open_leases,
+    );
+    single(
+        out,
+        "gavel_bidder_ledger_up",
+        "gauge",
+        "1 when the last Redis call of the lease task succeeded.",
+        u8::from(redis_up),
+    );
 }
 
 /// The bidder's counters.

@@ -8,13 +8,14 @@
 //! notice idempotent by reservation id: a notice delivered twice charges once.
 
 use http::StatusCode;
+use ledger::{CommitOutcome, ReleaseOutcome, SettleError};
 use openrtb::Price;
 use openrtb::query::{parse_cpm, query_pairs};
-use pacing::{CommitOutcome, Nanos, ReleaseOutcome, SettleError};
+use pacing::Nanos;
 
 use crate::config::ChargeOn;
-use crate::ledger::{Ledger, NoticeError};
 use crate::metrics::{NoticeKind, NoticeOutcome};
+use ledger::{Ledger, NoticeError};
 
 /// Longest accepted notice query string.
 pub const MAX_QUERY_BYTES: usize = 2048;

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pacing::{Balance, Limits, Nanos, Pacer, PacerConfig, PacingMode, PacingState, Timestamp};
+use ledger::Balance;
+use pacing::{Limits, Nanos, Pacer, PacerConfig, PacingMode, PacingState, Timestamp};
 
 use crate::campaign::{Campaign, CampaignSet};
 

@@ -14,9 +14,9 @@ use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
 use crate::config::{BidderConfig, ChargeOn};
-use crate::ledger::Ledger;
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome};
 use crate::runtime::Snapshot;
+use ledger::Ledger;
 
 /// Path of the bid endpoint.
 pub const BID_PATH: &str = "/openrtb2/bid";
@@ -112,7 +112,11 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
         (&Method::GET, "/metrics", _) => {
             let mut text = metrics.render();
-            state.ledger.render_metrics(&mut text);
+            crate::metrics::render_leases(
+                &mut text,
+                state.ledger.lease_stats(),
+                state.ledger.redis_healthy().unwrap_or(false),
+            );
             state.admission.render("gavel_bidder", &mut text);
             state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)

@@ -8,13 +8,14 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
-use pacing::{Balance, Timestamp};
+use ledger::Balance;
+use pacing::Timestamp;
 
 use crate::campaign::PacingModeConfig;
 use crate::config::{Backend, BidderConfig, RedisMode};
-use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::server::{Bidder, State};
+use ledger::Ledger;
 
 /// Why a bidder could not start.
 #[derive(Debug, thiserror::Error)]
@@ -49,12 +50,12 @@ async fn open_ledger(
     let (addr, db) = config
         .redis_address()
         .map_err(|e| StartError::Ledger(e.to_string()))?;
-    let redis = ledger_redis::RedisLedger::new(ledger_redis::RedisConfig {
+    let redis = ledger::RedisLedger::new(ledger::RedisConfig {
         addr,
         db,
         prefix: l.redis_prefix.clone(),
         timeout,
-        ..ledger_redis::RedisConfig::default()
+        ..ledger::RedisConfig::default()
     });
     // Reachability is not required to start (fail closed, recover by itself), but say so.
     if let Err(e) = redis.ping().await {
@@ -65,7 +66,7 @@ async fn open_ledger(
         RedisMode::Lease => {
             let lease = config.lease_config(node);
             Ledger::leased(
-                ledger_redis::LeasedLedger::start(redis, lease, campaigns).await,
+                ledger::LeasedLedger::start(redis, lease, campaigns).await,
                 reservation_ttl,
                 timeout,
             )

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use common::{Answer, Answers, TestBidder, banner_request, campaign_json, steady_load};
-use ledger_redis::test_server::RedisServer;
+use testkit::RedisServer;
 
 /// Requests carry `tmax` 100 ms; the bidder decides within `tmax - answer_margin`.
 const TMAX: Duration = Duration::from_millis(100);

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ledger_redis::test_server::RedisServer;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
+use testkit::RedisServer;
 use testkit::TempDir;
 use testkit::http::call;
 
@@ -297,9 +297,9 @@ async fn shared_budget(mode: &str) {
     for b in &mut fleet {
         b.terminate();
     }
-    let ledger = ledger_redis::RedisLedger::new(ledger_redis::RedisConfig {
+    let ledger = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: redis.addr(),
-        ..ledger_redis::RedisConfig::default()
+        ..ledger::RedisConfig::default()
     });
     let balance = ledger
         .balance("shared", pacing::Timestamp::now())

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::Limits;
+use crate::limits::Limits;
 use crate::money::Nanos;
 use crate::time::Timestamp;
 

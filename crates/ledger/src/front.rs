@@ -1,0 +1,296 @@
+//! [`Ledger`]: the budget of record as the bidder sees it, one type over the three ways of
+//! keeping it.
+//!
+//! - `memory`: a [`Book`] in this process (one instance).
+//! - `redis` + `per-bid`: every reservation and notice is one atomic script call in Redis
+//!   ([`RedisLedger`]).
+//! - `redis` + `lease` (the default for Redis): a local book spends budget leased from Redis in
+//!   chunks; no Redis round trip is on the bid path ([`LeasedLedger`]).
+//!
+//! Reservation ids are `{node}-{sequence}`: unique across instances sharing a ledger, since
+//! nodes are named apart. Every call that may touch Redis is bounded by the bid's deadline or
+//! the configured Redis timeout; a store that does not answer is a refusal (fail closed), never
+//! a wait.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pacing::{Limits, Nanos, Timestamp};
+
+use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
+use crate::leased::{LeaseStats, LeasedLedger};
+use crate::redis::{LedgerError, RedisLedger};
+
+/// Why a reservation was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    #[error("refused: {0}")]
+    Refused(Refusal),
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
+    #[error("ledger did not answer before the deadline")]
+    Timeout,
+}
+
+/// Why a notice could not settle its reservation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoticeError {
+    #[error("{0}")]
+    Settle(SettleError),
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The ledger could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ledger unavailable: {0}")]
+pub struct Unavailable(pub String);
+
+enum Store {
+    Memory(Box<Mutex<Book>>),
+    PerBid(RedisLedger),
+    Leased(LeasedLedger),
+}
+
+/// The budget of record, whichever backend holds it.
+pub struct Ledger {
+    store: Store,
+    reservation_ttl: Duration,
+    redis_timeout: Duration,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.store {
+            Store::Memory(_) => "memory",
+            Store::PerBid(_) => "redis per-bid",
+            Store::Leased(_) => "redis lease",
+        };
+        f.debug_struct("Ledger").field("store", &kind).finish()
+    }
+}
+
+/// How long a resolved reservation is remembered, so that a duplicate notice is recognized
+/// (beyond it, an unknown id charges nothing either).
+fn tombstone_ttl(reservation_ttl: Duration) -> Duration {
+    reservation_ttl
+        .saturating_mul(2)
+        .max(Duration::from_secs(600))
+}
+
+impl Ledger {
+    /// An in-process ledger.
+    pub fn memory(reservation_ttl: Duration) -> Ledger {
+        Ledger {
+            store: Store::Memory(Box::new(Mutex::new(Book::new(tombstone_ttl(
+                reservation_ttl,
+            ))))),
+            reservation_ttl,
+            redis_timeout: Duration::ZERO,
+        }
+    }
+
+    /// A ledger where every reservation is a Redis call.
+    pub fn per_bid(
+        redis: RedisLedger,
+        reservation_ttl: Duration,
+        redis_timeout: Duration,
+    ) -> Ledger {
+        Ledger {
+            store: Store::PerBid(redis),
+            reservation_ttl,
+            redis_timeout,
+        }
+    }
+
+    /// A ledger spending leases of Redis budget locally.
+    pub fn leased(
+        leased: LeasedLedger,
+        reservation_ttl: Duration,
+        redis_timeout: Duration,
+    ) -> Ledger {
+        Ledger {
+            store: Store::Leased(leased),
+            reservation_ttl,
+            redis_timeout,
+        }
+    }
+
+    /// Whether a refused reservation costs nothing worth avoiding (no Redis round trip), so
+    /// that a campaign refused for budget may be asked again at the next request: in lease mode
+    /// a refusal is also how a campaign asks for its first lease.
+    pub fn refusals_are_local(&self) -> bool {
+        !matches!(self.store, Store::PerBid(_))
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self.store {
+            Store::Memory(_) => "memory",
+            Store::PerBid(_) => "redis-per-bid",
+            Store::Leased(_) => "redis-lease",
+        }
+    }
+
+    fn book(book: &Mutex<Book>) -> std::sync::MutexGuard<'_, Book> {
+        // A panic while holding the lock cannot leave the book half-updated in a way its own
+        // invariant check would not catch; keep serving rather than poison every request.
+        book.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Creates or updates every campaign's limits (after a load or reload).
+    pub async fn set_campaigns(&self, limits: &[(String, Limits)]) -> Result<(), Unavailable> {
+        let now = Timestamp::now();
+        match &self.store {
+            Store::Memory(book) => {
+                let mut book = Self::book(book);
+                for (id, l) in limits {
+                    book.set_limits(id, *l, now);
+                }
+                Ok(())
+            }
+            Store::PerBid(redis) => {
+                // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
+                let answers = redis
+                    .set_limits_many(limits, now)
+                    .await
+                    .map_err(|e| Unavailable(e.to_string()))?;
+                match answers.into_iter().find_map(Result::err) {
+                    Some(e) => Err(Unavailable(e.to_string())),
+                    None => Ok(()),
+                }
+            }
+            Store::Leased(leased) => {
+                leased.set_campaigns(limits.to_vec());
+                Ok(())
+            }
+        }
+    }
+
+    /// Reserves `amount` for a bid; answers by `deadline` whatever the store does.
+    pub async fn reserve(
+        &self,
+        id: &str,
+        campaign: &str,
+        amount: Nanos,
+        deadline: Instant,
+    ) -> Result<(), ReserveError> {
+        let now = Timestamp::now();
+        let expires_at = now.saturating_add(self.reservation_ttl);
+        match &self.store {
+            Store::Memory(book) => Self::book(book)
+                .reserve(id, campaign, amount, expires_at, now)
+                .map_err(ReserveError::Refused),
+            Store::Leased(leased) => leased
+                .reserve(id, campaign, amount, expires_at, now)
+                .map_err(ReserveError::Refused),
+            Store::PerBid(redis) => {
+                let timeout = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(self.redis_timeout);
+                match redis
+                    .with_timeout(timeout)
+                    .reserve(id, campaign, amount, expires_at, now)
+                    .await
+                {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(refusal)) => Err(ReserveError::Refused(refusal)),
+                    Err(LedgerError::Timeout) => Err(ReserveError::Timeout),
+                    Err(e) => Err(ReserveError::Unavailable(e.to_string())),
+                }
+            }
+        }
+    }
+
+    /// Charges the clearing price of a won impression; a duplicate charges nothing.
+    pub async fn commit(&self, id: &str, price: Nanos) -> Result<CommitOutcome, NoticeError> {
+        let now = Timestamp::now();
+        match &self.store {
+            Store::Memory(book) => Self::book(book)
+                .commit(id, price, now)
+                .map_err(NoticeError::Settle),
+            Store::Leased(leased) => leased.commit(id, price, now).map_err(NoticeError::Settle),
+            Store::PerBid(redis) => match redis.commit(id, price, now).await {
+                Ok(r) => r.map_err(NoticeError::Settle),
+                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+            },
+        }
+    }
+
+    /// Returns a lost bid's reservation to its campaign.
+    pub async fn release(&self, id: &str) -> Result<ReleaseOutcome, NoticeError> {
+        let now = Timestamp::now();
+        match &self.store {
+            Store::Memory(book) => Self::book(book)
+                .release(id, now)
+                .map_err(NoticeError::Settle),
+            Store::Leased(leased) => leased.release(id, now).map_err(NoticeError::Settle),
+            Store::PerBid(redis) => match redis.release(id, now).await {
+                Ok(r) => r.map_err(NoticeError::Settle),
+                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+            },
+        }
+    }
+
+    /// Releases reservations whose notice never came. Returns how many expired.
+    pub async fn expire(&self) -> Result<usize, Unavailable> {
+        let now = Timestamp::now();
+        match &self.store {
+            Store::Memory(book) => Ok(Self::book(book).expire(now)),
+            // The lease task sweeps its local book and the shared one on its own.
+            Store::Leased(_) => Ok(0),
+            Store::PerBid(redis) => redis
+                .expire(now)
+                .await
+                .map(|swept| swept.total())
+                .map_err(|e| Unavailable(e.to_string())),
+        }
+    }
+
+    /// The balances of record: in Redis mode the shared numbers every instance reports.
+    pub async fn balances(&self, campaigns: &[String]) -> Result<Vec<Balance>, Unavailable> {
+        let now = Timestamp::now();
+        match &self.store {
+            Store::Memory(book) => {
+                let book = Self::book(book);
+                Ok(campaigns
+                    .iter()
+                    .filter_map(|c| book.balance(c, now))
+                    .collect())
+            }
+            Store::PerBid(redis) => redis
+                .balances(campaigns, now)
+                .await
+                .map_err(|e| Unavailable(e.to_string())),
+            Store::Leased(leased) => leased
+                .balances_of(campaigns, now)
+                .await
+                .map_err(|e| Unavailable(e.to_string())),
+        }
+    }
+
+    /// Lease mode's counters; `None` in the other modes.
+    pub fn lease_stats(&self) -> Option<LeaseStats> {
+        match &self.store {
+            Store::Leased(leased) => Some(leased.stats()),
+            Store::Memory(_) | Store::PerBid(_) => None,
+        }
+    }
+
+    /// In lease mode, whether the lease task's last Redis call succeeded; `None` otherwise.
+    pub fn redis_healthy(&self) -> Option<bool> {
+        match &self.store {
+            Store::Leased(leased) => Some(leased.redis_healthy()),
+            Store::Memory(_) | Store::PerBid(_) => None,
+        }
+    }
+
+    /// Hands back unused leases (graceful shutdown).
+    pub async fn shutdown(&self) {
+        if let Store::Leased(leased) = &self.store
+            && let Err(e) = leased.shutdown().await
+        {
+            tracing::warn!(error = %e, "leases not handed back; they return to the budget when they expire");
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Applying Redis's answers to the local state: each answer with the [`Step`] that asked for
+//! it. A grant raises the local budget, a report extends a lease, a lost or reclaimed lease
+//! ends and is replaced on demand, and an answer that never came is asked again next round.
+
+use std::sync::atomic::Ordering;
+
+use pacing::{Limits, Nanos, Timestamp};
+
+use super::Inner;
+use super::local::{Lease, Local, clear_pending, lease_mut, update_lease};
+use super::plan::{GrantStep, Step};
+use crate::redis::per_bid::{Answer, LeaseState};
+use crate::redis::{LeaseError, LedgerError};
+
+/// After a grant short of what was asked (the campaign is nearly out of budget, in total or
+/// today), the campaign asks again no sooner than this many report intervals later: an exhausted
+/// campaign that keeps bidding costs one call per few intervals, not one per bid.
+const SHORT_GRANT_BACKOFF: u32 = 4;
+
+impl Inner {
+    /// Applies one answer (`None`: not sent, or its fate is unknown). True to wake the task.
+    pub(super) fn apply(
+        &self,
+        local: &mut Local,
+        step: Step,
+        answer: Option<Result<Answer, LedgerError>>,
+        now: Timestamp,
+    ) -> bool {
+        let Some(answer) = answer else {
+            // Unknown: asked again next round (a grant reuses its id; reports are cumulative).
+            if let Step::Grant { name, .. } = step {
+                local.requeue(&name);
+            }
+            return false;
+        };
+        match (step, answer) {
+            (Step::Limits { name, limits }, Ok(Answer::LimitsSet)) => {
+                local.applied(&name, limits);
+                false
+            }
+            (Step::Limits { name, .. }, Err(e)) => {
+                // Not retried every round (a limit out of range stays so): a campaign that
+                // asks for a lease tries again, with its limits first.
+                tracing::warn!(campaign = %name, error = %e, "ledger: limits not written");
+                local.unapplied.remove(&name);
+                false
+            }
+            (
+                Step::Report {
+                    name,
+                    lease,
+                    cumulative,
+                },
+                Ok(Answer::Report(report)),
+            ) => {
+                let spent = lease.base.saturating_add(cumulative);
+                match report {
+                    Ok(r) if r.state == LeaseState::Open => {
+                        self.count(r.charged, r.uncharged);
+                        update_lease(local, &name, &lease.id, r.amount, r.expires_at, now);
+                        if let Some(l) = lease_mut(local, &name, &lease.id) {
+                            l.reported = l.reported.max(cumulative);
+                        }
+                    }
+                    Ok(r) => {
+                        // Reclaimed (we were cut off past the expiry): this report was still
+                        // charged as far as the campaign could afford; a new lease on demand.
+                        self.count(r.charged, r.uncharged);
+                        tracing::warn!(campaign = %name, "ledger: lease was reclaimed");
+                        self.lost(local, &name, &lease.id, spent, now);
+                    }
+                    Err(e) => {
+                        // Unknown lease or campaign: Redis lost them (a restart without
+                        // persistence). Limits first, then a new lease on demand.
+                        tracing::warn!(campaign = %name, label = e.label(), "ledger: lease lost");
+                        local.unapply(&name);
+                        self.lost(local, &name, &lease.id, spent, now);
+                    }
+                }
+                false
+            }
+            (
+                Step::Close {
+                    name,
+                    lease,
+                    cumulative,
+                    idle,
+                    renew,
+                },
+                Ok(Answer::Close(closed)),
+            ) => {
+                match closed {
+                    Ok(c) => {
+                        self.count(c.charged, c.uncharged);
+                        if idle {
+                            self.stats.idle_closes.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(LeaseError::UnknownCampaign) => local.unapply(&name),
+                    Err(_) => {}
+                }
+                // Closed, or unknown to Redis: either way this lease is over.
+                let spent = lease.base.saturating_add(cumulative);
+                local.end_lease(&name, &lease.id, spent, now);
+                if renew {
+                    // Upkeep comes first in a round: the top-ups of this round take it.
+                    local.want(&name, now);
+                }
+                false
+            }
+            (
+                Step::Grant {
+                    name,
+                    id,
+                    base,
+                    want,
+                    existing,
+                    with_limits,
+                    spent,
+                },
+                Ok(Answer::Grant(grant)),
+            ) => self.apply_grant(
+                local,
+                GrantStep {
+                    name,
+                    id,
+                    base,
+                    want,
+                    existing,
+                    with_limits,
+                    spent,
+                },
+                grant,
+                now,
+            ),
+            (Step::Sweep, Ok(Answer::Swept(_))) => false,
+            (Step::Grant { name, .. }, Err(e)) => {
+                // A script error (a bug, or an invariant guard): do not hammer it.
+                tracing::warn!(campaign = %name, error = %e, "ledger: top-up failed");
+                self.back_off(local, &name, now);
+                false
+            }
+            (step, Err(e)) => {
+                tracing::warn!(?step, error = %e, "ledger: call failed");
+                false
+            }
+            (step, Ok(answer)) => {
+                tracing::warn!(?step, ?answer, "ledger: answer of another kind");
+                false
+            }
+        }
+    }
+
+    pub(super) fn apply_grant(
+        &self,
+        local: &mut Local,
+        g: GrantStep,
+        grant: Result<crate::LeaseGrant, LeaseError>,
+        now: Timestamp,
+    ) -> bool {
+        let GrantStep {
+            name,
+            id,
+            base,
+            want,
+            existing,
+            with_limits,
+            spent,
+        } = g;
+        match grant {
+            Ok(grant) => {
+                self.stats.grants.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .granted
+                    .fetch_add(grant.granted.get(), Ordering::Relaxed);
+                let Local {
+                    book,
+                    campaigns,
+                    leased,
+                    ..
+                } = local;
+                let Some(camp) = campaigns.get_mut(&name) else {
+                    return false;
+                };
+                if camp.pending.as_ref() == Some(&id) {
+                    camp.pending = None;
+                }
+                if grant.granted < want {
+                    camp.ask_after =
+                        now.saturating_add(self.config.report_interval * SHORT_GRANT_BACKOFF);
+                }
+                let lease = camp.lease.get_or_insert_with(|| Lease {
+                    id: id.clone(),
+                    amount: Nanos::ZERO,
+                    base,
+                    expires_at: grant.expires_at,
+                    day: now.day(),
+                    reported: Nanos::ZERO,
+                });
+                if lease.id != id {
+                    return false;
+                }
+                leased.insert(name.clone());
+                lease.amount = lease.amount.max(grant.amount);
+                lease.expires_at = lease.expires_at.max(grant.expires_at);
+                let total = lease.base.saturating_add(lease.amount);
+                book.set_limits(&name, Limits { total, daily: None }, now);
+                false
+            }
+            Err(LeaseError::UnknownCampaign) => {
+                // Redis lost the campaign (and so any lease of it).
+                local.unapply(&name);
+                if existing {
+                    tracing::warn!(campaign = %name, "ledger: lease lost");
+                    self.lost(local, &name, &id, spent, now);
+                } else {
+                    clear_pending(local, &name, &id);
+                }
+                if with_limits {
+                    // Its limits went first and still it is unknown: they were refused.
+                    self.back_off(local, &name, now);
+                    false
+                } else {
+                    local.wants(&name, now)
+                }
+            }
+            Err(LeaseError::UnknownLease) => {
+                // Growing a lease Redis does not know: it lost it (never re-created under its
+                // old id, which would let us spend the amount we believe in).
+                tracing::warn!(campaign = %name, "ledger: lease lost");
+                self.lost(local, &name, &id, spent, now);
+                local.wants(&name, now)
+            }
+            Err(e) => {
+                // Closed or reclaimed behind our back, or a mismatched id: a fresh id at once.
+                // Spend since the last acknowledged report goes to the next lease.
+                tracing::warn!(campaign = %name, label = e.label(), "ledger: lease refused");
+                clear_pending(local, &name, &id);
+                if let Some(l) = lease_mut(local, &name, &id) {
+                    let accounted = l.base.saturating_add(l.reported);
+                    self.stats.leases_lost.fetch_add(1, Ordering::Relaxed);
+                    local.end_lease(&name, &id, accounted, now);
+                }
+                local.wants(&name, now)
+            }
+        }
+    }
+
+    pub(super) fn back_off(&self, local: &mut Local, name: &str, now: Timestamp) {
+        if let Some(camp) = local.campaigns.get_mut(name) {
+            camp.ask_after = now.saturating_add(self.config.report_interval * SHORT_GRANT_BACKOFF);
+        }
+    }
+
+    pub(super) fn lost(
+        &self,
+        local: &mut Local,
+        name: &str,
+        id: &str,
+        spent: Nanos,
+        now: Timestamp,
+    ) {
+        self.stats.leases_lost.fetch_add(1, Ordering::Relaxed);
+        local.end_lease(name, id, spent, now);
+    }
+
+    pub(super) fn count(&self, charged: Nanos, uncharged: Nanos) {
+        self.stats
+            .charged
+            .fetch_add(charged.get(), Ordering::Relaxed);
+        if uncharged.is_positive() {
+            self.stats
+                .uncharged
+                .fetch_add(uncharged.get(), Ordering::Relaxed);
+            tracing::warn!(
+                uncharged = uncharged.get(),
+                "ledger: spend reported too late to be charged"
+            );
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The local state of lease mode, under one lock: the book bids reserve against, each
+//! campaign's lease and demand, and the queues the task works through. Every change here is
+//! O(1) hash-map work; nothing awaits.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use pacing::{Limits, Nanos, Timestamp};
+
+use crate::book::Book;
+
+#[derive(Debug)]
+pub(super) struct Local {
+    pub(super) book: Book,
+    pub(super) campaigns: HashMap<String, Camp>,
+    /// Campaigns whose `wanted` flag was raised, each once, in order: the task's top-up queue.
+    pub(super) wanted: Vec<String>,
+    /// Campaigns holding a lease: with `wanted`, the only campaigns a round looks at.
+    pub(super) leased: BTreeSet<String>,
+    /// Active campaigns whose limits are to be written (new, changed, or lost by Redis).
+    pub(super) unapplied: BTreeSet<String>,
+    /// The active campaigns' names, sorted (for `balances`, without a copy under the lock).
+    pub(super) active: Arc<[String]>,
+}
+
+#[derive(Debug)]
+pub(super) struct Camp {
+    /// The shared limits to keep in Redis.
+    pub(super) limits: Limits,
+    /// In the latest configuration; an inactive campaign takes no new leases.
+    pub(super) active: bool,
+    /// `set_limits` has succeeded since the limits changed (or since Redis lost them).
+    pub(super) applied: bool,
+    pub(super) lease: Option<Lease>,
+    /// Local spend up to this figure is attributed to earlier leases; the next lease's
+    /// cumulative spend counts from here.
+    pub(super) accounted: Nanos,
+    /// The id of a lease being created whose grant has not been answered yet: a retry after a
+    /// timeout reuses it, so a grant that did land is adopted rather than parked until expiry.
+    pub(super) pending: Option<String>,
+    /// The latest reservation attempt (granted or not): idle leases are closed after a while.
+    pub(super) last_demand: Timestamp,
+    /// A reservation needs more budget than is leased; the campaign is in `Local::wanted`.
+    pub(super) wanted: bool,
+    /// No top-up is asked before then (after a grant that fell short).
+    pub(super) ask_after: Timestamp,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Lease {
+    pub(super) id: String,
+    /// Granted, as Redis last said.
+    pub(super) amount: Nanos,
+    /// Local `spent` when this lease took over; its cumulative spend is `spent - base`.
+    pub(super) base: Nanos,
+    pub(super) expires_at: Timestamp,
+    pub(super) day: u64,
+    /// The cumulative spend Redis last acknowledged (reports are sent only when it changed).
+    pub(super) reported: Nanos,
+}
+
+impl Lease {
+    /// Local reservations may draw on this lease until then.
+    pub(super) fn spend_until(&self, margin: Duration) -> Timestamp {
+        let margin = u64::try_from(margin.as_millis()).unwrap_or(u64::MAX);
+        Timestamp(self.expires_at.millis().saturating_sub(margin))
+    }
+}
+
+impl Local {
+    /// Raises a campaign's demand for a top-up; true if it was not raised yet (wake the task).
+    pub(super) fn want(&mut self, name: &str, now: Timestamp) -> bool {
+        match self.campaigns.get_mut(name) {
+            Some(camp) => raise(camp, name, &mut self.wanted, now),
+            None => false,
+        }
+    }
+
+    /// Raises a campaign's demand even while it backs off (a top-up whose answer was lost: the
+    /// retry adopts a grant that did land). No wake-up: the next round retries.
+    pub(super) fn requeue(&mut self, name: &str) {
+        if let Some(camp) = self.campaigns.get_mut(name)
+            && !camp.wanted
+        {
+            camp.wanted = true;
+            self.wanted.push(name.to_owned());
+        }
+    }
+
+    /// Whether the campaign asks for a top-up (raising its demand if it may): wake the task.
+    pub(super) fn wants(&mut self, name: &str, now: Timestamp) -> bool {
+        self.want(name, now);
+        self.campaigns.get(name).is_some_and(|c| c.wanted)
+    }
+
+    /// `spent` and `reserved` of a campaign in the local book.
+    pub(super) fn used(&self, name: &str, now: Timestamp) -> (Nanos, Nanos) {
+        self.book
+            .balance(name, now)
+            .map_or((Nanos::ZERO, Nanos::ZERO), |b| (b.spent, b.reserved))
+    }
+
+    /// Limits need writing (again).
+    pub(super) fn unapply(&mut self, name: &str) {
+        if let Some(camp) = self.campaigns.get_mut(name) {
+            camp.applied = false;
+            if camp.active {
+                self.unapplied.insert(name.to_owned());
+            }
+        }
+    }
+
+    /// Limits `limits` were written: applied, unless they changed meanwhile.
+    pub(super) fn applied(&mut self, name: &str, limits: Limits) {
+        if let Some(camp) = self.campaigns.get_mut(name)
+            && camp.limits == limits
+        {
+            camp.applied = true;
+            self.unapplied.remove(name);
+        }
+    }
+
+    /// Ends lease `id`: local spend up to `accounted` is attributed to it (or to earlier ones).
+    /// If the campaign still has spend or open reservations beyond that, they need a lease to
+    /// be reported: the campaign asks for one.
+    pub(super) fn end_lease(&mut self, name: &str, id: &str, accounted: Nanos, now: Timestamp) {
+        let Some(camp) = self.campaigns.get_mut(name) else {
+            return;
+        };
+        if camp.lease.as_ref().is_none_or(|l| l.id != id) {
+            return;
+        }
+        camp.lease = None;
+        camp.accounted = accounted;
+        let active = camp.active;
+        self.leased.remove(name);
+        let zero = Limits {
+            total: Nanos::ZERO,
+            daily: None,
+        };
+        self.book.set_limits(name, zero, now);
+        let (spent, reserved) = self.used(name, now);
+        if active && spent.saturating_add(reserved) > accounted {
+            self.want(name, now);
+        }
+    }
+}
+
+/// Raises `camp`'s demand flag (queuing `name`) unless raised already or backing off.
+pub(super) fn raise(camp: &mut Camp, name: &str, queue: &mut Vec<String>, now: Timestamp) -> bool {
+    if camp.wanted || now < camp.ask_after {
+        return false;
+    }
+    camp.wanted = true;
+    queue.push(name.to_owned());
+    true
+}
+
+pub(super) fn lease_mut<'a>(local: &'a mut Local, name: &str, id: &str) -> Option<&'a mut Lease> {
+    local
+        .campaigns
+        .get_mut(name)?
+        .lease
+        .as_mut()
+        .filter(|l| l.id == id)
+}
+
+pub(super) fn clear_pending(local: &mut Local, name: &str, id: &str) {
+    if let Some(camp) = local.campaigns.get_mut(name)
+        && camp.pending.as_deref() == Some(id)
+    {
+        camp.pending = None;
+    }
+}
+
+pub(super) fn update_lease(
+    local: &mut Local,
+    name: &str,
+    id: &str,
+    amount: Nanos,
+    expires_at: Timestamp,
+    now: Timestamp,
+) {
+    let Local {
+        book, campaigns, ..
+    } = local;
+    if let Some(l) = campaigns
+        .get_mut(name)
+        .and_then(|c| c.lease.as_mut())
+        .filter(|l| l.id == id)
+    {
+        // Redis may know a larger amount (a grant whose answer timed out): it is ours.
+        l.amount = l.amount.max(amount);
+        l.expires_at = l.expires_at.max(expires_at);
+        let total = l.base.saturating_add(l.amount);
+        book.set_limits(name, Limits { total, daily: None }, now);
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing under these locks can panic halfway through an update (pacing::Book does not
+    // panic), so a poisoned lock still holds consistent data.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,387 @@
+//! [`LeasedLedger`]: one bidder instance's front for lease mode. Bids reserve and commit against
+//! a local [`Book`] (synchronous, no Redis on the request path) whose budget per
+//! campaign is what Redis has leased to this instance; a background task takes leases for the
+//! campaigns that try to spend, keeps them topped up, reports spend and extends them, closes the
+//! leases of campaigns that stopped spending, and fails closed when Redis is away.
+//!
+//! The task's work per round is proportional to the campaigns that are spending, not to the
+//! campaigns configured: it only looks at campaigns holding a lease and at those a reservation
+//! asked budget for, and it pipelines its Redis calls (see the [crate docs](crate)).
+//!
+//! | file | job |
+//! | --- | --- |
+//! | `mod.rs` | the API the bidder calls: start, reserve, commit, release, balances, shutdown |
+//! | `config.rs` | [`LeaseConfig`], its defaults and checks |
+//! | `local.rs` | the local state under one lock: the book, each campaign's lease and demand |
+//! | `plan.rs` | what a round asks of Redis, as (call, step) pairs |
+//! | `apply.rs` | what each answer does to the local state |
+//! | `task.rs` | the background task: rounds, pipelined exchanges, the last closes |
+
+mod apply;
+mod config;
+mod local;
+mod plan;
+mod task;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pacing::{Limits, Nanos, Timestamp};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+pub use config::LeaseConfig;
+use local::{Camp, Local, lock, raise};
+
+use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
+use crate::redis::LedgerError;
+use crate::redis::per_bid::RedisLedger;
+
+/// Counters for metrics, since start (and one gauge, `open_leases`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeaseStats {
+    /// Grants received (calls to `take_lease` that answered).
+    pub grants: u64,
+    /// Money granted to this instance in total.
+    pub granted: Nanos,
+    /// Spend charged in Redis through this instance's reports and closes.
+    pub charged: Nanos,
+    /// Spend reported but not chargeable (late reports beyond what was left): spent, not billed.
+    pub uncharged: Nanos,
+    /// Leases found reclaimed or unknown (Redis expired or lost them).
+    pub leases_lost: u64,
+    /// Leases closed because their campaign stopped reserving ([`LeaseConfig::idle_close`]).
+    pub idle_closes: u64,
+    /// Leases this instance holds now.
+    pub open_leases: u64,
+    /// Rounds of the background task (every report interval, plus wake-ups for top-ups).
+    pub rounds: u64,
+    /// Script calls the background task (and shutdown) sent to Redis.
+    pub redis_calls: u64,
+    /// Round trips those calls took (they are pipelined, up to [`PIPELINE_MAX`] per trip).
+    pub round_trips: u64,
+    /// Round trips that failed (transport), or calls Redis could not serve.
+    pub redis_errors: u64,
+}
+
+/// One instance's lease-mode ledger: bids reserve and commit against a local [`pacing::Book`]
+/// holding what Redis leased to this instance; a background task takes leases on demand, tops
+/// up, reports, extends and closes them (see the [crate docs](crate) for the protocol and its
+/// failure bounds). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct LeasedLedger {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    redis: RedisLedger,
+    config: LeaseConfig,
+    local: Mutex<Local>,
+    wake: Notify,
+    stopping: AtomicBool,
+    redis_ok: AtomicBool,
+    task: Mutex<Option<JoinHandle<()>>>,
+    /// Lease ids are `<instance>.<incarnation>.<seq>`.
+    incarnation: String,
+    seq: AtomicU64,
+    stats: Stats,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    grants: AtomicU64,
+    granted: AtomicI64,
+    charged: AtomicI64,
+    uncharged: AtomicI64,
+    leases_lost: AtomicU64,
+    idle_closes: AtomicU64,
+    rounds: AtomicU64,
+    redis_calls: AtomicU64,
+    round_trips: AtomicU64,
+    redis_errors: AtomicU64,
+}
+
+impl LeasedLedger {
+    /// Creates the instance's ledger for `campaigns` (name and shared limits), writes their
+    /// limits to Redis (pipelined: about one round trip per [`PIPELINE_MAX`] campaigns; if Redis
+    /// is down it starts anyway, and the task writes them later), and spawns the background
+    /// task. Takes no lease: a campaign gets one when it first tries to spend (its first bids
+    /// are refused until the lease arrives, one round trip later). Must be called within a
+    /// tokio runtime.
+    pub async fn start(
+        redis: RedisLedger,
+        config: LeaseConfig,
+        campaigns: Vec<(String, Limits)>,
+    ) -> LeasedLedger {
+        let config = config.repaired();
+        // Start time, process id and a per-process counter: lease ids never repeat across
+        // restarts of one instance nor across ledgers in one process.
+        static STARTS: AtomicU64 = AtomicU64::new(0);
+        let now = Timestamp::now();
+        let nth = STARTS.fetch_add(1, Ordering::Relaxed);
+        let incarnation = format!("{:x}-{:x}-{nth}", now.millis(), std::process::id());
+        let inner = Arc::new(Inner {
+            redis,
+            local: Mutex::new(Local {
+                book: Book::new(config.tombstone_ttl),
+                campaigns: HashMap::new(),
+                wanted: Vec::new(),
+                leased: BTreeSet::new(),
+                unapplied: BTreeSet::new(),
+                active: Arc::from(Vec::new()),
+            }),
+            config,
+            wake: Notify::new(),
+            stopping: AtomicBool::new(false),
+            redis_ok: AtomicBool::new(true),
+            task: Mutex::new(None),
+            incarnation,
+            seq: AtomicU64::new(0),
+            stats: Stats::default(),
+        });
+        let ledger = LeasedLedger { inner };
+        ledger.configure(campaigns, now);
+        // Every limit now (a start is rare), so that the shared balances list every campaign.
+        while ledger.inner.write_limits(Timestamp::now()).await {}
+        ledger.inner.round(Timestamp::now(), true).await;
+        let weak = Arc::downgrade(&ledger.inner);
+        let interval = ledger.inner.config.report_interval;
+        let handle = tokio::spawn(task::run(weak, interval));
+        *lock(&ledger.inner.task) = Some(handle);
+        ledger
+    }
+
+    /// Replaces the set of campaigns (a configuration reload): new campaigns are added, changed
+    /// limits are pushed to Redis, campaigns no longer listed take no new bids and give their
+    /// lease back once their open reservations are resolved. Applied by the background task,
+    /// which this wakes.
+    pub fn set_campaigns(&self, campaigns: Vec<(String, Limits)>) {
+        self.configure(campaigns, Timestamp::now());
+        self.inner.wake.notify_one();
+    }
+
+    fn configure(&self, campaigns: Vec<(String, Limits)>, now: Timestamp) {
+        let mut local = lock(&self.inner.local);
+        let Local {
+            book,
+            campaigns: known,
+            unapplied,
+            active,
+            ..
+        } = &mut *local;
+        for camp in known.values_mut() {
+            camp.active = false;
+        }
+        for (name, limits) in campaigns {
+            match known.get_mut(&name) {
+                Some(camp) => {
+                    if camp.limits != limits {
+                        camp.limits = limits;
+                        camp.applied = false;
+                    }
+                    camp.active = true;
+                    if !camp.applied {
+                        unapplied.insert(name);
+                    }
+                }
+                None => {
+                    // No budget locally until a lease arrives.
+                    book.set_limits(
+                        &name,
+                        Limits {
+                            total: Nanos::ZERO,
+                            daily: None,
+                        },
+                        now,
+                    );
+                    let camp = Camp {
+                        limits,
+                        active: true,
+                        applied: false,
+                        lease: None,
+                        accounted: Nanos::ZERO,
+                        pending: None,
+                        last_demand: Timestamp(0),
+                        wanted: false,
+                        ask_after: Timestamp(0),
+                    };
+                    unapplied.insert(name.clone());
+                    known.insert(name, camp);
+                }
+            }
+        }
+        unapplied.retain(|name| known.get(name).is_some_and(|c| c.active));
+        let mut names: Vec<String> = known
+            .iter()
+            .filter(|(_, c)| c.active)
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort_unstable();
+        *active = Arc::from(names);
+    }
+
+    /// Reserves locally, as [`pacing::Book::reserve`], from the budget leased to this instance.
+    /// Refused with [`Refusal::InsufficientBudget`] when nothing (or not enough) is leased, or
+    /// when the lease is within the safety margin of its expiry (Redis has not heard from us:
+    /// fail closed), or when a daily-budget campaign's lease is from another UTC day. Such a
+    /// refusal, or a reservation that leaves less than half a chunk leased, asks the background
+    /// task for a top-up and wakes it: O(1), no Redis call here.
+    pub fn reserve(
+        &self,
+        id: &str,
+        campaign: &str,
+        amount: Nanos,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> Result<(), Refusal> {
+        let inner = &*self.inner;
+        let margin = inner.config.safety_margin;
+        let chunk = inner.config.lease_chunk;
+        let stopping = inner.stopping.load(Ordering::Relaxed);
+        let (result, wake) = {
+            let mut guard = lock(&inner.local);
+            let Local {
+                book,
+                campaigns,
+                wanted,
+                ..
+            } = &mut *guard;
+            let Some(camp) = campaigns.get_mut(campaign) else {
+                return Err(Refusal::UnknownCampaign);
+            };
+            let serving = camp.active && !stopping;
+            let usable = serving
+                && camp.lease.as_ref().is_some_and(|l| {
+                    now < l.spend_until(margin)
+                        && (camp.limits.daily.is_none() || l.day == now.day())
+                });
+            if !amount.is_positive() {
+                // As Book answers it, before anything else.
+                return Err(Refusal::NonPositiveAmount);
+            }
+            if serving {
+                camp.last_demand = camp.last_demand.max(now);
+            }
+            if usable {
+                let result = book.reserve(id, campaign, amount, expires_at, now);
+                let short = match &result {
+                    Err(Refusal::InsufficientBudget) => true,
+                    // Below half a chunk left: top up before it runs dry.
+                    Ok(()) if !camp.wanted && now >= camp.ask_after => book
+                        .balance(campaign, now)
+                        .is_some_and(|b| b.available.get().saturating_mul(2) < chunk.get()),
+                    _ => false,
+                };
+                (result, short && raise(camp, campaign, wanted, now))
+            } else {
+                let wake = serving && raise(camp, campaign, wanted, now);
+                (Err(Refusal::InsufficientBudget), wake)
+            }
+        };
+        if wake {
+            inner.wake.notify_one();
+        }
+        result
+    }
+
+    /// Commits locally, as [`pacing::Book::commit`]. Always allowed, lease or not: the
+    /// impression was bought; the spend reaches Redis with the next report.
+    pub fn commit(
+        &self,
+        id: &str,
+        price: Nanos,
+        now: Timestamp,
+    ) -> Result<CommitOutcome, SettleError> {
+        lock(&self.inner.local).book.commit(id, price, now)
+    }
+
+    /// Releases locally, as [`pacing::Book::release`].
+    pub fn release(&self, id: &str, now: Timestamp) -> Result<ReleaseOutcome, SettleError> {
+        lock(&self.inner.local).book.release(id, now)
+    }
+
+    /// This instance's local view: its budget is what it has leased (plus what it spent before).
+    pub fn local_balance(&self, campaign: &str, now: Timestamp) -> Option<Balance> {
+        lock(&self.inner.local).book.balance(campaign, now)
+    }
+
+    /// The shared balances of the configured campaigns, read from Redis (every instance reports
+    /// the same figures), [`BALANCES_CHUNK`](crate::BALANCES_CHUNK) campaigns per call. Fails
+    /// when Redis does. A configured campaign Redis does not know (it lost it, e.g. restarted
+    /// without persistence) has its limits written again by the task.
+    pub async fn balances(&self, now: Timestamp) -> Result<Vec<Balance>, LedgerError> {
+        let names = Arc::clone(&lock(&self.inner.local).active);
+        self.balances_of(&names[..], now).await
+    }
+
+    /// [`LeasedLedger::balances`] for some campaigns only (e.g. the ones a pacer needs), with
+    /// the same repair of campaigns Redis lost.
+    pub async fn balances_of<S: AsRef<str>>(
+        &self,
+        campaigns: &[S],
+        now: Timestamp,
+    ) -> Result<Vec<Balance>, LedgerError> {
+        let balances = self.inner.redis.balances(campaigns, now).await?;
+        if balances.len() < campaigns.len() {
+            let known: HashSet<&str> = balances.iter().map(|b| b.campaign.as_str()).collect();
+            let mut lost = false;
+            let mut local = lock(&self.inner.local);
+            for name in campaigns
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|n| !known.contains(n))
+            {
+                if local.campaigns.get(name).is_some_and(|c| c.applied) {
+                    local.unapply(name);
+                    lost = true;
+                }
+            }
+            drop(local);
+            if lost {
+                self.inner.wake.notify_one();
+            }
+        }
+        Ok(balances)
+    }
+
+    /// Whether the last Redis call of the background task succeeded.
+    pub fn redis_healthy(&self) -> bool {
+        self.inner.redis_ok.load(Ordering::Relaxed)
+    }
+
+    pub fn stats(&self) -> LeaseStats {
+        let s = &self.inner.stats;
+        let open_leases = lock(&self.inner.local).leased.len();
+        LeaseStats {
+            grants: s.grants.load(Ordering::Relaxed),
+            granted: Nanos(s.granted.load(Ordering::Relaxed)),
+            charged: Nanos(s.charged.load(Ordering::Relaxed)),
+            uncharged: Nanos(s.uncharged.load(Ordering::Relaxed)),
+            leases_lost: s.leases_lost.load(Ordering::Relaxed),
+            idle_closes: s.idle_closes.load(Ordering::Relaxed),
+            open_leases: u64::try_from(open_leases).unwrap_or(u64::MAX),
+            rounds: s.rounds.load(Ordering::Relaxed),
+            redis_calls: s.redis_calls.load(Ordering::Relaxed),
+            round_trips: s.round_trips.load(Ordering::Relaxed),
+            redis_errors: s.redis_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops the background task, then reports final spend and closes every lease (pipelined),
+    /// returning the unspent remainders to the shared budget. Drain the request path first: a
+    /// win notice committed after this is not reported. Local reservations still open are
+    /// released in Redis (they go back to the campaign). Errors when Redis cannot be reached:
+    /// the leases are then reclaimed by the sweep after their expiry.
+    pub async fn shutdown(&self) -> Result<(), LedgerError> {
+        self.inner.stopping.store(true, Ordering::Release);
+        self.inner.wake.notify_one();
+        let handle = lock(&self.inner.task).take();
+        if let Some(handle) = handle {
+            // A panicking task would be a bug; its leases still get closed below.
+            let _ = handle.await;
+        }
+        self.inner.close_all(Timestamp::now()).await
+    }
+}

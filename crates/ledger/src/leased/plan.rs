@@ -1,0 +1,233 @@
+//! What a round asks of Redis: the upkeep of the leases held (reports, extensions, closes, one
+//! sweep batch, pending limits) and the top-ups the campaigns asked for, each call paired with
+//! the [`Step`] that applies its answer (`apply.rs`). Planning reads and marks the local state
+//! under its lock; it sends nothing.
+
+use std::sync::atomic::Ordering;
+
+use pacing::{Limits, Nanos, Timestamp};
+
+use super::Inner;
+use super::local::{Lease, Local, lock};
+use crate::redis::per_bid::Call;
+
+/// Most limits a round writes (a reload that changes many campaigns is spread over rounds, so
+/// that reports and top-ups are not held up behind it). [`LeasedLedger::start`] writes them all.
+pub(super) const LIMITS_PER_ROUND: usize = 2_000;
+
+/// What a round asked of Redis for one campaign, to apply the answer.
+#[derive(Debug)]
+pub(super) enum Step {
+    Limits {
+        name: String,
+        limits: Limits,
+    },
+    Report {
+        name: String,
+        lease: Lease,
+        cumulative: Nanos,
+    },
+    Close {
+        name: String,
+        lease: Lease,
+        cumulative: Nanos,
+        /// Closed because the campaign stopped reserving.
+        idle: bool,
+        /// Closed because the day changed while the campaign spends: take the next day's
+        /// lease at once rather than refuse its next bid.
+        renew: bool,
+    },
+    Grant {
+        name: String,
+        id: String,
+        /// For a new lease: where its cumulative spend starts.
+        base: Nanos,
+        want: Nanos,
+        /// Growing a lease we hold (rather than creating or adopting a pending one).
+        existing: bool,
+        /// `set_limits` went just before, in the same pipeline.
+        with_limits: bool,
+        spent: Nanos,
+    },
+    Sweep,
+}
+
+/// A grant's step, unpacked.
+pub(super) struct GrantStep {
+    pub(super) name: String,
+    pub(super) id: String,
+    pub(super) base: Nanos,
+    pub(super) want: Nanos,
+    pub(super) existing: bool,
+    pub(super) with_limits: bool,
+    pub(super) spent: Nanos,
+}
+
+impl Inner {
+    pub(super) fn plan_upkeep(&self, now: Timestamp, full: bool) -> Vec<(Call, Step)> {
+        let config = &self.config;
+        let idle_ms = u64::try_from(config.idle_close.as_millis()).unwrap_or(u64::MAX);
+        let extend_by = now.saturating_add(config.extend_within());
+        let mut local = lock(&self.local);
+        local.book.expire(now);
+        let local = &*local;
+        let mut steps = Vec::new();
+        let names: Vec<&String> = if full {
+            local.leased.iter().collect()
+        } else {
+            let mut asked: Vec<&String> = local
+                .wanted
+                .iter()
+                .filter(|n| local.leased.contains(*n))
+                .collect();
+            asked.sort_unstable();
+            asked
+        };
+        for name in names {
+            let Some(camp) = local.campaigns.get(name) else {
+                continue;
+            };
+            let Some(lease) = &camp.lease else { continue };
+            let (spent, reserved) = local.used(name, now);
+            let cumulative = spent.saturating_sub(lease.base);
+            let idle = now.millis().saturating_sub(camp.last_demand.millis()) >= idle_ms;
+            let quiet = reserved == Nanos::ZERO;
+            let new_day = lease.day != now.day();
+            if (!camp.active && quiet) || new_day || (idle && quiet) {
+                steps.push((
+                    Call::CloseLease {
+                        id: lease.id.clone(),
+                        cumulative,
+                    },
+                    Step::Close {
+                        name: name.clone(),
+                        lease: lease.clone(),
+                        cumulative,
+                        idle: camp.active && !new_day,
+                        renew: camp.active && new_day && !idle,
+                    },
+                ));
+            } else if cumulative != lease.reported || lease.expires_at <= extend_by {
+                steps.push((
+                    Call::ReportLease {
+                        id: lease.id.clone(),
+                        cumulative,
+                        expires_at: now.saturating_add(config.lease_ttl),
+                    },
+                    Step::Report {
+                        name: name.clone(),
+                        lease: lease.clone(),
+                        cumulative,
+                    },
+                ));
+            }
+        }
+        if full {
+            steps.push((Call::Expire, Step::Sweep));
+        }
+        steps.extend(limits_steps(local, LIMITS_PER_ROUND));
+        steps
+    }
+
+    pub(super) fn plan_top_ups(&self, now: Timestamp) -> Vec<(Call, Step)> {
+        let chunk = self.config.lease_chunk;
+        let stopping = self.stopping.load(Ordering::Relaxed);
+        let mut local = lock(&self.local);
+        let mut names = std::mem::take(&mut local.wanted);
+        names.sort_unstable();
+        let mut steps = Vec::new();
+        for name in names {
+            let (spent, reserved) = local.used(&name, now);
+            let Some(camp) = local.campaigns.get_mut(&name) else {
+                continue;
+            };
+            camp.wanted = false;
+            if !camp.active || stopping || now < camp.ask_after {
+                continue;
+            }
+            let used = spent.saturating_add(reserved);
+            let (id, base, limit, existing) = match &camp.lease {
+                Some(l) => {
+                    let limit = l.base.saturating_add(l.amount);
+                    // Topped up meanwhile (a burst asks once per round trip, not per bid).
+                    if limit.saturating_sub(used).get().saturating_mul(2) >= chunk.get() {
+                        continue;
+                    }
+                    (l.id.clone(), l.base, limit, true)
+                }
+                None => {
+                    let id = match &camp.pending {
+                        Some(id) => id.clone(),
+                        None => {
+                            let id = self.new_lease_id();
+                            camp.pending = Some(id.clone());
+                            id
+                        }
+                    };
+                    (id, camp.accounted, camp.accounted, false)
+                }
+            };
+            // A new lease also covers what earlier leases no longer do: reservations still open
+            // and spend not yet attributed, so that their commits are charged.
+            let want = chunk.saturating_add(used.saturating_sub(limit).max(Nanos::ZERO));
+            let with_limits = !camp.applied;
+            if with_limits {
+                steps.push((
+                    Call::SetLimits {
+                        campaign: name.clone(),
+                        limits: camp.limits,
+                    },
+                    Step::Limits {
+                        name: name.clone(),
+                        limits: camp.limits,
+                    },
+                ));
+            }
+            steps.push((
+                Call::TakeLease {
+                    id: id.clone(),
+                    campaign: name.clone(),
+                    want,
+                    expires_at: now.saturating_add(self.config.lease_ttl),
+                    grow_only: existing,
+                },
+                Step::Grant {
+                    name,
+                    id,
+                    base,
+                    want,
+                    existing,
+                    with_limits,
+                    spent,
+                },
+            ));
+        }
+        steps
+    }
+
+    pub(super) fn new_lease_id(&self) -> String {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        format!("{}.{}.{seq}", self.config.instance_id, self.incarnation)
+    }
+}
+
+/// Up to `max` pending limits, as steps.
+pub(super) fn limits_steps(local: &Local, max: usize) -> Vec<(Call, Step)> {
+    local
+        .unapplied
+        .iter()
+        .filter_map(|name| {
+            let camp = local.campaigns.get(name).filter(|c| c.active)?;
+            let call = Call::SetLimits {
+                campaign: name.clone(),
+                limits: camp.limits,
+            };
+            let step = Step::Limits {
+                name: name.clone(),
+                limits: camp.limits,
+            };
+            Some((call, step))
+        })
+        .take(max)
+        .collect()
+}

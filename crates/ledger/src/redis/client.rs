@@ -1,0 +1,265 @@
+//! The Redis client: a small pool of RESP2 connections, each call bounded by a deadline, with
+//! reconnection by construction (a connection that failed or timed out is dropped; the next call
+//! dials a new one, so a restarted Redis is picked up without restarting the process).
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::LedgerError;
+use super::resp::{Conn, Value};
+use super::sha1;
+
+/// A Lua script with its SHA-1, run with `EVALSHA` and re-sent with `EVAL` when Redis answers
+/// `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
+#[derive(Debug)]
+pub(crate) struct Script {
+    body: &'static str,
+    sha: String,
+}
+
+impl Script {
+    pub(crate) fn new(body: &'static str) -> Script {
+        Script {
+            body,
+            sha: sha1::hex_digest(body.as_bytes()),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn sha(&self) -> &str {
+        &self.sha
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Client {
+    addr: String,
+    auth: Option<(Option<String>, String)>,
+    db: u32,
+    idle: Mutex<Vec<Conn>>,
+    /// Caps open connections; a call waiting for one still counts against its deadline.
+    permits: Semaphore,
+    max_idle: usize,
+}
+
+impl Client {
+    pub(crate) fn new(
+        addr: String,
+        auth: Option<(Option<String>, String)>,
+        db: u32,
+        max_connections: usize,
+    ) -> Client {
+        let max = max_connections.max(1);
+        Client {
+            addr,
+            auth,
+            db,
+            idle: Mutex::new(Vec::with_capacity(max)),
+            permits: Semaphore::new(max),
+            max_idle: max,
+        }
+    }
+
+    /// One command, bounded by `timeout` end to end (waiting for a connection, dialling,
+    /// writing, reading). Error replies come back as [`Value::Error`].
+    pub(crate) async fn call(
+        &self,
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<Value, LedgerError> {
+        tokio::time::timeout(timeout, self.call_unbounded(args))
+            .await
+            .map_err(|_| LedgerError::Timeout)?
+    }
+
+    /// Runs `script` with no keys and `argv`, bounded by `timeout`. A `NOSCRIPT` answer means
+    /// the script did not run, so sending the body with `EVAL` cannot apply it twice.
+    pub(crate) async fn eval(
+        &self,
+        script: &Script,
+        argv: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<Value, LedgerError> {
+        tokio::time::timeout(timeout, async {
+            let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len() + 3);
+            args.push(b"EVALSHA");
+            args.push(script.sha.as_bytes());
+            args.push(b"0");
+            args.extend_from_slice(argv);
+            let reply = self.call_unbounded(&args).await?;
+            if let Value::Error(msg) = &reply
+                && msg.starts_with("NOSCRIPT")
+            {
+                args[0] = b"EVAL";
+                args[1] = script.body.as_bytes();
+                return self.call_unbounded(&args).await.and_then(script_reply);
+            }
+            script_reply(reply)
+        })
+        .await
+        .map_err(|_| LedgerError::Timeout)?
+    }
+
+    /// Runs several scripts in one round trip (pipelined on one connection; Redis runs them in
+    /// order, each atomically, other clients' commands possibly in between), bounded by
+    /// `timeout` as a whole. The outer error is the transport: any of the scripts may or may not
+    /// have run. The inner ones are per script (its error reply). Scripts answered `NOSCRIPT`
+    /// did not run and are sent again with `EVAL`, after the others (a second round trip).
+    pub(crate) async fn eval_pipeline(
+        &self,
+        calls: &[(&Script, Vec<&[u8]>)],
+        timeout: Duration,
+    ) -> Result<Vec<Result<Value, LedgerError>>, LedgerError> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        tokio::time::timeout(timeout, async {
+            let commands: Vec<Vec<&[u8]>> = calls
+                .iter()
+                .map(|(script, argv)| {
+                    let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len() + 3);
+                    args.push(b"EVALSHA");
+                    args.push(script.sha.as_bytes());
+                    args.push(b"0");
+                    args.extend_from_slice(argv);
+                    args
+                })
+                .collect();
+            let mut replies = self.exchange(&commands).await?;
+            let missing: Vec<usize> = replies
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| matches!(r, Value::Error(msg) if msg.starts_with("NOSCRIPT")))
+                .map(|(i, _)| i)
+                .collect();
+            if !missing.is_empty() {
+                let retry: Vec<Vec<&[u8]>> = missing
+                    .iter()
+                    .filter_map(|&i| {
+                        let mut args = commands.get(i)?.clone();
+                        let (script, _) = calls.get(i)?;
+                        *args.get_mut(0)? = b"EVAL";
+                        *args.get_mut(1)? = script.body.as_bytes();
+                        Some(args)
+                    })
+                    .collect();
+                let again = self.exchange(&retry).await?;
+                for (i, reply) in missing.into_iter().zip(again) {
+                    if let Some(slot) = replies.get_mut(i) {
+                        *slot = reply;
+                    }
+                }
+            }
+            Ok(replies.into_iter().map(script_reply).collect())
+        })
+        .await
+        .map_err(|_| LedgerError::Timeout)?
+    }
+
+    /// A pipeline of commands on one connection (see [`Conn::request_many`]).
+    async fn exchange(&self, commands: &[Vec<&[u8]>]) -> Result<Vec<Value>, LedgerError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| LedgerError::Unavailable("client closed".into()))?;
+        let mut conn = match self.take_idle() {
+            Some(conn) => conn,
+            None => self.dial().await?,
+        };
+        // As in `call_unbounded`: back to the pool only after every reply was read.
+        let replies = conn.request_many(commands).await?;
+        self.put_idle(conn);
+        Ok(replies)
+    }
+
+    async fn call_unbounded(&self, args: &[&[u8]]) -> Result<Value, LedgerError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| LedgerError::Unavailable("client closed".into()))?;
+        let mut conn = match self.take_idle() {
+            Some(conn) => conn,
+            None => self.dial().await?,
+        };
+        // If this future is dropped (deadline) or fails, `conn` is dropped with it: a connection
+        // whose reply was not fully read never goes back to the pool.
+        let reply = conn.request(args).await?;
+        self.put_idle(conn);
+        Ok(reply)
+    }
+
+    async fn dial(&self) -> Result<Conn, LedgerError> {
+        let mut conn = Conn::connect(&self.addr).await?;
+        if let Some((user, password)) = &self.auth {
+            let reply = match user {
+                Some(user) => {
+                    conn.request(&[b"AUTH", user.as_bytes(), password.as_bytes()])
+                        .await?
+                }
+                None => conn.request(&[b"AUTH", password.as_bytes()]).await?,
+            };
+            expect_ok(reply)?;
+        }
+        if self.db != 0 {
+            let db = self.db.to_string();
+            expect_ok(conn.request(&[b"SELECT", db.as_bytes()]).await?)?;
+        }
+        Ok(conn)
+    }
+
+    fn take_idle(&self) -> Option<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(conn) = idle.pop() {
+            if conn.looks_alive() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, conn: Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+}
+
+fn expect_ok(reply: Value) -> Result<(), LedgerError> {
+    match reply {
+        Value::Error(msg) => Err(classify_error(msg)),
+        _ => Ok(()),
+    }
+}
+
+/// Turns a script's error reply into a transport error; other replies pass through.
+fn script_reply(reply: Value) -> Result<Value, LedgerError> {
+    match reply {
+        Value::Error(msg) => Err(classify_error(msg)),
+        other => Ok(other),
+    }
+}
+
+/// Error replies that mean "this Redis cannot serve now" (loading after a restart, a replica
+/// after failover, out of memory, a busy script) are `Unavailable`, worth retrying; anything
+/// else is a bug on one side: `Protocol`.
+pub(crate) fn classify_error(msg: String) -> LedgerError {
+    const TRANSIENT: [&str; 7] = [
+        "LOADING",
+        "READONLY",
+        "BUSY",
+        "OOM",
+        "MASTERDOWN",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+    ];
+    if TRANSIENT.iter().any(|p| msg.starts_with(p)) {
+        LedgerError::Unavailable(msg)
+    } else {
+        LedgerError::Protocol(msg)
+    }
+}

@@ -1,0 +1,70 @@
+//! Errors of the Redis ledger: [`LedgerError`] for "the store did not answer usefully" (the
+//! operation may or may not have been applied: retry with the same id, which is idempotent), and
+//! [`LeaseError`] for lease refusals (a definite answer: nothing changed).
+
+/// Why a call to Redis did not produce a ledger answer. For a write, the script may still have
+/// run (a timeout can fire after Redis applied it): every operation is keyed by an id, so
+/// retrying with the same id is safe.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    /// Could not connect, the connection broke, or Redis answered that it cannot serve now
+    /// (`LOADING`, `READONLY`, `BUSY`, `OOM`...).
+    #[error("redis unavailable: {0}")]
+    Unavailable(String),
+    /// No complete answer within the caller's deadline.
+    #[error("redis call timed out")]
+    Timeout,
+    /// An answer the ledger does not understand, or a script error: a bug or a mismatched
+    /// version on one side, not worth retrying.
+    #[error("redis protocol error: {0}")]
+    Protocol(String),
+    /// An amount beyond what the scripts compute exactly (see [`MAX_AMOUNT`](super::MAX_AMOUNT)).
+    #[error("{0} is beyond the ledger's exact range")]
+    OutOfRange(&'static str),
+}
+
+impl LedgerError {
+    /// Bounded metric label.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            LedgerError::Unavailable(_) => "unavailable",
+            LedgerError::Timeout => "timeout",
+            LedgerError::Protocol(_) => "protocol",
+            LedgerError::OutOfRange(_) => "out_of_range",
+        }
+    }
+}
+
+/// Why a lease operation was refused. Nothing changed in Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseError {
+    #[error("unknown campaign")]
+    UnknownCampaign,
+    /// Never taken, or resolved so long ago that its tombstone is gone (or Redis lost it).
+    #[error("unknown lease")]
+    UnknownLease,
+    #[error("lease amount must be positive")]
+    NonPositiveAmount,
+    #[error("reported spend is negative")]
+    NegativeSpend,
+    /// The lease was closed or reclaimed: it cannot grow again; take a new lease id.
+    #[error("lease already closed or reclaimed")]
+    LeaseClosed,
+    /// The lease id exists for another campaign.
+    #[error("lease belongs to another campaign")]
+    CampaignMismatch,
+}
+
+impl LeaseError {
+    /// Bounded metric label.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            LeaseError::UnknownCampaign => "unknown_campaign",
+            LeaseError::UnknownLease => "unknown_lease",
+            LeaseError::NonPositiveAmount => "non_positive_amount",
+            LeaseError::NegativeSpend => "negative_spend",
+            LeaseError::LeaseClosed => "lease_closed",
+            LeaseError::CampaignMismatch => "campaign_mismatch",
+        }
+    }
+}
