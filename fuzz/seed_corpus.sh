@@ -73,7 +73,7 @@ raw_strings "$root/crates/exchange/src/config.rs" | each exchange_config unit
 raw_strings "$root/crates/bidder/src/config.rs" | each bidder_config unit
 # The campaign unit tests hold both syntaxes: JSON opens with { or [{ or [], TOML with [[ or a key.
 unit_dir=$(mktemp -d)
-raw_strings "$root/crates/bidder/src/campaign/tests/schema.rs" | tr '\0' '\036' |
+raw_strings "$root/crates/campaigns/src/tests/schema.rs" | tr '\0' '\036' |
     awk -v dir="$unit_dir" 'BEGIN { RS = "\036" }
         { n++; s = $0; sub(/^[ \t\n]+/, "", s)
           f = dir "/" ((s ~ /^(\{|\[[ \t\n]*[{\]])/) ? "json" : "toml") "-" n; printf "%s", $0 > f; close(f) }'

@@ -24,8 +24,8 @@ fuzz_target!(|data: &[u8]| {
                 ConfigError::Invalid { key, problem } => {
                     assert!(!key.is_empty() && !problem.is_empty(), "{e:?}");
                 }
-                ConfigError::Parse(_) | ConfigError::TooLarge(_) => {}
-                ConfigError::Read { .. } => panic!("from_toml reads no file: {e:?}"),
+                ConfigError::Parse(_) | ConfigError::TooLarge(_) | ConfigError::Moved { .. } => {}
+                ConfigError::Read(_) => panic!("from_toml reads no file: {e:?}"),
             }
         }
     }
@@ -49,8 +49,9 @@ fn check(c: &BidderConfig) {
     }
     assert!((1..=64).contains(&c.seat.len()));
     assert!(c.read_timeout() > Duration::ZERO);
-    assert!(Duration::ZERO < c.default_tmax() && c.default_tmax() <= c.max_tmax());
-    assert!(c.answer_margin() < c.default_tmax());
+    let d = c.deadline.policy();
+    assert!(Duration::ZERO < d.default_tmax && d.default_tmax <= d.max_tmax);
+    assert!(d.answer_margin < d.default_tmax);
     assert!(c.http.max_body_bytes > 0);
     let (address, _db) = c
         .redis_address()

@@ -3,7 +3,7 @@
 //! `gavel_fuzz::check_set` knows (lookup by id, order, ranges, index equals scan).
 #![no_main]
 
-use bidder::campaign::CampaignSet;
+use campaigns::CampaignSet;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

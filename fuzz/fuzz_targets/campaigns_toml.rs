@@ -7,7 +7,7 @@
 //! equal campaigns in the same order.
 #![no_main]
 
-use bidder::campaign::CampaignSet;
+use campaigns::CampaignSet;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

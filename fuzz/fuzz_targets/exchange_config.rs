@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 matches!(
                     outcome,
-                    Err(ConfigError::Parse(_) | ConfigError::TooLarge(_))
+                    Err(ConfigError::Parse(_) | ConfigError::TooLarge(_) | ConfigError::Moved { .. })
                 ),
                 "the text does not deserialize, yet: {outcome:?}"
             );
@@ -76,9 +76,10 @@ fn needs_lookup(url: &str) -> bool {
 fn check(v: &Validated) {
     let c = &v.config;
     assert!(!c.node.is_empty() && c.node.len() <= 64 && c.node.is_ascii());
-    assert!(v.default_tmax() > std::time::Duration::ZERO);
-    assert!(v.default_tmax() <= v.max_tmax());
-    assert!(v.answer_margin() < v.default_tmax());
+    let d = c.deadline.policy();
+    assert!(d.default_tmax > std::time::Duration::ZERO);
+    assert!(d.default_tmax <= d.max_tmax);
+    assert!(d.answer_margin < d.default_tmax);
     assert!(v.read_timeout() > std::time::Duration::ZERO);
     assert!(v.second_price_increment.micros() >= 0);
     assert!(

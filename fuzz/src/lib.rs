@@ -1,6 +1,6 @@
 //! Checks shared by the campaign-file targets (`campaigns_json`, `campaigns_toml`).
 //!
-//! [`check_outcome`] holds a loaded [`CampaignSet`] to what `bidder::campaign` documents:
+//! [`check_outcome`] holds a loaded [`CampaignSet`] to what `campaigns` documents:
 //! every campaign is found by its id at its own position; campaigns are ordered by descending
 //! `max_cpm`; validated values are in their documented ranges and lists are normalized;
 //! rebuilding the set from its own campaigns changes nothing; and the index returns exactly
@@ -11,10 +11,10 @@
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
-use bidder::campaign::limits::{
+use campaigns::limits::{
     MAX_ADM_BYTES, MAX_CAMPAIGNS, MAX_CREATIVES, MAX_DIMENSION, MAX_ID_BYTES, MAX_VIDEO_SECONDS,
 };
-use bidder::campaign::{
+use campaigns::{
     Campaign, CampaignError, CampaignSet, Candidate, ImpFacts, Media, RequestFacts,
 };
 use openrtb::BidRequest;

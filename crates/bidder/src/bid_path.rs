@@ -12,12 +12,10 @@ use pacing::{Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::campaign::{ImpFacts, Media, RequestFacts};
-use crate::decide::{Proposal, rank};
 use crate::metrics::SkipReason;
 use crate::notice::notice_urls;
-use crate::runtime::Snapshot;
 use crate::server::State;
+use campaigns::{ImpFacts, Media, Proposal, RequestFacts, Snapshot, rank};
 use ledger::ReserveError;
 
 /// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
@@ -100,7 +98,9 @@ fn plan(
             .iter()
             .map(|imp| {
                 let imp_facts = ImpFacts::from_imp(imp);
-                rank(snapshot, &facts, &imp_facts, now, &mut draw, &state.metrics)
+                let ranking = rank(snapshot, &facts, &imp_facts, now, &mut draw);
+                state.metrics.skips_of(ranking.skips);
+                ranking.proposals
             })
             .collect()
     })

@@ -2,11 +2,12 @@
 //! request's deadline, without ever spending more than a campaign's budget, even when several
 //! instances share it.
 //!
-//! The life of a bid request: decode and validate (`bid_path`), ask the campaign index for the
-//! candidates of each impression ([`campaign`]), price and rank them, drop those whose budget is
-//! exhausted or whose pacer holds them back ([`decide`]), reserve the best one's maximum cost in
-//! the ledger ([`ledger`] crate), answer with a bid whose notice URLs settle that reservation
-//! ([`notice`]).
+//! This crate is the server; the decisions are the `campaigns` crate's (pure) and the money the
+//! `ledger` crate's. The life of a bid request: decode and validate (`bid_path`), ask the
+//! campaign index for the candidates of each impression, price and rank them, dropping those
+//! whose budget is exhausted or whose pacer holds them back ([`campaigns::rank`]), reserve the
+//! best one's maximum cost in the ledger ([`ledger::Ledger`]), answer with a bid whose notice
+//! URLs settle that reservation ([`notice`]).
 //!
 //! Invariants:
 //! - No bid goes out without a reservation of its maximum cost in the ledger of record; a win
@@ -14,7 +15,7 @@
 //!   the reservation's expiry returns it. So spend never exceeds the budget, whatever the
 //!   notices do (duplicated, reordered, late, missing).
 //! - The request path never waits on a lock or on a store past the request's deadline: the
-//!   campaign set is read through an atomic pointer ([`runtime`]), pacing through atomics, and a
+//!   campaign set is read through an atomic pointer ([`campaigns::Snapshot`]), pacing through atomics, and a
 //!   ledger that does not answer in time is a refusal (fail closed).
 //! - Campaign changes are validated and indexed aside and swapped whole (`reload`); a bad file
 //!   never replaces a good one.
@@ -23,13 +24,10 @@
 
 mod admin;
 mod bid_path;
-pub mod campaign;
 pub mod config;
-pub mod decide;
 pub mod metrics;
 pub mod notice;
 mod reload;
-pub mod runtime;
 pub mod server;
 mod start;
 

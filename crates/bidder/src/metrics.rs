@@ -177,6 +177,17 @@ impl Metrics {
         self.skips.inc(r as usize);
     }
 
+    /// Counts what one impression's ranking passed over.
+    pub fn skips_of(&self, skips: campaigns::Skips) {
+        for (reason, n) in [
+            (SkipReason::BelowFloor, skips.below_floor),
+            (SkipReason::Exhausted, skips.exhausted),
+            (SkipReason::Paced, skips.paced),
+        ] {
+            self.skips.add(reason as usize, u64::from(n));
+        }
+    }
+
     pub fn skip_count(&self, r: SkipReason) -> u64 {
         self.skips.get(r as usize)
     }

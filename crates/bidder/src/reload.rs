@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use campaigns::limits::MAX_FILE_BYTES;
+use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
 use pacing::Timestamp;
 
-use crate::campaign::CampaignSet;
 use crate::metrics::{ReloadFailure, ReloadOutcome};
-use crate::runtime::Snapshot;
 use crate::server::State;
 
 /// How often the watcher looks at the campaign file.
@@ -28,6 +28,34 @@ pub(crate) struct LoadError {
     pub(crate) message: String,
 }
 
+/// Reads the campaign file at `path` (JSON or TOML by its extension, at most
+/// [`MAX_FILE_BYTES`]), then parses, validates and indexes it. Blocking.
+fn read_set(path: &Path) -> Result<CampaignSet, LoadError> {
+    let Some(format) = Format::from_path(path) else {
+        let e = CampaignError::UnknownFormat {
+            file: path.to_owned(),
+        };
+        return Err(LoadError {
+            why: ReloadFailure::Format,
+            message: e.to_string(),
+        });
+    };
+    let limit = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+    let bytes = settings::read_bounded_bytes(path, limit).map_err(|e| LoadError {
+        why: match e {
+            settings::ReadError::TooLarge { .. } => ReloadFailure::TooLarge,
+            settings::ReadError::Io { .. } | settings::ReadError::NotText { .. } => {
+                ReloadFailure::Io
+            }
+        },
+        message: e.to_string(),
+    })?;
+    CampaignSet::from_bytes(format, &bytes).map_err(|e| LoadError {
+        why: ReloadFailure::of_kind(e.kind()),
+        message: format!("{}: {e}", path.display()),
+    })
+}
+
 /// Loads, validates and indexes the campaign file and builds its snapshot (keeping the running
 /// state of campaigns in `previous`), all on a blocking thread: 100,000 campaigns take a while,
 /// and the runtime's threads must keep answering bids meanwhile.
@@ -38,10 +66,7 @@ pub(crate) async fn load(
 ) -> Result<Snapshot, LoadError> {
     let path = path.to_owned();
     let build = move || {
-        let set = CampaignSet::load(&path).map_err(|e| LoadError {
-            why: ReloadFailure::of_kind(e.kind()),
-            message: e.to_string(),
-        })?;
+        let set = read_set(&path)?;
         Ok(Snapshot::build(
             set,
             previous.as_deref(),
@@ -99,4 +124,39 @@ pub(crate) async fn watch(state: Weak<State>) {
         })
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAMPAIGN_JSON: &str = r#"[{"id": "c1", "budget": {"total": 1}, "bid": {"cpm": 2},
+        "creatives": [{"id": "cr", "w": 300, "h": 250, "adm": "x"}]}]"#;
+    const CAMPAIGN_TOML: &str = "[[campaign]]\nid = \"c1\"\nbudget = { total = 1 }\n\
+        bid = { cpm = 2 }\ncreatives = [{ id = \"cr\", w = 300, h = 250, adm = \"x\" }]\n";
+
+    #[test]
+    fn files_load_by_extension_and_failures_say_why() {
+        let dir = testkit::TempDir::new("bidder-read-set");
+        let json = dir.file("c.JSON", CAMPAIGN_JSON);
+        let toml = dir.file("c.toml", CAMPAIGN_TOML);
+        let a = read_set(&json).map_err(|e| e.message);
+        let b = read_set(&toml).map_err(|e| e.message);
+        assert_eq!(
+            a.as_ref().map(CampaignSet::campaigns),
+            b.as_ref().map(CampaignSet::campaigns)
+        );
+        assert_eq!(a.map(|s| s.len()), Ok(1));
+        let why = |name: &str| read_set(&dir.join(name)).err().map(|e| e.why);
+        dir.file("c.yaml", CAMPAIGN_JSON);
+        assert_eq!(why("c.yaml"), Some(ReloadFailure::Format));
+        assert_eq!(why("missing.json"), Some(ReloadFailure::Io));
+        dir.file("bad.json", &CAMPAIGN_JSON.replace("\"c1\"", "\"\""));
+        let bad = read_set(&dir.join("bad.json")).err();
+        assert_eq!(bad.as_ref().map(|e| e.why), Some(ReloadFailure::Invalid));
+        assert!(
+            bad.is_some_and(|e| e.message.contains("bad.json") && e.message.contains("id")),
+            "the message names the file and the field"
+        );
+    }
 }

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 
 use crate::config::{BidderConfig, ChargeOn};
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome};
-use crate::runtime::Snapshot;
+use campaigns::Snapshot;
 use ledger::Ledger;
 
 /// Path of the bid endpoint.

@@ -9,12 +9,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use ledger::Balance;
-use pacing::Timestamp;
+use pacing::{Nanos, Timestamp};
 
-use crate::campaign::PacingModeConfig;
 use crate::config::{Backend, BidderConfig, RedisMode};
 use crate::metrics::Metrics;
 use crate::server::{Bidder, State};
+use campaigns::PacingModeConfig;
 use ledger::Ledger;
 
 /// Why a bidder could not start.
@@ -181,7 +181,8 @@ async fn pace(state: Weak<State>, interval: Duration) {
             balances.iter().map(|b| (b.campaign.as_str(), b)).collect();
         for s in &snapshot.states {
             if let Some(b) = by_id.get(s.id.as_str()) {
-                s.pace(now, b);
+                let today = b.daily.as_ref().map_or(Nanos::ZERO, |d| d.spent);
+                s.pace(now, b.spent, today);
             }
         }
     }

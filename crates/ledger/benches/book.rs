@@ -1,7 +1,7 @@
 //! The ledger's hot path: a reservation per bid, then its commit (won) or release (lost), on a
 //! book of 10,000 campaigns. Throughput counts reserve+settle pairs.
 //!
-//! `cargo bench -p pacing --bench ledger`
+//! `cargo bench -p ledger --bench book`
 
 use std::hint::black_box;
 use std::time::Duration;

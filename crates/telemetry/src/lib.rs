@@ -88,6 +88,13 @@ impl<const N: usize> ByLabel<N> {
             c.fetch_add(1, Relaxed);
         }
     }
+    pub fn add(&self, index: usize, n: u64) {
+        if let Some(c) = self.0.get(index)
+            && n > 0
+        {
+            c.fetch_add(n, Relaxed);
+        }
+    }
     pub fn get(&self, index: usize) -> u64 {
         self.0.get(index).map_or(0, |c| c.load(Relaxed))
     }

@@ -7,12 +7,15 @@
 //! - [`http`]: a raw HTTP/1.1 client over a fresh loopback connection, for the tests that must
 //!   control every byte (malformed framing, smuggling) or read the answer as the wire has it.
 //! - [`temp`]: a fresh temporary directory, removed on drop.
+//! - [`synth`]: seeded synthetic campaigns and bid requests shaped like a real DSP's book, for
+//!   the index's and the ranking's tests and the matching bench.
 //!
 //! Helpers panic on setup failures (a port that cannot be bound, a file that cannot be
 //! written): a test whose setup fails must fail, never pass by skipping.
 
 pub mod http;
 pub mod redis;
+pub mod synth;
 pub mod temp;
 
 pub use redis::{RedisServer, free_port};

@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn the_demo_campaigns_load() {
         let text = campaigns(Timestamp(1_795_000_000_000), Timestamp(1_795_000_020_000));
-        let set = bidder::campaign::CampaignSet::from_json_bytes(text.as_bytes());
+        let set = campaigns::CampaignSet::from_json_bytes(text.as_bytes());
         assert!(set.is_ok(), "{:?}", set.err());
     }
 }

@@ -1,6 +1,5 @@
 //! [`CampaignError`]: why a campaign file was refused, naming the file position or field.
 
-use std::io;
 use std::path::PathBuf;
 
 /// A campaign file that cannot be loaded. A refused file never replaces the running set.
@@ -9,17 +8,10 @@ use std::path::PathBuf;
 /// `campaigns[3].creatives[0].w: must be > 0`.
 #[derive(Debug, thiserror::Error)]
 pub enum CampaignError {
-    /// The file could not be read.
-    #[error("{}: cannot read campaign file: {source}", file.display())]
-    Io {
-        file: PathBuf,
-        #[source]
-        source: io::Error,
-    },
     /// The file extension is neither `.json` nor `.toml`.
     #[error("{}: unknown campaign file format, expected a .json or .toml extension", file.display())]
     UnknownFormat { file: PathBuf },
-    /// The file is larger than [`super::limits::MAX_FILE_BYTES`].
+    /// The file is larger than [`crate::limits::MAX_FILE_BYTES`].
     #[error("campaign file is larger than {limit} bytes")]
     FileTooLarge { limit: u64 },
     /// The file is not well-formed JSON/TOML, or a value has the wrong type or an unknown key.
@@ -95,7 +87,6 @@ impl CampaignError {
     /// A bounded label for metrics and logs (`campaign_load_errors_total{kind=...}`).
     pub fn kind(&self) -> &'static str {
         match self {
-            CampaignError::Io { .. } => "io",
             CampaignError::UnknownFormat { .. } => "format",
             CampaignError::FileTooLarge { .. } => "too_large",
             CampaignError::Parse { .. } => "parse",

@@ -10,7 +10,7 @@ use std::fmt;
 use openrtb::Price;
 use pacing::{Nanos, Timestamp};
 
-use super::schema::PacingModeConfig;
+use crate::schema::PacingModeConfig;
 
 /// A banner size in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -14,10 +14,9 @@ use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
-use super::model::Campaign;
-use super::schema::{
-    BidSpec, BudgetSpec, CampaignSpec, CreativeSpec, FlightSpec, PacingModeConfig, TargetingSpec,
-    TimestampText, VideoSpec,
+use campaigns::{
+    BidSpec, BudgetSpec, Campaign, CampaignSpec, CreativeSpec, FlightSpec, PacingModeConfig,
+    TargetingSpec, TimestampText, VideoSpec,
 };
 
 /// The decision time synthetic flights are laid out around: 2025-03-01T12:00:00Z.
@@ -64,7 +63,7 @@ const ENDS: &[&str] = &[
 /// How large the value pools are: large for realistic selectivity, small (`dense`) so that
 /// random campaigns and requests collide often in tests.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Profile {
+pub struct Profile {
     domains: usize,
     publishers: usize,
     segments: usize,
@@ -76,7 +75,7 @@ pub(crate) struct Profile {
 }
 
 impl Profile {
-    pub(crate) const REALISTIC: Profile = Profile {
+    pub const REALISTIC: Profile = Profile {
         domains: 5_000,
         publishers: 500,
         segments: 2_000,
@@ -86,7 +85,7 @@ impl Profile {
     };
     /// Broadly targeted campaigns in few countries: a typical impression matches about 7% of
     /// them, the case where ranking, not matching, dominates a decision.
-    pub(crate) const BROAD: Profile = Profile {
+    pub const BROAD: Profile = Profile {
         domains: 5_000,
         publishers: 500,
         segments: 2_000,
@@ -94,8 +93,7 @@ impl Profile {
         countries: 3,
         targeted: 0.3,
     };
-    #[cfg(test)]
-    pub(crate) const DENSE: Profile = Profile {
+    pub const DENSE: Profile = Profile {
         domains: 12,
         publishers: 6,
         segments: 10,
@@ -127,14 +125,14 @@ pub fn synthetic_requests_broad(n: usize, seed: u64) -> Vec<BidRequest> {
     synthetic_requests_with(n, seed, Profile::BROAD)
 }
 
-pub(crate) fn synthetic_with(n: usize, seed: u64, profile: Profile) -> Vec<Campaign> {
+pub fn synthetic_with(n: usize, seed: u64, profile: Profile) -> Vec<Campaign> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..n)
         .filter_map(|i| Campaign::from_spec(campaign_spec(&mut rng, i, &profile), i).ok())
         .collect()
 }
 
-pub(crate) fn synthetic_requests_with(n: usize, seed: u64, profile: Profile) -> Vec<BidRequest> {
+pub fn synthetic_requests_with(n: usize, seed: u64, profile: Profile) -> Vec<BidRequest> {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
     (0..n).map(|i| request(&mut rng, i, &profile)).collect()
 }

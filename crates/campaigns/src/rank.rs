@@ -9,13 +9,32 @@ use std::ops::ControlFlow;
 use openrtb::Price;
 use pacing::Timestamp;
 
-use crate::campaign::{ImpFacts, RequestFacts, bid_price};
-use crate::metrics::{Metrics, SkipReason};
-use crate::runtime::Snapshot;
+use crate::facts::{ImpFacts, RequestFacts};
+use crate::pricing::bid_price;
+use crate::snapshot::Snapshot;
 
 /// Most proposals kept per impression: when the best one's reservation is refused, the next
 /// is tried, a bounded number of times.
 pub const MAX_PROPOSALS: usize = 3;
+
+/// How many candidates one ranking passed over, by reason; the caller counts them in its
+/// metrics (this crate keeps none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skips {
+    /// Would not pay the floor (its ceiling is below it).
+    pub below_floor: u32,
+    /// Known to have no budget left.
+    pub exhausted: u32,
+    /// Held back by its pacer's draw.
+    pub paced: u32,
+}
+
+/// One impression's ranking: the best proposals, best first, and what was passed over.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ranking {
+    pub proposals: Vec<Proposal>,
+    pub skips: Skips,
+}
 
 /// A priced offer for one impression, not yet backed by a reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,9 +65,9 @@ pub fn rank(
     imp: &ImpFacts<'_>,
     now: Timestamp,
     draw: &mut impl FnMut() -> u32,
-    metrics: &Metrics,
-) -> Vec<Proposal> {
+) -> Ranking {
     let mut proposals: Vec<Proposal> = Vec::with_capacity(MAX_PROPOSALS + 1);
+    let mut skips = Skips::default();
     let campaigns = snapshot.set.campaigns();
     // The index visits candidates by campaign, so one campaign's are adjacent: once it has a
     // proposal, its other candidates are skipped by comparing with the last one.
@@ -73,15 +92,15 @@ pub fn rank(
         }
         let (floor, first_price) = imp.terms(req, cand.deal);
         let Some(price) = bid_price(campaign, floor, first_price) else {
-            metrics.skip(SkipReason::BelowFloor);
+            skips.below_floor += 1;
             return ControlFlow::Continue(());
         };
         if state.is_exhausted(now) {
-            metrics.skip(SkipReason::Exhausted);
+            skips.exhausted += 1;
             return ControlFlow::Continue(());
         }
         if !state.admits(draw()) {
-            metrics.skip(SkipReason::Paced);
+            skips.paced += 1;
             return ControlFlow::Continue(());
         }
         proposed = Some(cand.campaign);
@@ -105,7 +124,7 @@ pub fn rank(
         }
         ControlFlow::Continue(())
     });
-    proposals
+    Ranking { proposals, skips }
 }
 
 #[cfg(test)]
@@ -116,9 +135,8 @@ mod tests {
     use openrtb::BidRequest;
 
     use super::*;
-    use crate::campaign::CampaignSet;
-    use crate::campaign::synth::{NOW, Profile, synthetic_requests_with, synthetic_with};
-    use crate::runtime::CampaignState;
+    use crate::set::CampaignSet;
+    use crate::snapshot::CampaignState;
 
     fn state<'s>(s: &'s Snapshot, id: &str) -> &'s CampaignState {
         match s.state(id) {
@@ -147,18 +165,23 @@ mod tests {
         openrtb::decode(json.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn ranked(s: &Snapshot, floor: f64, draw: u32, metrics: &Metrics) -> Vec<(String, i64)> {
+    /// The ranking of a one-imp request with `floor`, every draw `draw`: (campaign, price) best
+    /// first, and the skips.
+    fn ranked(s: &Snapshot, floor: f64, draw: u32) -> (Vec<(String, i64)>, Skips) {
         let req = request(floor);
         let now = Timestamp::now();
         let facts = RequestFacts::from_request(&req, now);
         let imp = ImpFacts::from_imp(&req.imp[0]);
-        rank(s, &facts, &imp, now, &mut || draw, metrics)
+        let ranking = rank(s, &facts, &imp, now, &mut || draw);
+        let got = ranking
+            .proposals
             .iter()
             .map(|p| {
                 let id = s.set.campaigns()[p.campaign as usize].id().to_owned();
                 (id, p.price.micros())
             })
-            .collect()
+            .collect();
+        (got, ranking.skips)
     }
 
     #[test]
@@ -170,8 +193,8 @@ mod tests {
             campaign("d", 3.0),
             campaign("e", 0.5),
         ]);
-        let metrics = Metrics::default();
-        let got = ranked(&s, 0.1, 0, &metrics);
+        let (got, skips) = ranked(&s, 0.1, 0);
+        assert_eq!(skips, Skips::default());
         assert_eq!(
             got,
             vec![
@@ -185,20 +208,40 @@ mod tests {
     #[test]
     fn floors_exhaustion_and_pacing_skip_and_count() {
         let s = snapshot(&[campaign("a", 1.0), campaign("b", 3.0), campaign("c", 2.0)]);
-        let metrics = Metrics::default();
         // Floor 1.5: "a" cannot pay it.
-        assert_eq!(ranked(&s, 1.5, 0, &metrics).len(), 2);
-        assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 1);
+        let (got, skips) = ranked(&s, 1.5, 0);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            skips,
+            Skips {
+                below_floor: 1,
+                ..Skips::default()
+            }
+        );
         // "b" known to be out of budget: skipped without asking the ledger.
         state(&s, "b").mark_exhausted(Timestamp::now(), Duration::from_secs(60));
-        let got = ranked(&s, 0.1, 0, &metrics);
+        let (got, skips) = ranked(&s, 0.1, 0);
         assert_eq!(got.first().map(|g| g.0.as_str()), Some("c"));
-        assert_eq!(metrics.skip_count(SkipReason::Exhausted), 1);
+        assert_eq!(
+            skips,
+            Skips {
+                exhausted: 1,
+                ..Skips::default()
+            }
+        );
         // A pacer share of 50%: a draw below it bids, one above it does not.
         state(&s, "c").share_ppm.store(500_000, Relaxed);
-        assert_eq!(ranked(&s, 0.1, 499_999, &metrics).len(), 2);
-        assert_eq!(ranked(&s, 0.1, 500_000, &metrics).len(), 1);
-        assert_eq!(metrics.skip_count(SkipReason::Paced), 1);
+        assert_eq!(ranked(&s, 0.1, 499_999).0.len(), 2);
+        let (got, skips) = ranked(&s, 0.1, 500_000);
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            skips,
+            Skips {
+                exhausted: 1,
+                paced: 1,
+                ..Skips::default()
+            }
+        );
     }
 
     #[test]
@@ -216,102 +259,6 @@ mod tests {
         assert_eq!(state(&s, "a").id, "a");
     }
 
-    /// What `rank` must return when every campaign is fully paced in and none is exhausted: all
-    /// candidates (from the brute-force scan), each campaign's first one that meets its floor,
-    /// priced, sorted by price then campaign, the best [`MAX_PROPOSALS`].
-    fn reference(s: &Snapshot, req: &RequestFacts<'_>, imp: &ImpFacts<'_>) -> Vec<Proposal> {
-        let mut all = Vec::new();
-        s.set.candidates_scan(req, imp, &mut all);
-        let mut priced: Vec<Proposal> = Vec::new();
-        for cand in all {
-            if priced.iter().any(|p| p.campaign == cand.campaign) {
-                continue;
-            }
-            let campaign = &s.set.campaigns()[cand.campaign as usize];
-            let (floor, first_price) = imp.terms(req, cand.deal);
-            if let Some(price) = bid_price(campaign, floor, first_price) {
-                priced.push(Proposal {
-                    campaign: cand.campaign,
-                    creative: cand.creative,
-                    deal: cand.deal,
-                    price,
-                });
-            }
-        }
-        priced.sort_by(|a, b| b.price.cmp(&a.price).then(a.campaign.cmp(&b.campaign)));
-        priced.truncate(MAX_PROPOSALS);
-        priced
-    }
-
-    /// Compares `rank` with [`reference`] on every impression of `requests`; returns (full
-    /// proposal lists seen, campaigns `rank` looked at, campaigns that matched).
-    fn rank_equals_reference(set: CampaignSet, requests: &[BidRequest]) -> (usize, usize, usize) {
-        let s = Snapshot::build(set, None, NOW, Duration::from_secs(1));
-        for state in &s.states {
-            state.share_ppm.store(1_000_000, Relaxed);
-        }
-        let metrics = Metrics::default();
-        let (mut full, mut looked, mut matched) = (0, 0, 0);
-        for r in requests {
-            let req = RequestFacts::from_request(r, NOW);
-            for imp in &r.imp {
-                let imp = ImpFacts::from_imp(imp);
-                let mut draws = 0;
-                let below = metrics.skip_count(SkipReason::BelowFloor);
-                let got = rank(
-                    &s,
-                    &req,
-                    &imp,
-                    NOW,
-                    &mut || {
-                        draws += 1;
-                        0
-                    },
-                    &metrics,
-                );
-                assert_eq!(got, reference(&s, &req, &imp), "request {}", r.id);
-                full += usize::from(got.len() == MAX_PROPOSALS);
-                // Each campaign looked at is drawn for once, or skipped below its floor (once
-                // per candidate: an upper bound).
-                looked += draws + (metrics.skip_count(SkipReason::BelowFloor) - below) as usize;
-                let mut all = Vec::new();
-                s.set.candidates(&req, &imp, &mut all);
-                all.dedup_by_key(|c| c.campaign);
-                matched += all.len();
-            }
-        }
-        assert_eq!(metrics.skip_count(SkipReason::Exhausted), 0);
-        assert_eq!(metrics.skip_count(SkipReason::Paced), 0);
-        (full, looked, matched)
-    }
-
-    #[test]
-    fn early_exit_ranks_like_pricing_every_candidate_on_dense_random_sets() {
-        let mut full = 0;
-        for seed in 0..10 {
-            let set = CampaignSet::from_campaigns(synthetic_with(400, seed, Profile::DENSE))
-                .unwrap_or_else(|e| panic!("{e}"));
-            let requests = synthetic_requests_with(200, seed, Profile::DENSE);
-            full += rank_equals_reference(set, &requests).0;
-        }
-        // Not vacuous: the early exit had a full list to compare against many times.
-        assert!(full > 1_000, "only {full} full rankings");
-    }
-
-    #[test]
-    fn early_exit_ranks_like_pricing_every_candidate_on_a_broad_set() {
-        // 20,000 broadly targeted campaigns (5 chunks of the bitset), thousands of candidates
-        // per impression.
-        let set = CampaignSet::from_campaigns(synthetic_with(20_000, 3, Profile::BROAD))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let requests = synthetic_requests_with(120, 3, Profile::BROAD);
-        let (full, looked, matched) = rank_equals_reference(set, &requests);
-        assert!(full > 100, "only {full} full rankings");
-        assert!(matched > 100_000, "only {matched} matching campaigns");
-        // The early exit looked at a small share of the matching campaigns.
-        assert!(looked * 5 < matched, "looked at {looked} of {matched}");
-    }
-
     #[test]
     fn early_exit_stops_after_the_best_when_they_have_the_highest_ceilings() {
         // 1,000 campaigns that all match, cheapest first in the file: the set puts the three
@@ -327,26 +274,19 @@ mod tests {
         let mut all = Vec::new();
         s.set.candidates(&facts, &imp, &mut all);
         assert_eq!(all.len(), 1_000);
-        let metrics = Metrics::default();
         let mut draws = 0;
-        let got = rank(
-            &s,
-            &facts,
-            &imp,
-            now,
-            &mut || {
-                draws += 1;
-                0
-            },
-            &metrics,
-        );
+        let got = rank(&s, &facts, &imp, now, &mut || {
+            draws += 1;
+            0
+        });
         let ids: Vec<&str> = got
+            .proposals
             .iter()
             .map(|p| s.set.campaigns()[p.campaign as usize].id())
             .collect();
         assert_eq!(ids, ["c1000", "c999", "c998"]);
         assert_eq!(draws, 3, "three candidates visited, not 1,000");
-        assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 0);
+        assert_eq!(got.skips, Skips::default());
 
         // A floor above the best: the candidates that cannot pay it are visited and counted,
         // then the exit comes as soon as three are held.
@@ -354,24 +294,18 @@ mod tests {
         let facts = RequestFacts::from_request(&req, now);
         let imp = ImpFacts::from_imp(&req.imp[0]);
         let mut draws = 0;
-        let got = rank(
-            &s,
-            &facts,
-            &imp,
-            now,
-            &mut || {
-                draws += 1;
-                0
-            },
-            &metrics,
-        );
+        let got = rank(&s, &facts, &imp, now, &mut || {
+            draws += 1;
+            0
+        });
         let ids: Vec<&str> = got
+            .proposals
             .iter()
             .map(|p| s.set.campaigns()[p.campaign as usize].id())
             .collect();
         assert_eq!(ids, ["c1000", "c999"]);
         // Fewer than three can pay: every candidate is visited.
         assert_eq!(draws, 2);
-        assert_eq!(metrics.skip_count(SkipReason::BelowFloor), 998);
+        assert_eq!(got.skips.below_floor, 998);
     }
 }

@@ -5,8 +5,8 @@ use openrtb::Price;
 use pacing::Timestamp;
 use serde_json::{Value, json};
 
-use super::super::{Candidate, ImpFacts, RequestFacts, bid_price};
 use super::{TEN_UTC, candidates, request, set};
+use crate::{Candidate, ImpFacts, RequestFacts, bid_price};
 
 /// One campaign with the given targeting and two banner creatives (300x250, 728x90).
 fn campaign_with(targeting: Value) -> String {

@@ -3,7 +3,7 @@
 
 use openrtb::Price;
 
-use super::model::Campaign;
+use crate::model::Campaign;
 
 /// The CPM `campaign` bids on an impression with `floor`, or `None` when it will not pay the
 /// floor.

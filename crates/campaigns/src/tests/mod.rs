@@ -1,15 +1,14 @@
-//! Tests of the campaign module: the file format and validation ([`schema`]), each targeting
-//! dimension and the price rule ([`matching`]), and the index against the brute-force scan
-//! ([`index`]).
+//! Tests of the file format and validation ([`schema`]) and of each targeting dimension and the
+//! price rule ([`matching`]). The index against the brute-force scan, on synthetic sets, is in
+//! `tests/index.rs`.
 
-mod index;
 mod matching;
 mod schema;
 
 use openrtb::BidRequest;
 use pacing::Timestamp;
 
-use super::{CampaignSet, Candidate, ImpFacts, RequestFacts};
+use crate::{CampaignSet, Candidate, ImpFacts, RequestFacts};
 
 /// The example of the campaign file format given in the brief (and in `docs/campaigns.md`).
 pub(super) const BRIEF_EXAMPLE: &str = r#"[{"id": "c1", "budget": {"total": 1.00}, "bid": {"cpm": 2.00}, "pacing": "asap",

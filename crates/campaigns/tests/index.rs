@@ -1,15 +1,16 @@
 //! The index returns exactly what the brute-force scan returns, on seeded random campaigns and
 //! requests; visiting stops where the visitor breaks; the set orders campaigns by descending
 //! ceiling; synthetic data is deterministic and valid.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ops::ControlFlow;
 
 use pacing::Timestamp;
 
-use super::super::synth::{
+use campaigns::{CampaignSet, ImpFacts, RequestFacts};
+use testkit::synth::{
     NOW, Profile, synthetic, synthetic_requests, synthetic_requests_with, synthetic_with,
 };
-use super::super::{CampaignSet, ImpFacts, RequestFacts};
 
 /// Compares index and scan for every impression of every request at several decision times;
 /// returns (impressions checked, candidates found).
@@ -142,7 +143,7 @@ fn visiting_stops_where_the_visitor_breaks() {
 #[test]
 fn campaigns_are_ordered_by_descending_ceiling_then_file_order() {
     let set = CampaignSet::from_campaigns(synthetic(3_000, 11)).expect("synthetic set");
-    let file_pos = |c: &super::super::Campaign| -> usize {
+    let file_pos = |c: &campaigns::Campaign| -> usize {
         c.id()
             .strip_prefix('c')
             .and_then(|n| n.parse().ok())
@@ -193,7 +194,7 @@ fn index_equals_scan_with_appended_output_and_duplicated_values() {
         let req = RequestFacts::from_request(&r, NOW);
         for imp in &r.imp {
             let imp = ImpFacts::from_imp(imp);
-            let sentinel = super::super::Candidate {
+            let sentinel = campaigns::Candidate {
                 campaign: u32::MAX,
                 creative: 0,
                 deal: None,

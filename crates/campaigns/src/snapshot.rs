@@ -1,7 +1,7 @@
 //! What changes while serving: the campaign set in force (swapped whole on reload) and each
 //! campaign's running state (pacing, counters), which survives reloads by campaign id.
 //!
-//! The request path reads the set through one atomic pointer load ([`arc_swap::ArcSwap`]) and a
+//! The request path reads the set through one atomic pointer load (the bidder keeps the [`Snapshot`] in an `ArcSwap`) and a
 //! campaign's pacing share through one atomic integer; it never takes a lock. Only the pacing
 //! tick, once per control interval, locks a campaign's controller.
 
@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ledger::Balance;
 use pacing::{Limits, Nanos, Pacer, PacerConfig, PacingMode, PacingState, Timestamp};
 
-use crate::campaign::{Campaign, CampaignSet};
+use crate::model::Campaign;
+use crate::schema::PacingModeConfig;
+use crate::set::CampaignSet;
 
 /// Running state of one campaign, kept across reloads while its id stays.
 #[derive(Debug)]
@@ -63,14 +64,14 @@ impl CampaignState {
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Runs the pacing controller on the ledger's figures and publishes the new share.
-    pub fn pace(&self, now: Timestamp, balance: &Balance) {
+    /// Runs the pacing controller on the ledger's figures, what the campaign has `spent` in
+    /// total and `spent_today`, and publishes the new share. Spent only: what is reserved is
+    /// mostly lease headroom in Redis mode (budget parked with the instances, not committed to
+    /// bids), and in the other modes bids whose notices are a moment away, a lag the controller
+    /// absorbs like any reporting delay.
+    pub fn pace(&self, now: Timestamp, spent: Nanos, spent_today: Nanos) {
         let mut pacer = Self::lock(&self.pacer);
-        // Spent only: `reserved` is mostly lease headroom in Redis mode (budget parked with the
-        // instances, not committed to bids), and in the other modes bids whose notices are a
-        // moment away, a lag the controller absorbs like any reporting delay.
-        let today = balance.daily.as_ref().map_or(Nanos::ZERO, |d| d.spent);
-        pacer.update(now, balance.spent, today);
+        pacer.update(now, spent, spent_today);
         self.share_ppm.store(pacer.bid_share_ppm(), Relaxed);
     }
 
@@ -116,8 +117,8 @@ pub fn pacer_config(c: &Campaign, loaded_at: Timestamp, interval: Duration) -> P
     let f = c.flight();
     PacerConfig {
         mode: match c.pacing() {
-            crate::campaign::PacingModeConfig::Asap => PacingMode::Asap,
-            crate::campaign::PacingModeConfig::Even => PacingMode::Even,
+            PacingModeConfig::Asap => PacingMode::Asap,
+            PacingModeConfig::Even => PacingMode::Even,
         },
         flight: pacing::Flight {
             // An open start paces from the moment the campaign was first loaded.

@@ -20,10 +20,12 @@
 //! when none of its categories is blocked by `bcat` (a blocked `IAB7` also blocks `IAB7-39`)
 //! and none of its advertiser domains is blocked by `badv` (parents included).
 
+use std::ops::ControlFlow;
+
 use openrtb::Video;
 
-use super::facts::{ImpFacts, RequestFacts};
-use super::model::{Campaign, Creative, Media, VideoCreative};
+use crate::facts::{ImpFacts, RequestFacts};
+use crate::model::{Campaign, Creative, Media, VideoCreative};
 
 /// Targeting dimensions whose check the caller has already done exactly (the index, by
 /// intersecting postings); [`campaign_matches_unchecked`] skips them.
@@ -277,4 +279,42 @@ mod tests {
         assert!(!category_blocked(&bcat, "IAB25-2"));
         assert!(!category_blocked(&bcat, "IAB70"));
     }
+}
+
+/// One way a campaign may answer an impression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Candidate {
+    /// Index into [`crate::CampaignSet::campaigns`] (descending `max_cpm` order).
+    pub campaign: u32,
+    /// Index into that campaign's [`Campaign::creatives`].
+    pub creative: u32,
+    /// Position in `imp.pmp.deals` of the deal the campaign bids through (`None`: open
+    /// auction).
+    pub deal: Option<u32>,
+}
+
+/// Runs the predicate, less the checks in `done`, on campaign `c` (at position `ci`); visits
+/// each creative that fits.
+pub(crate) fn visit_fitting(
+    ci: u32,
+    c: &Campaign,
+    req: &RequestFacts<'_>,
+    imp: &ImpFacts<'_>,
+    done: Done,
+    visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let Some(deal) = campaign_matches_unchecked(c, req, imp, done) else {
+        return ControlFlow::Continue(());
+    };
+    for (j, cr) in c.creatives().iter().enumerate() {
+        if creative_fits(c, cr, req, imp) {
+            visit(Candidate {
+                campaign: ci,
+                // At most MAX_CREATIVES creatives.
+                creative: u32::try_from(j).unwrap_or(u32::MAX),
+                deal,
+            })?;
+        }
+    }
+    ControlFlow::Continue(())
 }

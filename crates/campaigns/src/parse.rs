@@ -5,15 +5,13 @@
 //! `[3].bid.cpm` and TOML's `campaign[3].bid.cpm` both read `campaigns[3].bid.cpm`, which is
 //! also how validation errors name fields.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use serde_path_to_error::Segment;
 
-use super::error::CampaignError;
-use super::limits::MAX_FILE_BYTES;
-use super::schema::{CampaignFile, CampaignSpec};
+use crate::error::CampaignError;
+use crate::limits::MAX_FILE_BYTES;
+use crate::schema::{CampaignFile, CampaignSpec};
 
 /// Which syntax a file is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,27 +34,14 @@ impl Format {
     }
 }
 
-/// Reads a campaign file (at most [`MAX_FILE_BYTES`]) and parses it by its extension.
-pub fn read_file(path: &Path) -> Result<Vec<CampaignSpec>, CampaignError> {
-    let format = Format::from_path(path).ok_or_else(|| CampaignError::UnknownFormat {
-        file: path.to_owned(),
-    })?;
-    let io_err = |source| CampaignError::Io {
-        file: path.to_owned(),
-        source,
-    };
-    let file = File::open(path).map_err(io_err)?;
-    // Read one byte past the limit instead of trusting the metadata: the file may grow.
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_err)?;
+/// Parses the bytes of a campaign file in `format` (at most [`MAX_FILE_BYTES`]).
+pub fn parse_bytes(format: Format, bytes: &[u8]) -> Result<Vec<CampaignSpec>, CampaignError> {
     match format {
-        Format::Json => parse_json(&bytes),
+        Format::Json => parse_json(bytes),
         Format::Toml => {
             check_size(bytes.len())?;
-            let text = std::str::from_utf8(&bytes).map_err(|e| {
-                let (line, column) = line_column(&bytes, e.valid_up_to());
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                let (line, column) = line_column(bytes, e.valid_up_to());
                 CampaignError::Parse {
                     path: String::new(),
                     line,

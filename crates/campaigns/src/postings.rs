@@ -1,17 +1,6 @@
-//! [`CampaignSet`]: the validated campaigns of one file and the index built over them once, at
-//! load. Immutable afterwards: a reload builds a new set aside and swaps it in whole.
+//! The index of a [`CampaignSet`](crate::CampaignSet), built once at load, and the matching
+//! that answers an impression's candidates from it.
 //!
-//! # Order
-//!
-//! The set holds its campaigns by highest possible bid, [`BidRule::max_cpm`] descending (file
-//! order among equal ones), and every index ([`Candidate::campaign`], [`CampaignSet::position`])
-//! is a position in that order. Matching visits candidates in campaign order, so a caller that
-//! wants only the best few bids can stop as soon as the next campaign's `max_cpm` cannot beat
-//! what it holds ([`CampaignSet::visit_candidates`]).
-//!
-//! [`BidRule::max_cpm`]: super::model::BidRule::max_cpm
-//!
-//! # Index
 //!
 //! One posting per (dimension, value): the campaigns that name the value. Dimensions: media
 //! (banner size of any creative, within the campaign's `sizes`; or video), deal, country,
@@ -23,7 +12,7 @@
 //! For an impression, each dimension's candidates are the union of `any` and the postings of
 //! the request's values (for domains, the domain and each parent; for deals, `any` only outside
 //! a private auction; for media, the impression's sizes and video). Their size is known from one
-//! hash lookup per value. [`CampaignSet::visit_candidates`] then:
+//! hash lookup per value. [`Index::visit`] then:
 //! 1. orders the dimensions by that size and returns at once if one is empty;
 //! 2. when the smallest is tiny (under a quarter of the bitset's word count) and all lists,
 //!    gathers it, sorts and deduplicates it, and verifies those campaigns in order;
@@ -48,145 +37,70 @@
 //! check.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::ControlFlow;
-use std::path::Path;
 
-use super::error::{CampaignError, Problem};
-use super::facts::{ImpFacts, RequestFacts};
-use super::limits::MAX_CAMPAIGNS;
-use super::model::{Campaign, Country, Media};
-use super::parse;
-use super::targeting::{Done, campaign_matches_unchecked, creative_fits, parent_domains};
-use super::validate::validate_all;
+use crate::facts::{ImpFacts, RequestFacts};
+use crate::fxhash::FxHashMap;
+use crate::model::{Campaign, Country, Media};
+use crate::targeting::{
+    Candidate, Done, campaign_matches_unchecked, creative_fits, parent_domains, visit_fitting,
+};
 
-/// One way a campaign may answer an impression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Candidate {
-    /// Index into [`CampaignSet::campaigns`] (descending `max_cpm` order).
-    pub campaign: u32,
-    /// Index into that campaign's [`Campaign::creatives`].
-    pub creative: u32,
-    /// Position in `imp.pmp.deals` of the deal the campaign bids through (`None`: open
-    /// auction).
-    pub deal: Option<u32>,
+/// Words of the bitset intersected and verified at a time (4,096 campaigns): small enough that
+/// an early stop skips most of the work, large enough that the per-chunk cost (one look at
+/// each posting) stays small next to the words.
+const CHUNK_WORDS: usize = 64;
+
+/// Per-thread buffers of [`Index::visit`], kept between calls so that
+/// matching allocates nothing once warm.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The chunk being intersected, and the union of one dimension over it.
+    acc: Vec<u64>,
+    tmp: Vec<u64>,
+    /// The campaigns of a tiny, all-list dimension.
+    ids: Vec<u32>,
+    /// The postings of every restricting dimension, one range per dimension.
+    parts: Vec<PostingId>,
+    /// The `block_domains` postings of the request's domains and parents.
+    blocked: Vec<PostingId>,
 }
 
-/// Validated campaigns and their index; see the module documentation.
-///
-/// [`CampaignSet::campaigns`] is in descending [`BidRule::max_cpm`] order, file order within
-/// equal ones; [`Candidate::campaign`], [`CampaignSet::position`] and anything indexed like the
-/// campaigns (a snapshot's states) use that order, not the file's.
-///
-/// [`BidRule::max_cpm`]: super::model::BidRule::max_cpm
-#[derive(Debug)]
-pub struct CampaignSet {
-    campaigns: Vec<Campaign>,
-    by_id: FxHashMap<Box<str>, u32>,
-    index: Index,
+/// A restricting dimension of one request: its candidate count bound and its postings.
+#[derive(Clone, Copy, Debug)]
+struct DimParts {
+    cost: usize,
+    dim: Dim,
+    start: usize,
+    end: usize,
 }
 
-impl CampaignSet {
-    /// Reads, parses (by extension, `.json` or `.toml`), validates and indexes a campaign file.
-    pub fn load(path: impl AsRef<Path>) -> Result<CampaignSet, CampaignError> {
-        Self::from_campaigns(validate_all(parse::read_file(path.as_ref())?)?)
-    }
-
-    /// From JSON: an array of campaigns, or `{"campaign": [...]}`.
-    pub fn from_json_bytes(bytes: &[u8]) -> Result<CampaignSet, CampaignError> {
-        Self::from_campaigns(validate_all(parse::parse_json(bytes)?)?)
-    }
-
-    /// From TOML: `[[campaign]]` tables.
-    pub fn from_toml_str(text: &str) -> Result<CampaignSet, CampaignError> {
-        Self::from_campaigns(validate_all(parse::parse_toml(text)?)?)
-    }
-
-    /// Indexes already validated campaigns; refuses duplicate ids (named by their position in
-    /// `campaigns`) and more than [`MAX_CAMPAIGNS`]. The set then orders them by descending
-    /// `max_cpm`, stably (see [`CampaignSet::campaigns`]).
-    pub fn from_campaigns(mut campaigns: Vec<Campaign>) -> Result<CampaignSet, CampaignError> {
-        if campaigns.len() > MAX_CAMPAIGNS {
-            return Err(CampaignError::invalid(
-                "campaigns",
-                Problem::TooMany(MAX_CAMPAIGNS),
-            ));
+impl Default for DimParts {
+    fn default() -> Self {
+        DimParts {
+            cost: 0,
+            dim: Dim::Media,
+            start: 0,
+            end: 0,
         }
-        let mut by_id = FxHashMap::default();
-        by_id.reserve(campaigns.len());
-        for (i, c) in campaigns.iter().enumerate() {
-            // i < MAX_CAMPAIGNS < u32::MAX by the check above.
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
-            if by_id.insert(Box::from(c.id()), i).is_some() {
-                return Err(CampaignError::invalid(
-                    format!("campaigns[{i}].id"),
-                    Problem::Duplicate(c.id().to_owned()),
-                ));
-            }
-        }
-        // Validated in file order above (errors name file positions); from here on, by highest
-        // possible bid. `sort_by_key` is stable: equal ceilings keep file order.
-        campaigns.sort_by_key(|c| std::cmp::Reverse(c.bid().max_cpm));
-        for (i, c) in campaigns.iter().enumerate() {
-            if let Some(slot) = by_id.get_mut(c.id()) {
-                *slot = u32::try_from(i).unwrap_or(u32::MAX);
-            }
-        }
-        let index = Index::build(&campaigns);
-        Ok(CampaignSet {
-            campaigns,
-            by_id,
-            index,
-        })
     }
+}
 
-    /// The campaigns by descending `max_cpm`, file order within equal ones;
-    /// [`Candidate::campaign`] indexes this slice.
-    pub fn campaigns(&self) -> &[Campaign] {
-        &self.campaigns
-    }
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
 
-    pub fn len(&self) -> usize {
-        self.campaigns.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.campaigns.is_empty()
-    }
-
-    /// The campaign with this id.
-    pub fn get(&self, id: &str) -> Option<&Campaign> {
-        let &i = self.by_id.get(id)?;
-        self.campaigns.get(i as usize)
-    }
-
-    /// Index into [`CampaignSet::campaigns`] of the campaign with this id.
-    pub fn position(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).copied()
-    }
-
-    /// Appends to `out` every (campaign, creative) that may bid on `imp`, sorted by campaign
-    /// then creative, each once. Uses the index (see the module documentation); the same as
-    /// [`CampaignSet::visit_candidates`] visiting everything.
-    pub fn candidates(&self, req: &RequestFacts<'_>, imp: &ImpFacts<'_>, out: &mut Vec<Candidate>) {
-        let _ = self.visit_candidates(req, imp, |c| {
-            out.push(c);
-            ControlFlow::Continue(())
-        });
-    }
-
-    /// Calls `visit` with every (campaign, creative) that may bid on `imp`, in the order of
-    /// [`CampaignSet::candidates`]: by campaign (so by descending `max_cpm`), then creative.
-    /// Candidates are found lazily, in that order: when `visit` breaks, matching stops there,
-    /// without intersecting or verifying the rest. Returns `Break` when `visit` did.
-    pub fn visit_candidates(
+impl Index {
+    /// Calls `visit` with every candidate of `imp` among `campaigns` (the set this index was
+    /// built over), in campaign order, stopping when `visit` breaks; see the module docs.
+    pub(crate) fn visit(
         &self,
+        campaigns: &[Campaign],
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
-        mut visit: impl FnMut(Candidate) -> ControlFlow<()>,
+        visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        if self.campaigns.is_empty() {
+        if campaigns.is_empty() {
             return ControlFlow::Continue(());
         }
         SCRATCH.with(|cell| {
@@ -197,19 +111,20 @@ impl CampaignSet {
                 Ok(s) => s,
                 Err(_) => &mut fresh,
             };
-            self.visit_with(scratch, req, imp, &mut visit)
+            self.visit_with(campaigns, scratch, req, imp, visit)
         })
     }
 
     fn visit_with(
         &self,
+        campaigns: &[Campaign],
         scratch: &mut Scratch,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
         visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let n = self.campaigns.len();
-        let idx = &self.index;
+        let n = campaigns.len();
+        let idx = self;
         let Scratch {
             acc,
             tmp,
@@ -271,7 +186,7 @@ impl CampaignSet {
             ids.sort_unstable();
             ids.dedup();
             for &ci in ids.iter() {
-                self.verify(ci, req, imp, done, visit)?;
+                self.verify(campaigns, ci, req, imp, done, visit)?;
             }
             return ControlFlow::Continue(());
         }
@@ -315,7 +230,7 @@ impl CampaignSet {
                         let ci = (w0 + w) * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let ci = u32::try_from(ci).unwrap_or(u32::MAX);
-                        self.verify(ci, req, imp, chunk_done, visit)?;
+                        self.verify(campaigns, ci, req, imp, chunk_done, visit)?;
                     }
                 }
             }
@@ -327,13 +242,14 @@ impl CampaignSet {
     /// Runs the predicate, less the checks in `done`, on campaign `ci`; visits what fits.
     fn verify(
         &self,
+        campaigns: &[Campaign],
         ci: u32,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
         done: Done,
         visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Some(hot) = self.index.hot.get(ci as usize) else {
+        let Some(hot) = self.hot.get(ci as usize) else {
             return ControlFlow::Continue(());
         };
         let now = req.now.0;
@@ -341,7 +257,7 @@ impl CampaignSet {
         if now < hot.start || (now >= hot.end && hot.end != u64::MAX) {
             return ControlFlow::Continue(());
         }
-        let Some(c) = self.campaigns.get(ci as usize) else {
+        let Some(c) = campaigns.get(ci as usize) else {
             return ControlFlow::Continue(());
         };
         if done != Done::ALL {
@@ -359,7 +275,6 @@ impl CampaignSet {
         };
         let first = hot.first_creative as usize;
         let keys = self
-            .index
             .creative_keys
             .get(first..first + usize::from(hot.creatives))
             .unwrap_or_default();
@@ -391,93 +306,6 @@ impl CampaignSet {
         }
         ControlFlow::Continue(())
     }
-
-    /// The reference the index is tested against: the same predicate over every campaign.
-    /// Same output as [`CampaignSet::candidates`], at a cost proportional to the set's size.
-    pub fn candidates_scan(
-        &self,
-        req: &RequestFacts<'_>,
-        imp: &ImpFacts<'_>,
-        out: &mut Vec<Candidate>,
-    ) {
-        let mut push = |cand| {
-            out.push(cand);
-            ControlFlow::Continue(())
-        };
-        for (i, c) in self.campaigns.iter().enumerate() {
-            // Fewer than u32::MAX campaigns, checked at construction.
-            let ci = u32::try_from(i).unwrap_or(u32::MAX);
-            let _ = visit_fitting(ci, c, req, imp, Done::NONE, &mut push);
-        }
-    }
-}
-
-/// Words of the bitset intersected and verified at a time (4,096 campaigns): small enough that
-/// an early stop skips most of the work, large enough that the per-chunk cost (one look at
-/// each posting) stays small next to the words.
-const CHUNK_WORDS: usize = 64;
-
-/// Per-thread buffers of [`CampaignSet::visit_candidates`], kept between calls so that
-/// matching allocates nothing once warm.
-#[derive(Debug, Default)]
-struct Scratch {
-    /// The chunk being intersected, and the union of one dimension over it.
-    acc: Vec<u64>,
-    tmp: Vec<u64>,
-    /// The campaigns of a tiny, all-list dimension.
-    ids: Vec<u32>,
-    /// The postings of every restricting dimension, one range per dimension.
-    parts: Vec<PostingId>,
-    /// The `block_domains` postings of the request's domains and parents.
-    blocked: Vec<PostingId>,
-}
-
-/// A restricting dimension of one request: its candidate count bound and its postings.
-#[derive(Clone, Copy, Debug)]
-struct DimParts {
-    cost: usize,
-    dim: Dim,
-    start: usize,
-    end: usize,
-}
-
-impl Default for DimParts {
-    fn default() -> Self {
-        DimParts {
-            cost: 0,
-            dim: Dim::Media,
-            start: 0,
-            end: 0,
-        }
-    }
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
-}
-
-fn visit_fitting(
-    ci: u32,
-    c: &Campaign,
-    req: &RequestFacts<'_>,
-    imp: &ImpFacts<'_>,
-    done: Done,
-    visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    let Some(deal) = campaign_matches_unchecked(c, req, imp, done) else {
-        return ControlFlow::Continue(());
-    };
-    for (j, cr) in c.creatives().iter().enumerate() {
-        if creative_fits(c, cr, req, imp) {
-            visit(Candidate {
-                campaign: ci,
-                // At most MAX_CREATIVES creatives.
-                creative: u32::try_from(j).unwrap_or(u32::MAX),
-                deal,
-            })?;
-        }
-    }
-    ControlFlow::Continue(())
 }
 
 /// The dimensions that have postings.
@@ -731,7 +559,7 @@ const VIDEO_KEY: u64 = u64::MAX;
 const EXCLUDED_KEY: u64 = u64::MAX - 1;
 
 #[derive(Debug)]
-struct Index {
+pub(crate) struct Index {
     /// Words of a bitset over all campaigns.
     words: usize,
     /// Every posting of every dimension; the dimensions hold positions in it.
@@ -758,7 +586,7 @@ struct Index {
 }
 
 impl Index {
-    fn build(campaigns: &[Campaign]) -> Index {
+    pub(crate) fn build(campaigns: &[Campaign]) -> Index {
         let n = campaigns.len();
         let words = n.div_ceil(64);
         let mut media = Lists::<u64>::default();
@@ -997,67 +825,5 @@ impl Index {
                 }
             }
         }
-    }
-}
-
-type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// The Firefox/rustc hash: a multiply-rotate per word, several times faster than SipHash on
-/// short keys. Maps are built from the trusted campaign file and only looked up with request
-/// values, so a hostile request cannot grow a bucket (no HashDoS exposure).
-#[derive(Clone, Copy, Debug, Default)]
-struct FxHasher {
-    hash: u64,
-}
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
     }
 }

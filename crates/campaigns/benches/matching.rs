@@ -1,30 +1,27 @@
 //! Campaign matching per bid request: facts extraction plus `CampaignSet::candidates` for every
 //! impression, over synthetic campaign sets of 10,000 and 100,000 campaigns, and the
 //! brute-force scan at 10,000 for comparison; then the whole bid decision (matching, pricing,
-//! pacing draw and ranking by `decide::rank`, and the reservation of the best candidate's price in
+//! pacing draw and ranking by `campaigns::rank`, and the reservation of the best candidate's price in
 //! an in-memory `ledger::Book`). One element = one request, so criterion reports decisions per
 //! second. The decision group also runs a broadly targeted set of 100,000 campaigns where about
 //! 7% of the campaigns match an impression (thousands of candidates), the case the price-ordered
-//! early exit of `decide::rank` is for.
+//! early exit of `campaigns::rank` is for.
 //!
-//! `cargo bench -p bidder --bench matching -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p campaigns --bench matching -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 
-use bidder::campaign::synth::{
-    NOW, synthetic, synthetic_broad, synthetic_requests, synthetic_requests_broad,
-};
 use std::time::Duration;
 
-use bidder::campaign::{CampaignSet, Candidate, ImpFacts, RequestFacts};
-use bidder::decide::rank;
-use bidder::metrics::{Metrics, SkipReason};
-use bidder::runtime::Snapshot;
+use campaigns::{CampaignSet, Candidate, ImpFacts, RequestFacts, Snapshot, rank};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use ledger::Book;
 use openrtb::BidRequest;
 use pacing::{Limits, Nanos, Timestamp};
+use testkit::synth::{
+    NOW, synthetic, synthetic_broad, synthetic_requests, synthetic_requests_broad,
+};
 
 const REQUESTS: usize = 4_096;
 
@@ -144,7 +141,6 @@ fn decide_bench(
     for campaign in snapshot.set.campaigns() {
         book.set_limits(campaign.id(), limits, NOW);
     }
-    let metrics = Metrics::default();
     // How far ranking looks before its early exit: the candidates drawn for pacing or refused
     // below their floor (printed once per set).
     let mut looked = 0usize;
@@ -156,10 +152,10 @@ fn decide_bench(
                 looked += 1;
                 0
             };
-            rank(&snapshot, &req, &imp, NOW, &mut count, &metrics);
+            let ranking = rank(&snapshot, &req, &imp, NOW, &mut count);
+            looked += ranking.skips.below_floor as usize;
         }
     }
-    looked += metrics.skip_count(SkipReason::BelowFloor) as usize;
     eprintln!(
         "{name}: rank looked at {:.1} candidates per request on average",
         looked as f64 / requests.len() as f64
@@ -176,15 +172,8 @@ fn decide_bench(
             }
             let req = RequestFacts::from_request(black_box(r), NOW);
             for imp in &r.imp {
-                let proposals = rank(
-                    &snapshot,
-                    &req,
-                    &ImpFacts::from_imp(imp),
-                    NOW,
-                    &mut draw,
-                    &metrics,
-                );
-                let Some(best) = proposals.first() else {
+                let ranking = rank(&snapshot, &req, &ImpFacts::from_imp(imp), NOW, &mut draw);
+                let Some(best) = ranking.proposals.first() else {
                     continue;
                 };
                 let campaign = &snapshot.set.campaigns()[best.campaign as usize];

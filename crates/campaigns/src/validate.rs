@@ -10,15 +10,15 @@ use std::collections::HashSet;
 use openrtb::Price;
 use pacing::{Nanos, Timestamp};
 
-use super::error::{CampaignError, Problem};
-use super::limits::{
+use crate::error::{CampaignError, Problem};
+use crate::limits::{
     MAX_ADM_BYTES, MAX_CAMPAIGNS, MAX_CREATIVES, MAX_DIMENSION, MAX_ENTRY_BYTES, MAX_ID_BYTES,
     MAX_LIST, MAX_VIDEO_SECONDS,
 };
-use super::model::{
+use crate::model::{
     BidRule, Budget, Campaign, Country, Creative, Flight, Media, Size, Targeting, VideoCreative,
 };
-use super::schema::{BidSpec, BudgetSpec, CampaignSpec, CreativeSpec, FlightSpec, TargetingSpec};
+use crate::schema::{BidSpec, BudgetSpec, CampaignSpec, CreativeSpec, FlightSpec, TargetingSpec};
 
 type Result<T> = std::result::Result<T, CampaignError>;
 

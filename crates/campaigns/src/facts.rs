@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use openrtb::{AuctionType, BidRequest, Geo, Imp, Price, Video};
 use pacing::Timestamp;
 
-use super::model::{Country, Size};
+use crate::model::{Country, Size};
 
 /// Request-wide facts: who, where, when.
 #[derive(Clone, Debug)]

@@ -4,10 +4,10 @@ use openrtb::Price;
 use pacing::{Nanos, Timestamp};
 use serde_json::{Value, json};
 
-use super::super::error::{CampaignError, Problem};
-use super::super::parse::{parse_json, parse_toml};
-use super::super::{CampaignSet, Media, PacingModeConfig, Size};
 use super::BRIEF_EXAMPLE;
+use crate::error::{CampaignError, Problem};
+use crate::parse::{parse_json, parse_toml};
+use crate::{CampaignSet, Media, PacingModeConfig, Size};
 
 const FULL_JSON: &str = r#"[
   {
@@ -582,33 +582,28 @@ fn toml_accepts_native_datetimes_but_only_utc() {
 }
 
 #[test]
-fn files_load_by_extension_within_the_size_limit() {
-    let dir = std::env::temp_dir().join(format!("gavel-campaign-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let json = dir.join("c.JSON");
-    let toml = dir.join("c.toml");
-    let other = dir.join("c.yaml");
-    std::fs::write(&json, FULL_JSON).expect("write");
-    std::fs::write(&toml, FULL_TOML).expect("write");
-    std::fs::write(&other, "").expect("write");
-    let a = CampaignSet::load(&json).expect("json file");
-    let b = CampaignSet::load(&toml).expect("toml file");
+fn formats_go_by_extension_and_both_say_the_same_within_the_size_limit() {
+    use std::path::Path;
+
+    use crate::Format;
+    assert_eq!(Format::from_path(Path::new("c.JSON")), Some(Format::Json));
+    assert_eq!(
+        Format::from_path(Path::new("dir/c.toml")),
+        Some(Format::Toml)
+    );
+    assert_eq!(Format::from_path(Path::new("c.yaml")), None);
+    assert_eq!(Format::from_path(Path::new("campaigns")), None);
+    let a = CampaignSet::from_bytes(Format::Json, FULL_JSON.as_bytes()).expect("json");
+    let b = CampaignSet::from_bytes(Format::Toml, FULL_TOML.as_bytes()).expect("toml");
     assert_eq!(a.campaigns(), b.campaigns());
-    assert_eq!(
-        CampaignSet::load(&other).err().map(|e| e.kind()),
-        Some("format")
-    );
-    assert_eq!(
-        CampaignSet::load(dir.join("missing.json"))
-            .err()
-            .map(|e| e.kind()),
-        Some("io")
-    );
-    let _ = std::fs::remove_dir_all(&dir);
 
     let huge = vec![b' '; 64 * 1024 * 1024 + 1];
-    let e = CampaignSet::from_json_bytes(&huge).expect_err("too large");
-    assert!(matches!(e, CampaignError::FileTooLarge { .. }), "{e}");
+    for format in [Format::Json, Format::Toml] {
+        let e = CampaignSet::from_bytes(format, &huge).expect_err("too large");
+        assert!(matches!(e, CampaignError::FileTooLarge { .. }), "{e}");
+    }
+    let e = CampaignSet::from_bytes(Format::Toml, &[0xff, 0xfe]).expect_err("not UTF-8");
+    assert_eq!(e.kind(), "parse");
 }
 
 #[test]
