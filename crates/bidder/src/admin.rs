@@ -12,7 +12,9 @@ use pacing::{Nanos, PacingState, Timestamp};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::server::{Bidder, State, json as json_response, json_error};
+use edge::{json as json_response, json_error};
+
+use crate::state::{Bidder, State};
 use ledger::Unavailable;
 
 /// One campaign as `/admin/campaigns` reports it.

@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::metrics::SkipReason;
 use crate::notice::notice_urls;
-use crate::server::State;
+use crate::state::State;
 use campaigns::{ImpFacts, Media, Proposal, RequestFacts, Snapshot, rank};
 use ledger::ReserveError;
 
@@ -43,10 +43,11 @@ pub(crate) async fn run(
         .deadline(read_at, request.tmax.map(i64::from))
         .map_err(|e| e.to_string())?
         .answer_by;
-    if deadline.saturating_duration_since(Instant::now()) < state.admission.config().min_time_left()
+    if deadline.saturating_duration_since(Instant::now())
+        < state.door.admission().config().min_time_left()
     {
         // Too little time to decide and answer usefully: a no-bid now, nothing reserved.
-        state.admission.count_late();
+        state.door.admission().count_late();
         return Ok(None);
     }
     let now = Timestamp::now();

@@ -30,9 +30,11 @@ pub mod notice;
 mod reload;
 pub mod server;
 mod start;
+mod state;
 
 pub use admin::CampaignReport;
 pub use config::BidderConfig;
 pub use metrics::Metrics;
-pub use server::{BID_PATH, Bidder};
+pub use server::BID_PATH;
 pub use start::StartError;
+pub use state::Bidder;

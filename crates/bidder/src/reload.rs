@@ -3,12 +3,12 @@
 //! store. A file that fails leaves the last good set serving; the failure is logged and
 //! counted (`gavel_bidder_campaign_reloads_total{outcome="failed"}`).
 //!
-//! Reloads run when the file changes (`settings::watch_file` polls its modification time and
-//! length), on `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload_campaigns`).
+//! Reloads run when the file changes (`Bidder::watch`, over `settings::follow`), on
+//! `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use campaigns::limits::MAX_FILE_BYTES;
@@ -16,10 +16,7 @@ use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
 use pacing::Timestamp;
 
 use crate::metrics::{ReloadFailure, ReloadOutcome};
-use crate::server::State;
-
-/// How often the watcher looks at the campaign file.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+use crate::state::State;
 
 /// Why a campaign file could not be loaded.
 #[derive(Debug)]
@@ -112,18 +109,12 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     Ok(count)
 }
 
-/// Watches the campaign file until the bidder is dropped.
-pub(crate) async fn watch(state: Weak<State>) {
-    let Some(path) = state.upgrade().map(|s| s.config.campaigns.clone()) else {
-        return;
-    };
-    settings::watch_file(path, POLL_INTERVAL, move || {
-        let state = state.upgrade()?;
-        Some(async move {
-            let _ = reload(&state).await;
-        })
-    })
-    .await;
+/// Follows the campaign file, reloading it on each change, until the bidder is dropped.
+pub(crate) fn watch(state: &Arc<State>) {
+    let path = state.config.campaigns.clone();
+    settings::follow(Arc::downgrade(state), path, |state| async move {
+        let _ = reload(&state).await;
+    });
 }
 
 #[cfg(test)]

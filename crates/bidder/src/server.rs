@@ -1,73 +1,39 @@
-//! The bidder's HTTP server: routes, input limits, and the bid path. `Bidder::start` wires the
-//! ledger, the campaigns and the background tasks; `Bidder::serve(listener, shutdown)` serves.
+//! The bidder's HTTP server: routes. Bid requests come in through the edge's [`edge::Door`]
+//! (read, admit, run `bid_path`, observe); notices bypass its gate, ahead of bids.
+//! `Bidder::start` wires the ledger, the campaigns and the background tasks;
+//! `Bidder::serve(listener, shutdown)` serves.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
+use std::sync::atomic::Ordering::Relaxed;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
+use edge::{Refused, json, json_error, method_not_allowed, no_content, plain};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
-use crate::config::{BidderConfig, ChargeOn};
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome};
-use campaigns::Snapshot;
-use ledger::Ledger;
+use crate::state::{Bidder, State};
 
 /// Path of the bid endpoint.
 pub const BID_PATH: &str = "/openrtb2/bid";
-
-/// Shared state of a running bidder.
-#[derive(Debug)]
-pub(crate) struct State {
-    pub(crate) config: BidderConfig,
-    /// How a request's `tmax` becomes its deadline (`[deadline]`).
-    pub(crate) deadline: admission::DeadlinePolicy,
-    pub(crate) node: String,
-    pub(crate) public_url: String,
-    pub(crate) snapshot: ArcSwap<Snapshot>,
-    pub(crate) ledger: Ledger,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) charge_on: ChargeOn,
-    pub(crate) seq: AtomicU64,
-    /// Serializes reloads (the watcher and the admin call) so two never race to swap.
-    pub(crate) reload_lock: tokio::sync::Mutex<()>,
-    /// The ledger has not yet been told the limits of the campaigns in force.
-    pub(crate) limits_pending: AtomicBool,
-    /// The gate of bid requests (notices do not pass through it).
-    pub(crate) admission: Arc<admission::Admission>,
-    pub(crate) connections: Arc<edge::ConnStats>,
-}
-
-impl State {
-    /// A reservation id unique across instances: `{node}-{sequence}`.
-    pub(crate) fn next_reservation_id(&self) -> String {
-        format!("{}-{:x}", self.node, self.seq.fetch_add(1, Relaxed))
-    }
-}
-
-/// A running bidder.
-#[derive(Debug, Clone)]
-pub struct Bidder {
-    pub(crate) state: Arc<State>,
-}
-
-pub(crate) use edge::{json, json_error};
-use edge::{method_not_allowed, no_content, plain};
 
 impl Bidder {
     pub fn metrics(&self) -> Arc<Metrics> {
         self.state.metrics.clone()
     }
 
-    /// Reloads the campaign file now (what SIGHUP does); returns how many campaigns serve, or
-    /// why the last good set stays.
-    pub async fn reload_campaigns(&self) -> Result<usize, String> {
+    /// Reloads the campaign file now (what SIGHUP and `POST /admin/reload` do); returns how
+    /// many campaigns serve, or why the last good set stays.
+    pub async fn reload(&self) -> Result<usize, String> {
         crate::reload::reload(&self.state).await
+    }
+
+    /// Follows the campaign file: reloads it on each change, until the bidder is dropped.
+    pub fn watch(&self) {
+        crate::reload::watch(&self.state);
     }
 
     /// Serves until `shutdown` completes; then stops accepting, lets requests in flight finish
@@ -117,7 +83,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
                 state.ledger.lease_stats(),
                 state.ledger.redis_healthy().unwrap_or(false),
             );
-            state.admission.render("gavel_bidder", &mut text);
+            state.door.admission().render("gavel_bidder", &mut text);
             state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
@@ -134,7 +100,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
     // Never shed, and counted against the bid gate's limit: under load, bids make way.
-    let _first = state.admission.enter_first();
+    let _first = state.door.admission().enter_first();
     let parsed = match crate::notice::parse(kind, query) {
         Ok(n) => n,
         Err(e) => {
@@ -163,45 +129,38 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
     }
 }
 
-/// Reads the body within the size limit and the read timeout.
-async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
-    let limit = state.config.http.max_body_bytes;
-    edge::read_body(req, limit, state.config.read_timeout())
-        .await
-        .map_err(|e| {
-            state.metrics.request(match e {
-                edge::BodyError::TooLarge { .. } => RequestOutcome::TooLarge,
-                edge::BodyError::Read(_) | edge::BodyError::Timeout => RequestOutcome::BadRequest,
-            });
-            e.response()
-        })
-}
-
 async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
-    let body = match read_body(state, req).await {
-        Ok(b) => b,
-        Err(response) => return response,
+    let metrics = &state.metrics;
+    let refused = |why| {
+        metrics.request(match why {
+            Refused::TooLarge => RequestOutcome::TooLarge,
+            Refused::BadBody => RequestOutcome::BadRequest,
+            Refused::Shed => RequestOutcome::Shed,
+        });
     };
-    let read_at = Instant::now();
     // Notices enter ahead of this gate (`enter_first`): they settle money already promised.
-    let Some(_ticket) = state.admission.try_enter() else {
-        state.metrics.request(RequestOutcome::Shed);
-        return edge::shed_answer(&state.admission, &body);
-    };
-    let response = match crate::bid_path::run(state, &body, read_at).await {
-        Ok(Some(encoded)) => {
-            state.metrics.request(RequestOutcome::Bid);
-            json(StatusCode::OK, encoded)
-        }
-        Ok(None) => {
-            state.metrics.request(RequestOutcome::NoBid);
-            no_content()
-        }
-        Err(message) => {
-            state.metrics.request(RequestOutcome::BadRequest);
-            json_error(StatusCode::BAD_REQUEST, &message)
-        }
-    };
-    state.metrics.decision_latency.observe(read_at.elapsed());
-    response
+    state
+        .door
+        .take_in(
+            req,
+            &metrics.decision_latency,
+            refused,
+            |body, read_at| async move {
+                match crate::bid_path::run(state, &body, read_at).await {
+                    Ok(Some(encoded)) => {
+                        metrics.request(RequestOutcome::Bid);
+                        json(StatusCode::OK, encoded)
+                    }
+                    Ok(None) => {
+                        metrics.request(RequestOutcome::NoBid);
+                        no_content()
+                    }
+                    Err(message) => {
+                        metrics.request(RequestOutcome::BadRequest);
+                        json_error(StatusCode::BAD_REQUEST, &message)
+                    }
+                }
+            },
+        )
+        .await
 }

@@ -1,6 +1,6 @@
 //! Wiring a bidder: the ledger its configuration names, the first campaign load, and the
-//! background tasks (campaign watcher, pacing tick, reservation expiry). Tasks hold a weak
-//! reference and stop when the bidder is dropped.
+//! background tasks (pacing tick, reservation expiry; the campaign file's watcher starts with
+//! [`Bidder::watch`]). Tasks hold a weak reference and stop when the bidder is dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -13,7 +13,7 @@ use pacing::{Nanos, Timestamp};
 
 use crate::config::{Backend, BidderConfig, RedisMode};
 use crate::metrics::Metrics;
-use crate::server::{Bidder, State};
+use crate::state::{Bidder, State};
 use campaigns::PacingModeConfig;
 use ledger::Ledger;
 
@@ -99,8 +99,9 @@ impl Bidder {
         tokio::spawn(admission::Admission::run_controller(Arc::downgrade(
             &admission,
         )));
+        let door = edge::Door::new(config.http.max_body_bytes, config.read_timeout(), admission);
         let state = Arc::new(State {
-            admission,
+            door,
             connections: Arc::new(edge::ConnStats::default()),
             charge_on: config.ledger.charge_on,
             deadline: config.deadline.policy(),
@@ -114,7 +115,6 @@ impl Bidder {
             reload_lock: tokio::sync::Mutex::new(()),
             limits_pending: AtomicBool::new(limits_pending),
         });
-        tokio::spawn(crate::reload::watch(Arc::downgrade(&state)));
         tokio::spawn(pace(Arc::downgrade(&state), interval));
         tokio::spawn(expire(Arc::downgrade(&state)));
         Ok(Bidder { state })

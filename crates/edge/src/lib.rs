@@ -3,10 +3,13 @@
 //! with a request is its own business; how bytes come in and errors go out is the same for all,
 //! so input limits are enforced in one place.
 //!
-//! Besides bodies, the edge bounds connections (a cap, a header timeout against slowloris, an
-//! idle timeout, a header size limit) in [`serve`], answers the requests the admission gate
-//! refuses ([`shed_answer`], [`too_late_answer`]), and rate-limits the log lines clients can
-//! provoke ([`log_limit`]).
+//! | piece | job |
+//! | --- | --- |
+//! | [`serve`] | the accept loop: a cap on connections, a header timeout against slowloris, an idle timeout, a header size limit, a graceful stop |
+//! | [`Door`] | the shape of a working route: read the body, admit, run, observe (both servers) |
+//! | [`read_body`] | a body bounded in size and time |
+//! | [`json`], [`json_error`], [`no_bid`], [`shed_answer`], ... | the small answers every route needs |
+//! | [`log_limit`] | rate-limited logging of what clients can provoke |
 //!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
@@ -19,10 +22,12 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
+mod door;
 pub mod log_limit;
 mod serve;
 
 pub use admission::NoBidStyle;
+pub use door::{Door, Refused};
 pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve};
 
 /// The body type of every answer.

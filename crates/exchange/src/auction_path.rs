@@ -13,8 +13,10 @@ use openrtb::BidRequest;
 use crate::enrich::enrich;
 use crate::fanout;
 use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
-use crate::server::{State, json_error};
+use edge::json_error;
+
 use crate::settle::{self, AuctionCtx, Won};
+use crate::state::State;
 use crate::validate::{auction_currency, validate};
 
 /// Markup fetched from a win notice URL may be this large.
@@ -67,7 +69,7 @@ async fn auction(
     // One roster for the whole auction: a reload meanwhile affects the next one.
     let roster = state.roster.load_full();
     let left = deadline.remaining(Instant::now());
-    let admission = &state.admission;
+    let admission = state.door.admission();
     // The expected fan-out time: the configured floor, or how long the fastest bidder
     // typically takes to answer, whichever is longer.
     let needed = admission

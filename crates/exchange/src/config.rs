@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use admission::DeadlineConfig;
@@ -282,6 +282,9 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
 #[derive(Debug, Clone)]
 pub struct Validated {
     pub config: Config,
+    /// The file it was read from ([`Config::load`]): what [`crate::Exchange::watch`] follows
+    /// and [`crate::Exchange::reload`] reads again. `None` for a configuration built from text.
+    pub source: Option<PathBuf>,
     pub second_price_increment: Price,
     /// Index-aligned with `config.bidders`.
     pub endpoints: Vec<Endpoint>,
@@ -310,7 +313,9 @@ fn http_limits(h: &HttpConfig) -> edge::HttpLimits {
 impl Config {
     /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Validated, ConfigError> {
-        Config::from_toml(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)
+        let mut validated = Config::from_toml(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)?;
+        validated.source = Some(path.to_owned());
+        Ok(validated)
     }
 
     /// Parses and validates a TOML document.
@@ -422,6 +427,7 @@ impl Config {
             endpoints.push(parse_endpoint(&b.endpoint).map_err(|e| invalid(key("endpoint"), e))?);
         }
         Ok(Validated {
+            source: None,
             second_price_increment: increment,
             endpoints,
             config: self,

@@ -24,9 +24,11 @@ pub mod reload;
 pub mod roster;
 pub mod server;
 pub mod settle;
+mod state;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).
 pub use openrtb::validate;
 
 pub use config::{Config, ConfigError, Validated};
 pub use metrics::Metrics;
-pub use server::{AUCTION_PATH, Exchange};
+pub use server::AUCTION_PATH;
+pub use state::Exchange;

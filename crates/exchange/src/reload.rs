@@ -9,20 +9,17 @@
 //! (the listener, pools' limits, the admission gate, the notice workers); a reload that changes
 //! them still applies the bidders, and names the sections that wait for a restart.
 //!
-//! Reloads run when the file changes (see [`Exchange::watch_config`]) and when asked (the
-//! binary calls [`Exchange::reload_from`] on SIGHUP).
+//! Reloads run when the file changes ([`Exchange::watch`], over `settings::follow`) and when
+//! asked (the binary calls [`Exchange::reload`] on SIGHUP).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::config::{Config, ConfigError, Validated};
 use crate::metrics::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
-use crate::server::{Exchange, State};
-
-/// How often [`Exchange::watch_config`] looks at the file.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+use crate::state::{Exchange, State};
 
 /// What an applied reload did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +36,14 @@ pub enum ReloadError {
     Unreadable { path: String, reason: String },
     #[error("{path} refused: {reason}")]
     Invalid { path: String, reason: String },
+    #[error("this exchange was configured from text, not a file: there is nothing to reload")]
+    NoFile,
 }
 
 impl ReloadError {
     fn outcome(&self) -> ReloadOutcome {
         match self {
-            ReloadError::Unreadable { .. } => ReloadOutcome::Unreadable,
+            ReloadError::Unreadable { .. } | ReloadError::NoFile => ReloadOutcome::Unreadable,
             ReloadError::Invalid { .. } => ReloadOutcome::Invalid,
         }
     }
@@ -96,27 +95,34 @@ fn load(path: &Path) -> Result<Validated, ReloadError> {
 }
 
 impl Exchange {
+    /// Reloads the bidder list from the file the configuration was loaded from (what SIGHUP
+    /// does); on any error the last good configuration keeps serving.
+    pub async fn reload(&self) -> Result<ReloadReport, ReloadError> {
+        match &self.state.config.source {
+            Some(path) => reload(&self.state, path).await,
+            None => Err(ReloadError::NoFile),
+        }
+    }
+
     /// Reloads the bidder list from the configuration file at `path`; on any error the last
     /// good configuration keeps serving.
     pub async fn reload_from(&self, path: &Path) -> Result<ReloadReport, ReloadError> {
         reload(&self.state, path).await
     }
 
-    /// Watches the configuration file at `path` and reloads it when its modification time or
-    /// length changes, until the exchange is dropped.
-    pub fn watch_config(&self, path: PathBuf) {
-        let state = Arc::downgrade(&self.state);
-        tokio::spawn(settings::watch_file(
-            path.clone(),
-            POLL_INTERVAL,
-            move || {
-                let state = state.upgrade()?;
-                let path = path.clone();
-                Some(async move {
-                    let _ = reload(&state, &path).await;
-                })
-            },
-        ));
+    /// Follows the file the configuration was loaded from, reloading it on each change, until
+    /// the exchange is dropped. Does nothing for a configuration built from text.
+    pub fn watch(&self) {
+        let Some(path) = self.state.config.source.clone() else {
+            return;
+        };
+        let file = path.clone();
+        settings::follow(Arc::downgrade(&self.state), path, move |state| {
+            let file = file.clone();
+            async move {
+                let _ = reload(&state, &file).await;
+            }
+        });
     }
 }
 

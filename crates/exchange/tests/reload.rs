@@ -100,8 +100,8 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
     let path = dir.join("exchange.toml");
     let good = bidder_block("a", &a.endpoint());
     write(&path, &good);
-    let ex = exchange_from_toml(&good).await;
-    ex.exchange.watch_config(path.clone());
+    let ex = exchange_from_file(&path).await;
+    ex.exchange.watch();
 
     let stop = Arc::new(AtomicBool::new(false));
     let load = drive(ex.addr, Duration::from_millis(4), stop.clone());
@@ -178,7 +178,7 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
 
     // An explicit reload (what SIGHUP does) of a file that drops a.
     write(&path, bidder_block("b", &b.endpoint()));
-    let report = ex.exchange.reload_from(&path).await.unwrap();
+    let report = ex.exchange.reload().await.unwrap();
     assert_eq!(report.bidders.removed, ["a"]);
     assert!(report.bidders.added.is_empty() && report.bidders.changed.is_empty());
     let a_calls = a.requests.lock().unwrap().len();
@@ -253,6 +253,9 @@ async fn a_refused_reload_says_why_and_a_kept_bidder_keeps_its_pool() {
     let good = bidder_block("a", &a.endpoint());
     let ex = exchange_from_toml(&good).await;
 
+    // Configured from text: no file to read again.
+    let none = ex.exchange.reload().await.unwrap_err();
+    assert!(matches!(none, ReloadError::NoFile), "{none}");
     let missing = ex
         .exchange
         .reload_from(&dir.join("nope.toml"))

@@ -1,6 +1,6 @@
 //! Configuration files, the same way for every server: read within a size limit
 //! ([`read_bounded`]), refuse a key that moved with a message that says where it went
-//! ([`moved_key`]), and follow the file while serving ([`watch_file`]).
+//! ([`moved_key`]), and follow the file while serving ([`follow`], over [`watch_file`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
 //! naming the key); how it is read and watched is written once here, so that the exchange's
@@ -14,4 +14,4 @@ mod watch;
 
 pub use moved::moved_key;
 pub use read::{ReadError, read_bounded, read_bounded_bytes};
-pub use watch::{stamp, watch_file};
+pub use watch::{POLL_INTERVAL, follow, stamp, watch_file};

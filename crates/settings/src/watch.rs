@@ -7,7 +7,25 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
+
+/// How often a server looks at the file it follows: a change is applied within two of these.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What both servers' `watch()` starts: a task that follows the file at `path`
+/// ([`watch_file`], every [`POLL_INTERVAL`]) and calls `reload` with the owner on each settled
+/// change, until the owner is dropped (the task holds only a weak reference).
+pub fn follow<T, F, Fut>(owner: Weak<T>, path: PathBuf, reload: F) -> tokio::task::JoinHandle<()>
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(watch_file(path, POLL_INTERVAL, move || {
+        owner.upgrade().map(&reload)
+    }))
+}
 
 /// What identifies a version of the file: its modification time and length.
 pub fn stamp(path: &Path) -> Option<(SystemTime, u64)> {

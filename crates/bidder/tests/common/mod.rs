@@ -52,6 +52,7 @@ impl TestBidder {
         std::fs::write(dir.join("bidder.toml"), &text).unwrap();
         let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
         let bidder = bidder::Bidder::start(config).await.unwrap();
+        bidder.watch();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let server = bidder.clone();
         tokio::spawn(async move {

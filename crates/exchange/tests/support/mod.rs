@@ -158,7 +158,15 @@ pub async fn exchange_with_cap(
 
 /// Starts an exchange from a whole configuration text.
 pub async fn exchange_from_toml(text: &str) -> RunningExchange {
-    let config = Config::from_toml(text).unwrap();
+    start(Config::from_toml(text).unwrap()).await
+}
+
+/// Starts an exchange from the configuration file at `path` (so that it can follow it).
+pub async fn exchange_from_file(path: &std::path::Path) -> RunningExchange {
+    start(Config::load(path).unwrap()).await
+}
+
+async fn start(config: exchange::Validated) -> RunningExchange {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let exchange = Exchange::new(config);

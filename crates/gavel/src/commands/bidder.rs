@@ -21,12 +21,13 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
     config.listen = listener.local_addr()?;
     let backend = format!("{:?}", config.ledger.backend).to_lowercase();
     let bidder = Bidder::start(config).await?;
-    // The campaign file is watched by the bidder itself; SIGHUP reloads it too.
+    // The campaign file is followed, and SIGHUP reloads it too.
+    bidder.watch();
     let on_hup = bidder.clone();
     super::on_hangup(move || {
         let bidder = on_hup.clone();
         async move {
-            let _ = bidder.reload_campaigns().await;
+            let _ = bidder.reload().await;
         }
     });
     println!(

@@ -21,12 +21,12 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     let bidders = validated.config.bidders.len();
     let exchange = Exchange::new(validated);
     // The bidder list follows the file: on every change, and on SIGHUP.
-    exchange.watch_config(args.config.clone());
-    let (on_hup, path) = (exchange.clone(), args.config.clone());
+    exchange.watch();
+    let on_hup = exchange.clone();
     super::on_hangup(move || {
-        let (exchange, path) = (on_hup.clone(), path.clone());
+        let exchange = on_hup.clone();
         async move {
-            let _ = exchange.reload_from(&path).await;
+            let _ = exchange.reload().await;
         }
     });
     println!(

@@ -1,0 +1,111 @@
+//! The shared state of a running exchange and its handle, [`Exchange`], with the wiring that
+//! builds them. Everything an auction, a reload or a background task reads is here; nothing
+//! here calls back into them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use admission::{Admission, DeadlinePolicy};
+use arc_swap::ArcSwap;
+use auction::AuctionConfig;
+use edge::{ConnStats, Door};
+
+use crate::config::Validated;
+use crate::metrics::Metrics;
+use crate::notice_client::NoticeClient;
+use crate::notices::Notifier;
+use crate::roster::{PoolSettings, Roster};
+
+/// Shared state of a running exchange; immutable but for atomics.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) config: Validated,
+    pub(crate) policy: DeadlinePolicy,
+    pub(crate) auction: AuctionConfig,
+    /// The bidders now; `config.bidders` is only the list the exchange started with.
+    pub(crate) roster: ArcSwap<Roster>,
+    /// What a reload builds the roster with: the startup values, which only a restart changes.
+    pub(crate) pool_settings: PoolSettings,
+    /// Serializes reloads (the watcher and SIGHUP) so two never race to swap.
+    pub(crate) reload_lock: tokio::sync::Mutex<()>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) notifier: Notifier,
+    pub(crate) notice_client: Arc<NoticeClient>,
+    /// Auction requests come in through it.
+    pub(crate) door: Door,
+    pub(crate) connections: Arc<ConnStats>,
+    auction_seq: AtomicU64,
+    /// Makes auction ids unique across restarts of the same node.
+    id_prefix: String,
+}
+
+impl State {
+    pub(crate) fn next_auction_id(&self) -> String {
+        let n = self.auction_seq.fetch_add(1, Relaxed);
+        format!("{}-{n:x}", self.id_prefix)
+    }
+}
+
+/// A configured exchange, ready to serve.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub(crate) state: Arc<State>,
+}
+
+impl Exchange {
+    /// Builds pools, starts the notice workers and the admission controller; must run inside a
+    /// tokio runtime. The configuration file, if it came from one, is followed once
+    /// [`Exchange::watch`] is called.
+    pub fn new(config: Validated) -> Exchange {
+        let pool_settings = PoolSettings::new(&config.config.http, &config.config.breaker);
+        let (roster, _) = Roster::build(
+            &config.config.bidders,
+            &config.endpoints,
+            &pool_settings,
+            &Roster::default(),
+            Instant::now(),
+        );
+        let metrics = Arc::new(Metrics::new(Vec::new()));
+        metrics.set_bidders(roster.table.clone());
+        let n = &config.config.notices;
+        let notice_client = Arc::new(NoticeClient::default());
+        let notifier = Notifier::start(
+            n.workers,
+            n.queue,
+            std::time::Duration::from_millis(n.timeout_ms),
+            notice_client.clone(),
+            metrics.clone(),
+        );
+        let admission = Arc::new(Admission::new(config.config.admission.clone()));
+        tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
+        let door = Door::new(
+            config.config.http.max_body_bytes,
+            config.read_timeout(),
+            admission,
+        );
+        let started_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let state = State {
+            policy: config.config.deadline.policy(),
+            auction: AuctionConfig {
+                second_price_increment: config.second_price_increment,
+            },
+            id_prefix: format!("{}-{started_ms:x}", config.config.node),
+            roster: ArcSwap::from_pointee(roster),
+            pool_settings,
+            reload_lock: tokio::sync::Mutex::new(()),
+            metrics,
+            notifier,
+            notice_client,
+            door,
+            connections: Arc::new(ConnStats::default()),
+            auction_seq: AtomicU64::new(0),
+            config,
+        };
+        Exchange {
+            state: Arc::new(state),
+        }
+    }
+}
