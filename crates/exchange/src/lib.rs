@@ -21,6 +21,7 @@ pub mod notice_client;
 pub mod notices;
 pub mod pool;
 pub mod reload;
+pub mod report;
 pub mod roster;
 pub mod server;
 pub mod settle;
@@ -30,5 +31,6 @@ pub use openrtb::validate;
 
 pub use config::{Config, ConfigError, Validated};
 pub use metrics::Metrics;
+pub use report::{BidderReport, ExchangeReport};
 pub use server::AUCTION_PATH;
 pub use state::Exchange;

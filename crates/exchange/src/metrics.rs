@@ -2,14 +2,12 @@
 //! Prometheus text format. Label sets are bounded: outcomes and reasons are fixed enums, bidder
 //! names come from the configuration.
 
-use std::fmt::Write as _;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use arc_swap::ArcSwap;
-use telemetry::labelled_counters;
 pub use telemetry::{ByLabel, Histogram};
+use telemetry::{family, labelled_counters, sample, single};
 
 labelled_counters! {
     /// How one inbound request ended.
@@ -276,76 +274,59 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(8 * 1024);
         let o = &mut out;
-        let _ = writeln!(
+        let requests = "gavel_exchange_requests_total";
+        family(
             o,
-            "# HELP gavel_exchange_requests_total Inbound auction requests by outcome."
+            requests,
+            "counter",
+            "Inbound auction requests by outcome.",
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_requests_total counter");
         for r in RequestOutcome::ALL {
-            let _ = writeln!(
+            sample(
                 o,
-                "gavel_exchange_requests_total{{outcome=\"{}\"}} {}",
-                r.label(),
-                self.request_count(*r)
+                requests,
+                &[("outcome", r.label())],
+                self.request_count(*r),
             );
         }
-        let _ = writeln!(
+        let latency = "gavel_exchange_auction_duration_seconds";
+        family(o, latency, "histogram", "Time from request read to answer.");
+        self.auction_latency.render(o, latency, "");
+        single(
             o,
-            "# HELP gavel_exchange_auction_duration_seconds Time from request read to answer."
+            "gavel_exchange_late_answers_total",
+            "counter",
+            "Answers written after the deadline.",
+            self.late_answers.load(Relaxed),
         );
-        let _ = writeln!(
+        single(
             o,
-            "# TYPE gavel_exchange_auction_duration_seconds histogram"
+            "gavel_exchange_no_time_left_total",
+            "counter",
+            "Requests answered without fan-out because their deadline left too little time.",
+            self.no_time_left.load(Relaxed),
         );
-        self.auction_latency
-            .render(o, "gavel_exchange_auction_duration_seconds", "");
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_late_answers_total Answers written after the deadline."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_late_answers_total counter");
-        let _ = writeln!(
-            o,
-            "gavel_exchange_late_answers_total {}",
-            self.late_answers.load(Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_no_time_left_total Requests answered without fan-out because their deadline left too little time."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_no_time_left_total counter");
-        let _ = writeln!(
-            o,
-            "gavel_exchange_no_time_left_total {}",
-            self.no_time_left.load(Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_notices_total Notices fired by kind and outcome."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_notices_total counter");
+        let notices = "gavel_exchange_notices_total";
+        family(o, notices, "counter", "Notices fired by kind and outcome.");
         for k in NoticeKind::ALL {
             for n in NoticeOutcome::ALL {
-                let _ = writeln!(
-                    o,
-                    "gavel_exchange_notices_total{{kind=\"{}\",outcome=\"{}\"}} {}",
-                    k.label(),
-                    n.label(),
-                    self.notice_count(*k, *n)
-                );
+                let labels = [("kind", k.label()), ("outcome", n.label())];
+                sample(o, notices, &labels, self.notice_count(*k, *n));
             }
         }
-        let _ = writeln!(
+        let reloads = "gavel_exchange_config_reloads_total";
+        family(
             o,
-            "# HELP gavel_exchange_config_reloads_total Configuration reloads: applied, or refused (the last good configuration stays) and why."
+            reloads,
+            "counter",
+            "Configuration reloads: applied, or refused (the last good configuration stays) and why.",
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_config_reloads_total counter");
         for r in ReloadOutcome::ALL {
-            let _ = writeln!(
+            sample(
                 o,
-                "gavel_exchange_config_reloads_total{{outcome=\"{}\"}} {}",
-                r.label(),
-                self.config_reload_count(*r)
+                reloads,
+                &[("outcome", r.label())],
+                self.config_reload_count(*r),
             );
         }
         self.render_bidders(o);
@@ -354,150 +335,116 @@ impl Metrics {
 
     fn render_bidders(&self, o: &mut String) {
         let table = self.bidders.load();
-        let pairs = || table.iter();
-        let _ = writeln!(
+        // One sample per bidder of a per-bidder value.
+        let per_bidder = |o: &mut String,
+                          name: &str,
+                          kind: &str,
+                          help: &str,
+                          value: &dyn Fn(&BidderMetrics) -> String| {
+            family(o, name, kind, help);
+            for (bidder, b) in table.iter() {
+                sample(o, name, &[("bidder", bidder)], value(b));
+            }
+        };
+        per_bidder(
             o,
-            "# HELP gavel_exchange_bidder_requests_total Bid requests sent per bidder."
+            "gavel_exchange_bidder_requests_total",
+            "counter",
+            "Bid requests sent per bidder.",
+            &|b| b.requests.load(Relaxed).to_string(),
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_requests_total counter");
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_bidder_requests_total{{bidder=\"{name}\"}} {}",
-                b.requests.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
+        let responses = "gavel_exchange_bidder_responses_total";
+        family(
             o,
-            "# HELP gavel_exchange_bidder_responses_total Bidder calls by outcome (timeouts and no-bids included)."
+            responses,
+            "counter",
+            "Bidder calls by outcome (timeouts and no-bids included).",
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_responses_total counter");
-        for (name, b) in pairs() {
+        for (bidder, b) in table.iter() {
             for r in BidderOutcome::ALL {
-                let _ = writeln!(
-                    o,
-                    "gavel_exchange_bidder_responses_total{{bidder=\"{name}\",outcome=\"{}\"}} {}",
-                    r.label(),
-                    b.outcome_count(*r)
-                );
+                let labels = [("bidder", bidder), ("outcome", r.label())];
+                sample(o, responses, &labels, b.outcome_count(*r));
             }
         }
-        let _ = writeln!(
+        let skips = "gavel_exchange_bidder_skips_total";
+        family(
             o,
-            "# HELP gavel_exchange_bidder_skips_total Auctions that did not call a bidder, by reason."
+            skips,
+            "counter",
+            "Auctions that did not call a bidder, by reason.",
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_skips_total counter");
-        for (name, b) in pairs() {
+        for (bidder, b) in table.iter() {
             for r in SkipReason::ALL {
-                let _ = writeln!(
-                    o,
-                    "gavel_exchange_bidder_skips_total{{bidder=\"{name}\",reason=\"{}\"}} {}",
-                    r.label(),
-                    b.skip_count(*r)
-                );
+                let labels = [("bidder", bidder), ("reason", r.label())];
+                sample(o, skips, &labels, b.skip_count(*r));
             }
         }
-        let _ = writeln!(
+        per_bidder(
             o,
-            "# HELP gavel_exchange_bidder_breaker_state Circuit breaker state per bidder: 0 closed, 1 open, 2 half-open."
+            "gavel_exchange_bidder_breaker_state",
+            "gauge",
+            "Circuit breaker state per bidder: 0 closed, 1 open, 2 half-open.",
+            &|b| b.breaker_state.load(Relaxed).to_string(),
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_breaker_state gauge");
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_bidder_breaker_state{{bidder=\"{name}\"}} {}",
-                b.breaker_state.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
+        per_bidder(
             o,
-            "# HELP gavel_exchange_bidder_typical_answer_seconds Moving average of a bidder's complete answer times (0 before the first)."
-        );
-        let _ = writeln!(
-            o,
-            "# TYPE gavel_exchange_bidder_typical_answer_seconds gauge"
-        );
-        for (name, b) in pairs() {
+            "gavel_exchange_bidder_typical_answer_seconds",
+            "gauge",
+            "Moving average of a bidder's complete answer times (0 before the first).",
             #[allow(clippy::cast_precision_loss)] // microseconds
-            let seconds = b.typical_answer_us.load(Relaxed) as f64 / 1e6;
-            let _ = writeln!(
-                o,
-                "gavel_exchange_bidder_typical_answer_seconds{{bidder=\"{name}\"}} {seconds}"
-            );
+            &|b| (b.typical_answer_us.load(Relaxed) as f64 / 1e6).to_string(),
+        );
+        per_bidder(
+            o,
+            "gavel_exchange_bidder_breaker_trips_total",
+            "counter",
+            "Times a bidder's circuit breaker opened.",
+            &|b| b.breaker_trips.load(Relaxed).to_string(),
+        );
+        let latency = "gavel_exchange_bidder_latency_seconds";
+        family(
+            o,
+            latency,
+            "histogram",
+            "Bidder answer time (answered calls).",
+        );
+        for (bidder, b) in table.iter() {
+            b.latency
+                .render(o, latency, &format!("bidder=\"{bidder}\""));
         }
-        let _ = writeln!(
+        per_bidder(
             o,
-            "# HELP gavel_exchange_bidder_breaker_trips_total Times a bidder's circuit breaker opened."
+            "gavel_exchange_bids_total",
+            "counter",
+            "Bids received per bidder.",
+            &|b| b.bids.load(Relaxed).to_string(),
         );
-        let _ = writeln!(
+        let rejections = "gavel_exchange_bid_rejections_total";
+        family(
             o,
-            "# TYPE gavel_exchange_bidder_breaker_trips_total counter"
+            rejections,
+            "counter",
+            "Bids dropped before the auction, by reason.",
         );
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_bidder_breaker_trips_total{{bidder=\"{name}\"}} {}",
-                b.breaker_trips.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_bidder_latency_seconds Bidder answer time (answered calls)."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bidder_latency_seconds histogram");
-        for (name, b) in pairs() {
-            b.latency.render(
-                o,
-                "gavel_exchange_bidder_latency_seconds",
-                &format!("bidder=\"{name}\""),
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_bids_total Bids received per bidder."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bids_total counter");
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_bids_total{{bidder=\"{name}\"}} {}",
-                b.bids.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gavel_exchange_bid_rejections_total Bids dropped before the auction, by reason."
-        );
-        let _ = writeln!(o, "# TYPE gavel_exchange_bid_rejections_total counter");
-        for (name, b) in pairs() {
+        for (bidder, b) in table.iter() {
             for (reason, n) in b.rejections() {
-                let _ = writeln!(
-                    o,
-                    "gavel_exchange_bid_rejections_total{{bidder=\"{name}\",reason=\"{reason}\"}} {n}"
-                );
+                sample(o, rejections, &[("bidder", bidder), ("reason", reason)], n);
             }
         }
-        let _ = writeln!(o, "# HELP gavel_exchange_wins_total Imps won per bidder.");
-        let _ = writeln!(o, "# TYPE gavel_exchange_wins_total counter");
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_wins_total{{bidder=\"{name}\"}} {}",
-                b.wins.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
+        per_bidder(
             o,
-            "# HELP gavel_exchange_cleared_cpm_micros_total Sum of clearing prices (CPM micros) per bidder."
+            "gavel_exchange_wins_total",
+            "counter",
+            "Imps won per bidder.",
+            &|b| b.wins.load(Relaxed).to_string(),
         );
-        let _ = writeln!(o, "# TYPE gavel_exchange_cleared_cpm_micros_total counter");
-        for (name, b) in pairs() {
-            let _ = writeln!(
-                o,
-                "gavel_exchange_cleared_cpm_micros_total{{bidder=\"{name}\"}} {}",
-                b.cleared_micros.load(Relaxed)
-            );
-        }
+        per_bidder(
+            o,
+            "gavel_exchange_cleared_cpm_micros_total",
+            "counter",
+            "Sum of clearing prices (CPM micros) per bidder.",
+            &|b| b.cleared_micros.load(Relaxed).to_string(),
+        );
     }
 }
 
@@ -526,21 +473,6 @@ mod tests {
         assert_eq!(m.typical_answer(clock_ms() + TYPICAL_FRESH_MS + 1), None);
     }
     use std::time::Duration;
-
-    #[test]
-    fn histogram_buckets_are_cumulative() {
-        let h = Histogram::default();
-        h.observe(Duration::from_micros(300));
-        h.observe(Duration::from_millis(7));
-        h.observe(Duration::from_secs(5));
-        let mut out = String::new();
-        h.render(&mut out, "x", "");
-        assert!(out.contains("x_bucket{le=\"0.0005\"} 1\n"), "{out}");
-        assert!(out.contains("x_bucket{le=\"0.01\"} 2\n"), "{out}");
-        assert!(out.contains("x_bucket{le=\"1\"} 2\n"), "{out}");
-        assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"), "{out}");
-        assert!(out.contains("x_count{} 3\n"), "{out}");
-    }
 
     #[test]
     fn render_names_every_bidder_and_outcome() {

@@ -137,6 +137,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn histogram_buckets_are_cumulative() {
+        let h = Histogram::default();
+        h.observe(Duration::from_micros(300));
+        h.observe(Duration::from_millis(7));
+        h.observe(Duration::from_secs(5));
+        let mut out = String::new();
+        h.render(&mut out, "x", "");
+        assert!(out.contains("x_bucket{le=\"0.0005\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"0.01\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"1\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"), "{out}");
+        assert!(out.contains("x_count{} 3\n"), "{out}");
+    }
+
+    #[test]
     fn families_and_samples() {
         let mut out = String::new();
         family(&mut out, "x_total", "counter", "Things.");

@@ -3,12 +3,10 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use exchange::metrics::{BidderOutcome, NoticeKind, NoticeOutcome, RequestOutcome, SkipReason};
-use exchange::{Config, Exchange, Metrics};
+use exchange::{Config, Exchange, ExchangeReport};
 use loadgen::{Arrivals, Corpus, LoadSpec, Report, ResponseCheck};
 use openrtb::Price;
 use tokio::net::TcpListener;
@@ -65,9 +63,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         exchange::AUCTION_PATH
     );
     let exchange = Exchange::new(config);
-    let metrics = exchange.metrics();
     let server = tokio::spawn({
-        let stop = stopped(stop_rx.clone());
+        let (exchange, stop) = (exchange.clone(), stopped(stop_rx.clone()));
         async move { exchange.serve(listener, stop).await }
     });
 
@@ -95,6 +92,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // Let queued win and billing notices reach the bidders before counting them.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let sim_stats = fleet.stats();
+    let books = exchange.report();
     let campaigns = real_bidder.render().await;
     let real_notices = real_bidder.win_notices().await;
     let _ = stop_tx.send(true);
@@ -102,7 +100,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     print!(
         "{}",
-        render(&args, &report, &metrics, &sim_stats, real_notices)
+        render(&args, &report, &books, &sim_stats, real_notices)
     );
     print!("{campaigns}");
     Ok(())
@@ -116,16 +114,19 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// Spend in currency units: a CPM is the price of a thousand impressions.
-fn spend(cpm_micros: u64) -> String {
-    let micros = i64::try_from(cpm_micros / 1000).unwrap_or(i64::MAX);
-    format!("{:.2}", Price::from_micros(micros).as_cpm_f64())
+/// Spend in currency units of a sum of clearing CPMs: a CPM is the price of a thousand
+/// impressions.
+fn spend(cleared: Price) -> String {
+    format!(
+        "{:.2}",
+        Price::from_micros(cleared.micros() / 1000).as_cpm_f64()
+    )
 }
 
 fn render(
     args: &DemoArgs,
     report: &Report,
-    metrics: &Metrics,
+    books: &ExchangeReport,
     sim: &[sim::BidderStats],
     real: demo_bidder::WinNotices,
 ) -> String {
@@ -138,9 +139,8 @@ fn render(
         "auctions          {} sent, {} answered ({:.0}/s achieved)",
         report.sent, report.completed, report.rate_achieved
     );
-    let bid_or_no_bid =
-        metrics.request_count(RequestOutcome::Bid) + metrics.request_count(RequestOutcome::NoBid);
-    let late = metrics.late_answers.load(Relaxed);
+    let bid_or_no_bid = books.sold + books.no_bid;
+    let late = books.late_answers;
     let _ = writeln!(
         o,
         "within tmax       {:.2}% answered within {} ms at the client (from each scheduled send); \
@@ -168,8 +168,7 @@ fn render(
         o,
         "at the door       {} shed by the admission bound, {} answered at once for too little time left; \
          no bidder called for either",
-        metrics.request_count(RequestOutcome::Shed),
-        metrics.no_time_left.load(Relaxed)
+        books.shed, books.no_time_left
     );
     let failures = report
         .sent
@@ -181,35 +180,31 @@ fn render(
             report.status
         );
     }
-    let bidders = metrics.bidders();
-    let total_cleared: u64 = bidders
-        .iter()
-        .map(|(_, b)| b.cleared_micros.load(Relaxed))
-        .sum();
-    let total_wins: u64 = bidders.iter().map(|(_, b)| b.wins.load(Relaxed)).sum();
-    let avg = total_cleared.checked_div(total_wins).unwrap_or(0);
+    let cleared = books.cleared();
+    let total_wins = books.wins();
+    let avg = cleared
+        .micros()
+        .checked_div(i64::try_from(total_wins).unwrap_or(i64::MAX))
+        .unwrap_or(0);
     let _ = writeln!(
         o,
         "cleared value     {} USD spent on {total_wins} impressions (average clearing CPM {})",
-        spend(total_cleared),
-        Price::from_micros(i64::try_from(avg).unwrap_or(0))
+        spend(cleared),
+        Price::from_micros(avg)
     );
     let told = Price::from_micros(
         sim.iter().map(|s| s.win_value.micros()).sum::<i64>() + real.value.micros(),
     );
     let received: u64 = sim.iter().map(|s| s.win_notices).sum::<u64>() + real.received;
-    let fired = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
-        + metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Sent);
-    let lost = metrics.notice_count(NoticeKind::Win, NoticeOutcome::Dropped)
-        + metrics.notice_count(NoticeKind::Win, NoticeOutcome::Failed);
-    let books = Price::from_micros(i64::try_from(total_cleared).unwrap_or(i64::MAX));
+    let fired = books.win_notices_sent + books.markup_fetched;
+    let lost = books.win_notices_lost;
     let _ = writeln!(
         o,
         "win notices       exchange sent {fired} ({lost} dropped or failed), bidders received {received}; \
-         clearing CPMs: exchange books {books}, bidders told {told}"
+         clearing CPMs: exchange books {cleared}, bidders told {told}"
     );
-    let late_markup = metrics.notice_count(NoticeKind::Markup, NoticeOutcome::Failed);
-    if received != fired || books != told {
+    let late_markup = books.markup_failed;
+    if received != fired || cleared != told {
         let _ = writeln!(
             o,
             "                  (they differ by {} notices: {late_markup} markup fetches from nurl missed the deadline, and a \
@@ -230,25 +225,21 @@ fn render(
         "skipped pool/brk/qps",
         "spend USD"
     );
-    for (name, b) in bidders.iter() {
-        let errors =
-            b.outcome_count(BidderOutcome::Error) + b.outcome_count(BidderOutcome::Invalid);
+    for b in &books.bidders {
         let _ = writeln!(
             o,
             "{:<14} {:>8} {:>8} {:>7} {:>8} {:>7} {:>20} {:>10}",
-            name,
-            b.requests.load(Relaxed),
-            b.bids.load(Relaxed),
-            b.wins.load(Relaxed),
-            b.outcome_count(BidderOutcome::Timeout),
-            errors,
+            b.name,
+            b.requests,
+            b.bids,
+            b.wins,
+            b.timeouts,
+            b.errors,
             format!(
                 "{}/{}/{}",
-                b.skip_count(SkipReason::PoolFull),
-                b.skip_count(SkipReason::BreakerOpen),
-                b.skip_count(SkipReason::QpsCap)
+                b.skipped_pool_full, b.skipped_breaker_open, b.skipped_qps_cap
             ),
-            spend(b.cleared_micros.load(Relaxed)),
+            spend(b.cleared),
         );
     }
     let _ = writeln!(
