@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use auction::AuctionConfig;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use exchange::breaker::{Breaker, BreakerConfig, Health, RateCap};
+use exchange::breaker::{Breaker, BreakerConfig, Health, RateCap, pass_gates};
 use exchange::config::SchainConfig;
 use exchange::enrich::enrich;
-use exchange::fanout::{Reply, interpret, pass_gates};
+use exchange::fanout::{Reply, interpret};
 use exchange::metrics::BidderTable;
 use exchange::settle::{AuctionCtx, settle};
 use openrtb::BidRequest;
@@ -87,7 +87,7 @@ fn settle_ten_bidders(c: &mut Criterion) {
 }
 
 /// What `fanout::start_call` and `record_health` add per bidder besides the pool: the rate cap
-/// and the breaker (`fanout::pass_gates`, at the auction's start) and a health record at the
+/// and the breaker (`breaker::pass_gates`, at the auction's start) and a health record at the
 /// call's end, each behind the mutex the auctions share (uncontended here; a one-thread runtime
 /// never contends them), with the clock reads of the real path.
 fn gates_ten_bidders(c: &mut Criterion) {

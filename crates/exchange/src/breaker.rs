@@ -9,9 +9,12 @@
 //! a single failure opens it again for twice as long (up to `max_open_for`). A bidder that is
 //! down thus costs one probe per interval instead of a connection attempt per auction.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+
+use crate::metrics::SkipReason;
 
 /// The `[breaker]` section: how bidders are isolated when they fail.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -261,6 +264,26 @@ impl RateCap {
             false
         }
     }
+}
+
+/// Whether a call to a bidder may be made at `now`: its rate cap first (a call it refuses
+/// must not count as a breaker probe), then its breaker, which is asked last so that a call it
+/// allows (perhaps a half-open probe) is surely made and its outcome recorded. Each sits behind
+/// the mutex the auctions share; a poisoned one refuses.
+pub fn pass_gates(
+    rate_cap: Option<&Mutex<RateCap>>,
+    breaker: &Mutex<Breaker>,
+    now: Instant,
+) -> Result<(), SkipReason> {
+    if let Some(cap) = rate_cap
+        && !cap.lock().is_ok_and(|mut c| c.try_take(now))
+    {
+        return Err(SkipReason::QpsCap);
+    }
+    if !breaker.lock().is_ok_and(|mut b| b.allow(now)) {
+        return Err(SkipReason::BreakerOpen);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Instant;
@@ -13,7 +12,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use openrtb::BidResponse;
 
-use crate::breaker::{Breaker, BreakerState, Health, RateCap};
+use crate::breaker::{BreakerState, Health, pass_gates};
 use crate::metrics::{BidderOutcome, SkipReason};
 use crate::pool::Call;
 use crate::roster::Bidder;
@@ -66,23 +65,6 @@ fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipR
         .map_err(|_| SkipReason::PoolFull)?;
     pass_gates(bidder.rate_cap.as_deref(), &bidder.breaker, now)?;
     Ok(call)
-}
-
-/// The rate cap, then the breaker, for one call at `now`; public for the criterion bench.
-pub fn pass_gates(
-    rate_cap: Option<&Mutex<RateCap>>,
-    breaker: &Mutex<Breaker>,
-    now: Instant,
-) -> Result<(), SkipReason> {
-    if let Some(cap) = rate_cap
-        && !cap.lock().is_ok_and(|mut c| c.try_take(now))
-    {
-        return Err(SkipReason::QpsCap);
-    }
-    if !breaker.lock().is_ok_and(|mut b| b.allow(now)) {
-        return Err(SkipReason::BreakerOpen);
-    }
-    Ok(())
 }
 
 /// Tells the bidder's breaker how its call went, and mirrors the breaker into the metrics.

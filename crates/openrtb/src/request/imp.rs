@@ -6,7 +6,7 @@ use crate::enums::{AuctionType, AutoRefreshTrigger, MultiplierSourceType};
 use crate::object::openrtb_object;
 use crate::price::Price;
 
-use super::media::{Audio, Banner, Native, Video};
+use super::media::{Audio, Banner, DurFloors, Native, Video};
 
 openrtb_object! {
     /// One impression on offer (3.2.4). At least one of `banner`, `video`, `audio`, `native`
@@ -133,18 +133,6 @@ openrtb_object! {
             reftype: AutoRefreshTrigger = "reftype",
             /// Minimum seconds between refreshes.
             minint: i32 = "minint",
-        }
-    }
-}
-
-openrtb_object! {
-    /// Floor for creatives whose duration falls in `[mindur, maxdur]` seconds (3.2.35).
-    pub struct DurFloors {
-        required {}
-        optional {
-            mindur: i32 = "mindur",
-            maxdur: i32 = "maxdur",
-            bidfloor: Price = "bidfloor",
         }
     }
 }

@@ -10,8 +10,6 @@ use crate::enums::{
 use crate::object::openrtb_object;
 use crate::price::Price;
 
-use super::imp::DurFloors;
-
 openrtb_object! {
     /// A banner impression, or a companion ad inside `Video`/`Audio` (3.2.6).
     pub struct Banner {
@@ -149,6 +147,18 @@ openrtb_object! {
             ver: String = "ver",
             api: Vec<ApiFramework> = "api",
             battr: Vec<CreativeAttribute> = "battr",
+        }
+    }
+}
+
+openrtb_object! {
+    /// Floor for creatives whose duration falls in `[mindur, maxdur]` seconds (3.2.35).
+    pub struct DurFloors {
+        required {}
+        optional {
+            mindur: i32 = "mindur",
+            maxdur: i32 = "maxdur",
+            bidfloor: Price = "bidfloor",
         }
     }
 }
