@@ -68,8 +68,11 @@ def overload_table(over, out):
             else f"`gavel bidder`, {n(first['campaigns'])} campaigns, {first['ledger']} ledger")
     out.append(f"### Overload ({what}, adaptive admission, tmax {first['tmax_ms']} ms{times})\n")
     slo = first.get("slo_p99_ms_here", over["slo_p99_ms"])
+    base = over.get("baseline_capacity")
     caps = ", ".join(f"{n(r['capacity'])}/s" + (f" ({r['ratio_to_baseline']:.3f} of the baseline)"
                                                if r.get("ratio_to_baseline") else "") for r in runs)
+    if base:
+        caps += f"; that run's baseline: {n(base)}/s"
     warm = (f"{first['warmup_seconds']} s at half the capacity, then " if first.get("warmup_seconds") else "")
     out.append(f"Capacity (p99 <= {slo} ms, admission off, on a separate process), run by run: "
                f"{caps}. Each level is one `gavel load` run on a fresh gated process's connections: {warm}"
@@ -110,10 +113,10 @@ def section(results):
                f"Capacity = highest rate with p99 <= {head['slo_p99_ms']} ms and >= 99.9% answered "
                f"2xx, {head['trial_seconds']} s trials after 1 s of warm-up (✗ = failed twice). "
                "Raw JSON: `bench-results/suite/`. Scenarios this command did not run keep the figures "
-               "of their last run (each JSON names its command; a ratio to the baseline is shown only "
-               "within one run).\n")
+               "of their last run: each table names the run it comes from and the baseline measured in "
+               "that run, and a ratio is only ever to its own run's baseline.\n")
     if base:
-        out.append("### Same-run baseline\n")
+        out.append(f"### Baseline of the latest run (`{base['command'].strip()}`)\n")
         out.append("| server | capacity/s (open loop, p99 <= 10 ms) | server CPU per request | trials |")
         out.append("| --- | ---: | ---: | --- |")
         out.append(f"| `gavel baseline` | {n(base['capacity'])} | {n(base['server_cpu_us_per_request'], 1)} µs "
@@ -134,11 +137,15 @@ def section(results):
     rows = [load(results, s) for s in ("fanout-1", "fanout-10", "fanout-50")]
     if any(rows):
         out.append("### Exchange capacity by fan-out (instant bidders)\n")
-        out.append("| fan-out | capacity/s | ratio to baseline | p50 / p99 ms at capacity | exchange CPU per auction | bidder fleet (core 1) | trials |")
+        first = next(filter(None, rows))
+        out.append(f"Run `{first['command'].strip()}`, {first['date']}.\n")
+        out.append("| fan-out | capacity/s | ratio to that run's baseline | p50 / p99 ms at capacity | exchange CPU per auction | bidder fleet (core 1) | trials |")
         out.append("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for r in filter(None, rows):
             p50, p99 = at_capacity(r["search"])
-            out.append(f"| {r['bidders']} | {n(r['capacity'])} | {n(r['ratio_to_baseline'], 3) if r['ratio_to_baseline'] else '–'} "
+            ratio = (f"{n(r['ratio_to_baseline'], 3)} of {n(r.get('baseline_capacity'))}"
+                     if r.get("ratio_to_baseline") else "–")
+            out.append(f"| {r['bidders']} | {n(r['capacity'])} | {ratio} "
                        f"| {n(p50, 2)} / {n(p99, 2)} | {n(r['server_cpu_us_per_auction'])} µs "
                        f"| {pct(r['fleet_core_share'], 0)} | {trials(r['search'])} |")
         out.append("")
@@ -176,9 +183,10 @@ def section(results):
     bid = load(results, "bidder")
     if bid:
         out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['bidder_slo_p99_ms']} ms\n")
-        out.append("| campaigns | ledger | capacity/s | ratio to baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
-        out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
         b = baseline_of(bid, base)
+        out.append(f"Run `{bid['command'].strip()}`, {bid['date']}; that run's baseline: {n(b)}/s.\n")
+        out.append("| campaigns | ledger | capacity/s | ratio to that run's baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
+        out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
         for r in bid["runs"].values():
             p50, p99 = at_capacity(r["search"])
             ratio = n(r["capacity"] / b, 3) if b and r["capacity"] else "–"
