@@ -5,7 +5,7 @@
 //! This crate is the server; the decisions are the `campaigns` crate's (pure) and the money the
 //! `ledger` crate's. The life of a bid request: decode and validate (`bid_path`), ask the
 //! campaign index for the candidates of each impression, price and rank them, dropping those
-//! whose budget is exhausted or whose pacer holds them back ([`campaigns::rank`]), reserve the
+//! whose budget is exhausted or whose pacer holds them back ([`campaigns::rank()`]), reserve the
 //! best one's maximum cost in the ledger ([`ledger::Ledger`]), answer with a bid whose notice
 //! URLs settle that reservation ([`notice`]).
 //!

@@ -6,7 +6,7 @@
 //!
 //! Life of a campaign file: [`parse`] reads JSON or TOML bytes into [`schema`] structs (unknown
 //! keys refused), [`validate`] turns them into typed [`Campaign`]s (integer money, normalized
-//! lists, bounded sizes), and [`CampaignSet`] indexes them once ([`postings`]). Per request,
+//! lists, bounded sizes), and [`CampaignSet`] indexes them once (`postings.rs`). Per request,
 //! [`RequestFacts`] and [`ImpFacts`] extract what targeting needs, [`CampaignSet::candidates`]
 //! returns the (campaign, creative, deal) triples that may bid, [`bid_price`] prices one, and
 //! [`rank::rank`] keeps the best few that their budget state and pacer allow ([`Snapshot`]).
@@ -16,11 +16,11 @@
 //! | [`schema`], [`parse`] | the file format, JSON or TOML, errors with line, column and path |
 //! | [`validate`], [`model`], [`limits`], [`error`] | typed, bounded campaigns; errors naming the field |
 //! | [`set`] | [`CampaignSet`]: campaigns by descending ceiling, lookups, candidates |
-//! | [`postings`], [`fxhash`] | the index: postings per targeting value, intersected chunk by chunk |
+//! | `postings.rs`, `fxhash.rs` | the index: postings per targeting value, intersected chunk by chunk |
 //! | [`facts`], [`targeting`] | what a request offers; the targeting predicate |
 //! | [`pricing`] | the bid price rule |
 //! | [`snapshot`] | the set in force and each campaign's running state (pacing share, counters) |
-//! | [`rank`] | one impression's proposals, best first, with what was passed over |
+//! | [`rank`](mod@rank) | one impression's proposals, best first, with what was passed over |
 //!
 //! Invariants:
 //! - a [`Campaign`] exists only validated; a [`CampaignSet`] never changes after it is built
@@ -38,11 +38,11 @@
 
 pub mod error;
 pub mod facts;
-pub mod fxhash;
+mod fxhash;
 pub mod limits;
 pub mod model;
 pub mod parse;
-pub mod postings;
+mod postings;
 pub mod pricing;
 pub mod rank;
 pub mod schema;

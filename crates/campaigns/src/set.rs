@@ -8,7 +8,7 @@
 //! is a position in that order. Matching visits candidates in campaign order, so a caller that
 //! wants only the best few bids can stop as soon as the next campaign's `max_cpm` cannot beat
 //! what it holds ([`CampaignSet::visit_candidates`]). How matching finds them without running
-//! the predicate on every campaign is the index's story, in [`crate::postings`].
+//! the predicate on every campaign is the index's story, in `postings.rs`.
 //!
 //! [`BidRule::max_cpm`]: crate::model::BidRule::max_cpm
 

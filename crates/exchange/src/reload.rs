@@ -1,6 +1,6 @@
 //! Changing the bidder list while serving. The configuration file is read, parsed and
 //! validated aside (on a blocking thread: validation resolves bidder hosts), the next
-//! [`Roster`] is built from it and swapped in with one atomic store; auctions already running
+//! `Roster` is built from it and swapped in with one atomic store; auctions already running
 //! finish with the roster they started with. A file that fails at any step leaves the last good
 //! configuration serving: the reason is logged and counted in
 //! `gavel_exchange_config_reloads_total{outcome="unreadable"|"invalid"}`.

@@ -1,4 +1,4 @@
-//! The live bidder list. An auction reads one [`Roster`] from start to end; a reload builds the
+//! The live bidder list. An auction reads one `Roster` from start to end; a reload builds the
 //! next one aside and swaps it in atomically, so an auction never sees half of each.
 //!
 //! A bidder is known by its name across reloads. What it has learned carries over when the

@@ -1,5 +1,5 @@
 //! The exchange's HTTP server: routes. Auction requests come in through the edge's
-//! [`edge::Door`] (read, admit, run [`crate::auction_path`], observe).
+//! [`edge::Door`] (read, admit, run `auction_path.rs`, observe).
 //! `Exchange::serve(listener, shutdown)` is all a binary or a test needs.
 
 use std::future::Future;

@@ -81,7 +81,7 @@ pub struct SimArgs {
     /// Seed of every random decision.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Write a [[bidders]] section for the exchange config here.
+    /// Write a `[[bidders]]` section for the exchange config here.
     #[arg(long)]
     pub write_bidders: Option<PathBuf>,
     /// Stop after this long (e.g. 30s, 5m); default: until Ctrl-C.

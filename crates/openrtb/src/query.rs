@@ -83,8 +83,8 @@ fn hex(c: u8) -> Option<u8> {
     }
 }
 
-/// `(key, value)` pairs of a query string, percent-decoded; the first occurrence of a key wins
-/// in [`param`].
+/// `(key, value)` pairs of a query string, percent-decoded, in order (a caller that looks a
+/// key up takes its first occurrence).
 pub fn query_pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')

@@ -1,6 +1,6 @@
 //! [`Pacer`]: how much of a campaign's eligible traffic should bid, so that spend follows a curve.
 //!
-//! The [ledger](crate::ledger) is what keeps spend under budget; the pacer only decides how fast
+//! The ledger (the `ledger` crate) is what keeps spend under budget; the pacer only decides how fast
 //! to get there. It throttles: a share of eligible requests bids (`admits(draw)`), the rest are
 //! skipped, and a controller adjusts that share once per `control_interval` from the spend the
 //! ledger reports. It never needs to know demand in advance.

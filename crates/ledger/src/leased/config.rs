@@ -48,7 +48,7 @@ impl Default for LeaseConfig {
 
 impl LeaseConfig {
     /// Checks the knobs; for configuration loaders, so that a bad file is refused with the field
-    /// named. [`LeasedLedger::start`] also repairs what this refuses (and logs it).
+    /// named. [`LeasedLedger::start`](super::LeasedLedger::start) also repairs what this refuses (and logs it).
     pub fn validate(&self) -> Result<(), &'static str> {
         if !self.lease_chunk.is_positive() {
             return Err("lease_chunk must be positive");

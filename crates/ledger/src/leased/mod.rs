@@ -51,7 +51,7 @@ pub struct LeaseStats {
     pub uncharged: Nanos,
     /// Leases found reclaimed or unknown (Redis expired or lost them).
     pub leases_lost: u64,
-    /// Leases closed because their campaign stopped reserving ([`LeaseConfig::idle_close`]).
+    /// Leases closed because their campaign stopped reserving ([`LeaseConfig::idle_close`](crate::LeaseConfig::idle_close)).
     pub idle_closes: u64,
     /// Leases this instance holds now.
     pub open_leases: u64,
@@ -59,13 +59,13 @@ pub struct LeaseStats {
     pub rounds: u64,
     /// Script calls the background task (and shutdown) sent to Redis.
     pub redis_calls: u64,
-    /// Round trips those calls took (they are pipelined, up to [`PIPELINE_MAX`] per trip).
+    /// Round trips those calls took (they are pipelined, up to [`PIPELINE_MAX`](crate::PIPELINE_MAX) per trip).
     pub round_trips: u64,
     /// Round trips that failed (transport), or calls Redis could not serve.
     pub redis_errors: u64,
 }
 
-/// One instance's lease-mode ledger: bids reserve and commit against a local [`pacing::Book`]
+/// One instance's lease-mode ledger: bids reserve and commit against a local [`crate::Book`]
 /// holding what Redis leased to this instance; a background task takes leases on demand, tops
 /// up, reports, extends and closes them (see the [crate docs](crate) for the protocol and its
 /// failure bounds). Cheap to clone.
@@ -105,7 +105,7 @@ struct Stats {
 
 impl LeasedLedger {
     /// Creates the instance's ledger for `campaigns` (name and shared limits), writes their
-    /// limits to Redis (pipelined: about one round trip per [`PIPELINE_MAX`] campaigns; if Redis
+    /// limits to Redis (pipelined: about one round trip per [`PIPELINE_MAX`](crate::PIPELINE_MAX) campaigns; if Redis
     /// is down it starts anyway, and the task writes them later), and spawns the background
     /// task. Takes no lease: a campaign gets one when it first tries to spend (its first bids
     /// are refused until the lease arrives, one round trip later). Must be called within a
@@ -222,7 +222,7 @@ impl LeasedLedger {
         *active = Arc::from(names);
     }
 
-    /// Reserves locally, as [`pacing::Book::reserve`], from the budget leased to this instance.
+    /// Reserves locally, as [`crate::Book::reserve`], from the budget leased to this instance.
     /// Refused with [`Refusal::InsufficientBudget`] when nothing (or not enough) is leased, or
     /// when the lease is within the safety margin of its expiry (Redis has not heard from us:
     /// fail closed), or when a daily-budget campaign's lease is from another UTC day. Such a
@@ -286,7 +286,7 @@ impl LeasedLedger {
         result
     }
 
-    /// Commits locally, as [`pacing::Book::commit`]. Always allowed, lease or not: the
+    /// Commits locally, as [`crate::Book::commit`]. Always allowed, lease or not: the
     /// impression was bought; the spend reaches Redis with the next report.
     pub fn commit(
         &self,
@@ -297,7 +297,7 @@ impl LeasedLedger {
         lock(&self.inner.local).book.commit(id, price, now)
     }
 
-    /// Releases locally, as [`pacing::Book::release`].
+    /// Releases locally, as [`crate::Book::release`].
     pub fn release(&self, id: &str, now: Timestamp) -> Result<ReleaseOutcome, SettleError> {
         lock(&self.inner.local).book.release(id, now)
     }
@@ -316,7 +316,7 @@ impl LeasedLedger {
         self.balances_of(&names[..], now).await
     }
 
-    /// [`LeasedLedger::balances`] for some campaigns only (e.g. the ones a pacer needs), with
+    /// [`LeasedLedger::balances`](crate::LeasedLedger::balances) for some campaigns only (e.g. the ones a pacer needs), with
     /// the same repair of campaigns Redis lost.
     pub async fn balances_of<S: AsRef<str>>(
         &self,

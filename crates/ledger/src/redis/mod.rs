@@ -6,7 +6,7 @@
 //! - **Per bid** ([`RedisLedger`]): every `reserve`/`commit`/`release` is one Redis round trip
 //!   running one script. Same answers as [`crate::Book`] (its types are reused), same invariants,
 //!   shared by every instance. Simple, exact, and as slow as the network.
-//! - **Leases** ([`LeasedLedger`]): each instance keeps a local [`crate::Book`] whose budget is
+//! - **Leases** ([`LeasedLedger`](crate::LeasedLedger)): each instance keeps a local [`crate::Book`] whose budget is
 //!   what Redis has leased to it, answers bids from it synchronously, and a background task takes
 //!   a lease for each campaign that tries to spend, tops it up, reports spend, extends it, and
 //!   hands it back when the campaign stops spending (the RTBkit banker's "float"). Its cost per
@@ -104,16 +104,16 @@
 //!   campaign still has available, and says what it could not charge
 //!   ([`LeaseReport::uncharged`]). So Redis never shows spent + reserved above the budget: the
 //!   overspend in the books is zero by construction.
-//! - A lease belongs to the UTC day it was (last) grown on; [`LeasedLedger`] takes a new lease
+//! - A lease belongs to the UTC day it was (last) grown on; [`LeasedLedger`](crate::LeasedLedger) takes a new lease
 //!   when its clock enters a new day, so a day's spend is bounded by that day's grants.
 //!
 //! # Lease mode on one instance
-//! [`LeasedLedger`] is built for many configured campaigns (100,000) of which a minority spend
+//! [`LeasedLedger`](crate::LeasedLedger) is built for many configured campaigns (100,000) of which a minority spend
 //! at any moment. Nothing it does per round scales with the campaigns configured:
 //! - **Limits** are written once: at start for every campaign (pipelined, [`PIPELINE_MAX`] per
 //!   round trip: about 2 s for 100,000 on a small machine), then only when a reload changes them
 //!   (at most 2,000 per round), or when Redis turns out to have lost them (a lease call answers
-//!   "unknown campaign", or [`LeasedLedger::balances`] misses a campaign).
+//!   "unknown campaign", or [`LeasedLedger::balances`](crate::LeasedLedger::balances) misses a campaign).
 //! - **Leases on demand.** No campaign holds a lease until this instance tries to spend from it.
 //!   A reservation without enough leased headroom is refused (insufficient budget, as when the
 //!   lease runs dry), raises the campaign's demand flag and wakes the task; a reservation that
@@ -123,11 +123,11 @@
 //!   typically one Redis round trip later**; a burst of bids in that window asks once. A grant
 //!   short of the ask (the campaign is nearly out) holds the campaign's next ask back for four
 //!   report intervals.
-//! - **Reports only when needed.** Every [`LeaseConfig::report_interval`] a full round looks at
+//! - **Reports only when needed.** Every [`LeaseConfig::report_interval`](crate::LeaseConfig::report_interval) a full round looks at
 //!   the leases it holds (in memory) and reports a lease only if its cumulative spend changed
 //!   since the last acknowledged report, or if its expiry is within half the TTL (at least the
 //!   safety margin plus two intervals): that report extends it. It closes the lease of a
-//!   campaign that made no reservation for [`LeaseConfig::idle_close`] (default 30 s, three
+//!   campaign that made no reservation for [`LeaseConfig::idle_close`](crate::LeaseConfig::idle_close) (default 30 s, three
 //!   TTLs) once its open reservations are resolved, handing the unspent part back; of a
 //!   campaign retired by a reload; and of the previous UTC day (renewed at once if the campaign
 //!   is spending).
@@ -139,8 +139,8 @@
 //! and one top-up per spending campaign, one sweep) in two pipelined round trips (one more per
 //! further [`PIPELINE_MAX`] calls); idle campaigns cost nothing, an idle lease one extension per
 //! half TTL until it is closed. A wake-up round only handles the campaigns that asked (no
-//! sweep). [`LeaseStats`] counts rounds, calls, round trips and open leases.
-//! [`LeasedLedger::balances`] (for pacing and admin pages) still reads every configured
+//! sweep). [`LeaseStats`](crate::LeaseStats) counts rounds, calls, round trips and open leases.
+//! [`LeasedLedger::balances`](crate::LeasedLedger::balances) (for pacing and admin pages) still reads every configured
 //! campaign, in chunks: several microseconds of Redis time per campaign per call (about 8 on a
 //! small shared machine), so 100,000 campaigns read once a second by each instance is a large
 //! share of one Redis core.
@@ -148,7 +148,7 @@
 //! # Failure bounds
 //! - **Redis unreachable or partitioned from an instance**: the instance spends only what is
 //!   leased locally, and stops taking new bids once its clock passes the lease expiry minus
-//!   [`LeaseConfig::safety_margin`]; the margin must cover clock skew between instances (the
+//!   [`LeaseConfig::safety_margin`](crate::LeaseConfig::safety_margin); the margin must cover clock skew between instances (the
 //!   sweep may run on another instance's clock) plus the report interval. Win notices for bids
 //!   already made still commit locally; if they are reported after the lease was reclaimed, they
 //!   are charged while the campaign has money and counted as uncharged beyond it. Real-world
@@ -157,7 +157,7 @@
 //! - **Instance crash**: its lease stays reserved until the expiry, then is reclaimed. Spend it
 //!   made since its last report (at most one report interval's worth, and never more than its
 //!   lease) is lost from the books; the rest of its lease comes back.
-//! - **Redis restart without persistence**: everything is gone. [`LeasedLedger`] re-creates its
+//! - **Redis restart without persistence**: everything is gone. [`LeasedLedger`](crate::LeasedLedger) re-creates its
 //!   campaigns' limits when it finds them missing, with spent back at zero: the campaigns can
 //!   spend their budget again. A lease it holds is found lost at its next report or top-up
 //!   (a top-up only grows a lease Redis knows: it never re-creates one under its old id) and

@@ -122,7 +122,7 @@ pub struct LeaseClose {
     pub reported: Nanos,
 }
 
-/// The shared budget ledger on Redis: the same operations and answers as [`pacing::Book`], each
+/// The shared budget ledger on Redis: the same operations and answers as [`crate::Book`], each
 /// one atomic Lua script, plus leases. Cheap to clone (one connection pool behind an `Arc`).
 /// Every call is bounded by the configured timeout and never panics; the outer `Result` is the
 /// transport, the inner one the ledger's answer.
@@ -286,7 +286,7 @@ impl RedisLedger {
         }
     }
 
-    /// Creates a campaign or replaces its limits, as [`pacing::Book::set_limits`]: the budget in
+    /// Creates a campaign or replaces its limits, as [`crate::Book::set_limits`]: the budget in
     /// force never drops below what is spent+reserved. Refused with
     /// [`LedgerError::OutOfRange`] beyond [`MAX_AMOUNT`].
     pub async fn set_limits(
@@ -335,7 +335,7 @@ impl RedisLedger {
     }
 
     /// Reserves `amount` of `campaign`'s budget (and its day's) under `id` until `expires_at`,
-    /// as [`pacing::Book::reserve`].
+    /// as [`crate::Book::reserve`].
     pub async fn reserve(
         &self,
         id: &str,
@@ -375,7 +375,7 @@ impl RedisLedger {
         })
     }
 
-    /// Charges `price` for reservation `id`, as [`pacing::Book::commit`].
+    /// Charges `price` for reservation `id`, as [`crate::Book::commit`].
     pub async fn commit(
         &self,
         id: &str,
@@ -417,7 +417,7 @@ impl RedisLedger {
         })
     }
 
-    /// Returns reservation `id`'s amount to its campaign, as [`pacing::Book::release`].
+    /// Returns reservation `id`'s amount to its campaign, as [`crate::Book::release`].
     pub async fn release(&self, id: &str, now: Timestamp) -> Reply<ReleaseOutcome, SettleError> {
         let day = now.day().to_string();
         let ttl = self.shared.tombstone_ms.clone();
@@ -447,7 +447,7 @@ impl RedisLedger {
         }
     }
 
-    /// One campaign's balance as of `now`, as [`pacing::Book::balance`].
+    /// One campaign's balance as of `now`, as [`crate::Book::balance`].
     pub async fn balance(
         &self,
         campaign: &str,
@@ -503,7 +503,7 @@ impl RedisLedger {
             .collect()
     }
 
-    /// Audits Redis as [`pacing::Book::check_invariants`] audits the book: each campaign's
+    /// Audits Redis as [`crate::Book::check_invariants`] audits the book: each campaign's
     /// reserved (total and today's) is the sum of its open reservations and leases, and no
     /// counter is negative. O(campaigns + open items): for tests and operators.
     pub async fn check_invariants(&self) -> Result<Result<(), String>, LedgerError> {
@@ -587,7 +587,7 @@ impl RedisLedger {
 
     /// Runs several calls in one round trip (a pipeline; Redis runs them in order, each
     /// atomically), bounded by the timeout as a whole. The caller keeps batches to about
-    /// [`PIPELINE_MAX`]. Answers are per call, in order; the outer error is the transport (any
+    /// [`PIPELINE_MAX`](crate::PIPELINE_MAX). Answers are per call, in order; the outer error is the transport (any
     /// call may or may not have run: every one of them is safe to repeat).
     pub(crate) async fn pipeline(
         &self,
@@ -812,7 +812,7 @@ fn lease_error(op: &str, status: &str) -> Result<LeaseError, LedgerError> {
     })
 }
 
-/// A balance from the raw counters, computed exactly as `pacing::Book` computes it: the budget
+/// A balance from the raw counters, computed exactly as `crate::Book` computes it: the budget
 /// in force is the configured one clamped up to spent+reserved; availability is never negative.
 fn balance_of(v: Value) -> Result<Balance, LedgerError> {
     let items = array(v)?;
