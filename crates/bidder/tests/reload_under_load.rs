@@ -14,14 +14,8 @@ use std::time::Duration;
 use bidder::metrics::{ReloadFailure, ReloadOutcome};
 use common::{Answers, TestBidder, campaign_json, steady_load};
 
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..500 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what} never happened");
+async fn wait_for(what: &str, done: impl FnMut() -> bool) {
+    testkit::time::wait_until(Duration::from_secs(5), what, done).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -75,17 +75,11 @@ fn drive(
 
 /// Waits (up to 5 s) until the exchange has counted `n` reloads with `outcome`.
 async fn wait_reloads(ex: &RunningExchange, outcome: ReloadOutcome, n: u64) {
-    for _ in 0..500 {
-        if ex.metrics.config_reload_count(outcome) >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "{n} reloads {:?} never counted (have {})",
-        outcome.label(),
-        ex.metrics.config_reload_count(outcome)
-    );
+    let what = format!("{n} reloads {:?} counted", outcome.label());
+    testkit::time::wait_until(Duration::from_secs(5), &what, || {
+        ex.metrics.config_reload_count(outcome) >= n
+    })
+    .await;
 }
 
 fn write(path: &Path, bytes: impl AsRef<[u8]>) {

@@ -17,7 +17,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -28,6 +28,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use testkit::TempDir;
 use testkit::http::call_blocking as call;
+use testkit::time::eventually_blocking as eventually;
 use tokio::net::TcpListener;
 
 /// A bidder that always bids 1.0 without naming a seat (the exchange then names its seat).
@@ -76,18 +77,6 @@ fn signal(child: &Child, name: &str) {
         .status()
         .unwrap();
     assert!(sent.success());
-}
-
-/// Polls `probe` every 50 ms for up to `within`; true once it holds.
-fn eventually(within: Duration, mut probe: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        if probe() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    probe()
 }
 
 fn metric(addr: SocketAddr, line_prefix: &str) -> u64 {

@@ -15,6 +15,7 @@ use ledger::{LeaseConfig, LeasedLedger, RedisLedger};
 use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use testkit::time::eventually;
 
 const MAX_BID: i64 = 5_000;
 
@@ -549,19 +550,6 @@ async fn spend_until(
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     committed
-}
-
-/// Polls `done` every 10 ms for at most `within`; panics with `what` on timeout.
-async fn eventually<F, Fut>(within: Duration, what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !done().await {
-        assert!(started.elapsed() < within, "{what}: not within {within:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

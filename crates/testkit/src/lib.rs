@@ -7,6 +7,7 @@
 //! - [`http`]: a raw HTTP/1.1 client over a fresh loopback connection, for the tests that must
 //!   control every byte (malformed framing, smuggling) or read the answer as the wire has it.
 //! - [`temp`]: a fresh temporary directory, removed on drop.
+//! - [`time`]: waiting for a condition, bounded, instead of a fixed sleep.
 //! - [`synth`]: seeded synthetic campaigns and bid requests shaped like a real DSP's book, for
 //!   the index's and the ranking's tests and the matching bench.
 //!
@@ -17,6 +18,7 @@ pub mod http;
 pub mod redis;
 pub mod synth;
 pub mod temp;
+pub mod time;
 
 pub use redis::{RedisServer, free_port};
 pub use temp::TempDir;
