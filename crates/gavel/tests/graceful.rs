@@ -59,21 +59,12 @@ async fn slow_bidder(delay: Duration) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
 }
 
 async fn auction(addr: SocketAddr, tmax: u64) -> (u16, Option<Value>) {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
     let body = json!({"id": "r", "tmax": tmax,
         "imp": [{"id": "1", "banner": {"w": 300, "h": 250}}], "site": {"domain": "a.example"}});
-    let req = Request::post("/openrtb2/auction")
-        .header("host", "x")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap();
-    let resp = sender.send_request(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).ok())
+    let a = testkit::http::send(addr, "POST", "/openrtb2/auction", body.to_string())
+        .await
+        .unwrap_or_else(|e| panic!("auction: {e}"));
+    (a.status.as_u16(), serde_json::from_slice(&a.body).ok())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,7 @@ use sim::{
     BidderProfile, Fleet, FleetConfig, LatencyDist, Markup, NoticeKind, PriceDist, SimError,
     demo_profiles, load_profiles,
 };
+use testkit::http::Answer;
 use tokio::net::TcpStream;
 
 /// A spec-like request (OpenRTB 2.6 example "simple banner"), with an id and floor to vary.
@@ -42,12 +43,6 @@ fn deal_request(id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-struct Answer {
-    status: StatusCode,
-    headers: http::HeaderMap,
-    body: Bytes,
-}
-
 /// One HTTP/1.1 exchange on a fresh connection.
 async fn call(addr: SocketAddr, method: Method, path: &str, body: Vec<u8>) -> Answer {
     try_call(addr, method, path, body)
@@ -60,25 +55,8 @@ async fn try_call(
     method: Method,
     path: &str,
     body: Vec<u8>,
-) -> Result<Answer, hyper::Error> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    let resp = sender.send_request(req).await?;
-    let (parts, body) = resp.into_parts();
-    let body = body.collect().await?.to_bytes();
-    Ok(Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    })
+) -> Result<Answer, String> {
+    testkit::http::send(addr, method.as_str(), path, body).await
 }
 
 async fn post(fleet: &Fleet, i: usize, body: Vec<u8>) -> Answer {

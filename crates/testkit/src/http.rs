@@ -1,14 +1,66 @@
-//! A raw HTTP/1.1 client: each call opens a fresh loopback connection, writes the bytes as
-//! given, and reads what comes back until the server closes. No client library between the
-//! test and the wire, so a test sees exactly what the server sent (and can send what no
-//! well-behaved client would).
+//! HTTP/1.1 clients for tests, each on a fresh loopback connection:
+//! - [`call`], [`call_blocking`] and [`raw`] write the bytes as given and read until the server
+//!   closes: no client library between the test and the wire, so a test sees exactly what the
+//!   server sent (and can send what no well-behaved client would);
+//! - [`send`] goes through hyper's client, a well-behaved peer, and returns the parsed answer.
 
 use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// An answer read by [`send`].
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// One request (`Content-Type: application/json`) through hyper's HTTP/1.1 client on a fresh
+/// connection; the error says which step failed (connect, the exchange, the body).
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: impl Into<Bytes>,
+) -> Result<Answer, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(conn);
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .body(Full::new(body.into()))
+        .map_err(|e| format!("request: {e}"))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("exchange: {e}"))?;
+    let (parts, body) = resp.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    Ok(Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
 
 /// The request line and headers of a `Connection: close` request with a JSON body.
 fn head(method: &str, path: &str, addr: SocketAddr, body_len: usize) -> String {

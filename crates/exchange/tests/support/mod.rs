@@ -16,7 +16,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use openrtb::BidRequest;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// What a scripted bidder answers to one bid request.
 pub struct Script {
@@ -187,23 +187,10 @@ pub async fn send(
     path: &str,
     body: impl Into<Bytes>,
 ) -> (StatusCode, http::HeaderMap, Bytes) {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let a = testkit::http::send(addr, method, path, body)
         .await
-        .unwrap();
-    tokio::spawn(conn);
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .body(Full::new(body.into()))
-        .unwrap();
-    let resp = sender.send_request(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    (a.status, a.headers, a.body)
 }
 
 pub async fn auction(
