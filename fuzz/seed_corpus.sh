@@ -82,9 +82,9 @@ for f in "$unit_dir"/toml-*; do if [ -f "$f" ]; then put campaigns_toml unit < "
 rm -rf "$unit_dir"
 
 # Small hand-written configurations: every section present, and edge values.
-printf 'node = "edge-1"\n[auction]\ndefault_tmax_ms = 1\nmax_tmax_ms = 60000\nanswer_margin_ms = 0\nsecond_price_increment = 0.0\ndefault_currency = "EUR"\n[[bidders]]\nname = "a.b-c_d"\nendpoint = "http://[::1]:9/x?y=1"\nmax_connections = 65536\nenabled = false\n' |
+printf 'node = "edge-1"\n[deadline]\ndefault_tmax_ms = 1\nmax_tmax_ms = 60000\nanswer_margin_ms = 0\n[auction]\nsecond_price_increment = 0.0\ndefault_currency = "EUR"\n[[bidders]]\nname = "a.b-c_d"\nendpoint = "http://[::1]:9/x?y=1"\nmax_connections = 65536\nenabled = false\n' |
     put exchange_config edges
-printf 'campaigns = "c.toml"\nnode = "n_1"\npublic_url = "https://bid.example"\nseat = "s"\n[http]\nmax_body_bytes = 1\nread_timeout_ms = 600000\ndefault_tmax_ms = 2\nmax_tmax_ms = 60000\nanswer_margin_ms = 1\n[ledger]\nbackend = "redis"\nredis_url = "redis://h:7000/2"\nredis_prefix = ""\nredis_mode = "per-bid"\nredis_timeout_ms = 10000\nlease_chunk = 0.000000001\nlease_report_ms = 60000\nlease_ttl_ms = 240000\nreservation_ttl_ms = 1000\ncharge_on = "bill"\n[pacing]\ncontrol_interval_ms = 10\nseed = 9223372036854775807\n' |
+printf 'campaigns = "c.toml"\nnode = "n_1"\npublic_url = "https://bid.example"\nseat = "s"\n[deadline]\ndefault_tmax_ms = 2\nmax_tmax_ms = 60000\nanswer_margin_ms = 1\n[http]\nmax_body_bytes = 1\nread_timeout_ms = 600000\n[ledger]\nbackend = "redis"\nredis_url = "redis://h:7000/2"\nredis_prefix = ""\nredis_mode = "per-bid"\nredis_timeout_ms = 10000\nlease_chunk = 0.000000001\nlease_report_ms = 60000\nlease_ttl_ms = 240000\nreservation_ttl_ms = 1000\ncharge_on = "bill"\n[pacing]\ncontrol_interval_ms = 10\nseed = 9223372036854775807\n' |
     put bidder_config edges
 printf '{"campaign": [{"id": "v", "budget": {"total": 0.000000001}, "bid": {"cpm": 0.000001}, "creatives": [{"id": "v1", "video": {"mimes": ["Video/MP4"], "duration": 3600, "protocols": [7, 3, 3]}, "adm": "<VAST/>"}], "targeting": {"hours": [0, 23], "sizes": ["1x1", "16384X16384"], "deals": ["d"]}}]}' |
     put campaigns_json edges

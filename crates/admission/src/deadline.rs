@@ -68,17 +68,6 @@ impl DeadlineConfig {
     }
 }
 
-/// The keys of `[deadline]` as they were named before it existed, each with its new name:
-/// both servers refuse the old names with a message that says where the key went.
-pub const MOVED_KEYS: [(&str, &str); 6] = [
-    ("auction.default_tmax_ms", "deadline.default_tmax_ms"),
-    ("auction.max_tmax_ms", "deadline.max_tmax_ms"),
-    ("auction.answer_margin_ms", "deadline.answer_margin_ms"),
-    ("http.default_tmax_ms", "deadline.default_tmax_ms"),
-    ("http.max_tmax_ms", "deadline.max_tmax_ms"),
-    ("http.answer_margin_ms", "deadline.answer_margin_ms"),
-];
-
 /// Limits that shape a deadline ([`DeadlineConfig::policy`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeadlinePolicy {

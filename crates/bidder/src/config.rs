@@ -14,6 +14,14 @@ use serde::Deserialize;
 /// Largest accepted configuration file.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
+/// Keys that moved to `[deadline]` (shared with the exchange) from this file's `[http]`: a file
+/// that still has them is refused with their new name.
+const MOVED_KEYS: [(&str, &str); 3] = [
+    ("http.default_tmax_ms", "deadline.default_tmax_ms"),
+    ("http.max_tmax_ms", "deadline.max_tmax_ms"),
+    ("http.answer_margin_ms", "deadline.answer_margin_ms"),
+];
+
 /// Why a configuration was refused. Messages name the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -240,12 +248,11 @@ impl BidderConfig {
         if text.len() > MAX_CONFIG_BYTES {
             return Err(ConfigError::TooLarge(text.len()));
         }
-        let config: BidderConfig = toml::from_str(text).map_err(|e| {
-            match settings::moved_key(text, &admission::deadline::MOVED_KEYS) {
+        let config: BidderConfig =
+            toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
                 Some((old, new)) => ConfigError::Moved { old, new },
                 None => ConfigError::Parse(e.to_string()),
-            }
-        })?;
+            })?;
         config.validate()?;
         Ok(config)
     }
@@ -525,6 +532,12 @@ redis_url = "redis://127.0.0.1:6379"
                 .is_some_and(|m| m.starts_with("ledger.lease_chunk")),
             "{e:?}"
         );
+        // The exchange's old place is not one the bidder ever had: a plain unknown section.
+        let e = BidderConfig::from_toml("campaigns = \"c.json\"\n[auction]\ndefault_tmax_ms = 5")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!e.contains("moved") && e.contains("auction"), "{e}");
         let unknown = BidderConfig::from_toml("campaigns = \"c.json\"\nbogus = 1")
             .err()
             .map(|e| e.to_string())

@@ -16,6 +16,13 @@ use serde::Deserialize;
 
 /// Largest accepted configuration file; a bigger one is certainly not a config.
 pub const MAX_CONFIG_BYTES: usize = 4 * 1024 * 1024;
+/// Keys that moved to `[deadline]` (shared with the bidder) from this file's `[auction]`: a
+/// file that still has them is refused with their new name.
+const MOVED_KEYS: [(&str, &str); 3] = [
+    ("auction.default_tmax_ms", "deadline.default_tmax_ms"),
+    ("auction.max_tmax_ms", "deadline.max_tmax_ms"),
+    ("auction.answer_margin_ms", "deadline.answer_margin_ms"),
+];
 /// Upper bound on configured bidders: fan-out beyond this is a mistake, not a plan.
 pub const MAX_BIDDERS: usize = 1024;
 
@@ -323,12 +330,11 @@ impl Config {
         if text.len() > MAX_CONFIG_BYTES {
             return Err(ConfigError::TooLarge(text.len()));
         }
-        let config: Config = toml::from_str(text).map_err(|e| {
-            match settings::moved_key(text, &admission::deadline::MOVED_KEYS) {
+        let config: Config =
+            toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
                 Some((old, new)) => ConfigError::Moved { old, new },
                 None => ConfigError::Parse(e.to_string()),
-            }
-        })?;
+            })?;
         config.validate()
     }
 
@@ -499,6 +505,9 @@ max_connections = 64
             e,
             "auction.default_tmax_ms has moved: write it as deadline.default_tmax_ms"
         );
+        // The bidder's old place is not one the exchange ever had: a plain unknown key.
+        let e = error_of("[http]\ndefault_tmax_ms = 100\n");
+        assert!(!e.contains("moved") && e.contains("default_tmax_ms"), "{e}");
     }
 
     #[test]

@@ -92,11 +92,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // Let queued win and billing notices reach the bidders before counting them.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let sim_stats = fleet.stats();
-    let books = exchange.report();
     let campaigns = real_bidder.render().await;
     let real_notices = real_bidder.win_notices().await;
     let _ = stop_tx.send(true);
     let _ = server.await;
+    let books = exchange.report();
 
     print!(
         "{}",

@@ -13,7 +13,7 @@ pub struct LeaseConfig {
     pub instance_id: String,
     /// Amount asked of Redis per top-up; more is asked when the local headroom falls below half
     /// of it. Bigger chunks mean fewer Redis calls but more budget parked per instance (and more
-    /// at stake per instance in a partition: see the crate docs). A few seconds of the
+    /// at stake per instance in a partition: see the `redis` module docs). A few seconds of the
     /// campaign's spend rate is a good start.
     pub lease_chunk: Nanos,
     /// Each grant or report extends the lease to now + this.

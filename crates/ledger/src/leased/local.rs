@@ -199,7 +199,7 @@ pub(super) fn update_lease(
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing under these locks can panic halfway through an update (pacing::Book does not
+    // Nothing under these locks can panic halfway through an update (the Book does not
     // panic), so a poisoned lock still holds consistent data.
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -6,7 +6,7 @@
 //!
 //! The task's work per round is proportional to the campaigns that are spending, not to the
 //! campaigns configured: it only looks at campaigns holding a lease and at those a reservation
-//! asked budget for, and it pipelines its Redis calls (see the [crate docs](crate)).
+//! asked budget for, and it pipelines its Redis calls (see the [`redis` module docs](crate::redis)).
 //!
 //! | file | job |
 //! | --- | --- |
@@ -67,7 +67,7 @@ pub struct LeaseStats {
 
 /// One instance's lease-mode ledger: bids reserve and commit against a local [`crate::Book`]
 /// holding what Redis leased to this instance; a background task takes leases on demand, tops
-/// up, reports, extends and closes them (see the [crate docs](crate) for the protocol and its
+/// up, reports, extends and closes them (see the [`redis` module docs](crate::redis) for the protocol and its
 /// failure bounds). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct LeasedLedger {
