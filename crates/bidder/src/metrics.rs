@@ -87,10 +87,10 @@ impl ReloadFailure {
     }
 }
 
-/// Appends the lease task's counters (lease mode only: `stats` is `None` otherwise) and
-/// whether its last Redis call succeeded.
-pub fn render_leases(out: &mut String, stats: Option<ledger::LeaseStats>, redis_up: bool) {
-    let Some(s) = stats else {
+/// Appends the lease task's counters and whether its last Redis call succeeded (lease mode
+/// only: `status` is `None` otherwise).
+pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)>) {
+    let Some((s, redis_up)) = status else {
         return;
     };
     let counters: [(&str, &str, u64); 7] = [

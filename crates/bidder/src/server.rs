@@ -78,11 +78,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
         (&Method::GET, "/metrics", _) => {
             let mut text = metrics.render();
-            crate::metrics::render_leases(
-                &mut text,
-                state.ledger.lease_stats(),
-                state.ledger.redis_healthy().unwrap_or(false),
-            );
+            crate::metrics::render_leases(&mut text, state.ledger.lease_status());
             state.door.admission().render("gavel_bidder", &mut text);
             state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)

@@ -32,8 +32,9 @@ pub struct ReloadReport {
 /// Why a reload was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReloadError {
-    #[error("cannot read {path}: {reason}")]
-    Unreadable { path: String, reason: String },
+    /// The file could not be read (its message names the path).
+    #[error("{0}")]
+    Unreadable(settings::ReadError),
     #[error("{path} refused: {reason}")]
     Invalid { path: String, reason: String },
     #[error("this exchange was configured from text, not a file: there is nothing to reload")]
@@ -43,7 +44,7 @@ pub enum ReloadError {
 impl ReloadError {
     fn outcome(&self) -> ReloadOutcome {
         match self {
-            ReloadError::Unreadable { .. } | ReloadError::NoFile => ReloadOutcome::Unreadable,
+            ReloadError::Unreadable(_) | ReloadError::NoFile => ReloadOutcome::Unreadable,
             ReloadError::Invalid { .. } => ReloadOutcome::Invalid,
         }
     }
@@ -83,10 +84,7 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
 /// Reads and validates the file at `path` (blocking: call it off the runtime's threads).
 fn load(path: &Path) -> Result<Validated, ReloadError> {
     Config::load(path).map_err(|e| match e {
-        ConfigError::Read(e) => ReloadError::Unreadable {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        },
+        ConfigError::Read(e) => ReloadError::Unreadable(e),
         e => ReloadError::Invalid {
             path: path.display().to_string(),
             reason: e.to_string(),
@@ -116,12 +114,8 @@ impl Exchange {
         let Some(path) = self.state.config.source.clone() else {
             return;
         };
-        let file = path.clone();
-        settings::follow(Arc::downgrade(&self.state), path, move |state| {
-            let file = file.clone();
-            async move {
-                let _ = reload(&state, &file).await;
-            }
+        settings::follow(Arc::downgrade(&self.state), path, |state| async move {
+            let _ = Exchange { state }.reload().await;
         });
     }
 }
@@ -131,10 +125,10 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
     let owned = path.to_owned();
     let loaded = match tokio::task::spawn_blocking(move || load(&owned)).await {
         Ok(result) => result,
-        Err(e) => Err(ReloadError::Unreadable {
+        Err(e) => Err(ReloadError::Unreadable(settings::ReadError::Io {
             path: path.display().to_string(),
             reason: format!("loading stopped: {e}"),
-        }),
+        })),
     };
     let validated = match loaded {
         Ok(v) => v,

@@ -269,18 +269,11 @@ impl Ledger {
         }
     }
 
-    /// Lease mode's counters; `None` in the other modes.
-    pub fn lease_stats(&self) -> Option<LeaseStats> {
+    /// Lease mode's counters, and whether the lease task's last Redis call succeeded; `None`
+    /// in the other modes.
+    pub fn lease_status(&self) -> Option<(LeaseStats, bool)> {
         match &self.store {
-            Store::Leased(leased) => Some(leased.stats()),
-            Store::Memory(_) | Store::PerBid(_) => None,
-        }
-    }
-
-    /// In lease mode, whether the lease task's last Redis call succeeded; `None` otherwise.
-    pub fn redis_healthy(&self) -> Option<bool> {
-        match &self.store {
-            Store::Leased(leased) => Some(leased.redis_healthy()),
+            Store::Leased(leased) => Some((leased.stats(), leased.redis_healthy())),
             Store::Memory(_) | Store::PerBid(_) => None,
         }
     }
