@@ -84,7 +84,12 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Open,
-    Committed { price: i64, day: u64 },
+    /// `late`: charged after a release or an expiry, when the money had gone back.
+    Committed {
+        price: i64,
+        day: u64,
+        late: bool,
+    },
     Released,
     Expired,
 }
@@ -136,6 +141,27 @@ impl Model {
             .sum()
     }
 
+    /// What late wins charged (after their money had gone back), in total and on `day`: the
+    /// most by which the campaign may be past its budget.
+    fn late(&self, c: usize, day: u64) -> (i64, i64) {
+        let mut total = 0;
+        let mut on_day = 0;
+        for r in self.res.iter().filter(|r| r.campaign == c) {
+            if let State::Committed {
+                price,
+                day: d,
+                late: true,
+            } = r.state
+            {
+                total += price;
+                if d == day && r.day == day {
+                    on_day += price;
+                }
+            }
+        }
+        (total, on_day)
+    }
+
     fn spent(&self, c: usize) -> i64 {
         self.res
             .iter()
@@ -155,7 +181,7 @@ impl Model {
         for r in self.res.iter().filter(|r| r.campaign == c && r.day == day) {
             match r.state {
                 State::Open => reserved += r.amount,
-                State::Committed { price, day: d } if d == day => spent += price,
+                State::Committed { price, day: d, .. } if d == day => spent += price,
                 _ => {}
             }
         }
@@ -252,12 +278,8 @@ impl Model {
         }
         let r = self.live(id).ok_or(SettleError::UnknownReservation)?;
         match r.state {
-            State::Open if r.expires_at <= now.0 => {
-                r.state = State::Expired;
-                r.resolved_at = now.0;
-                Err(SettleError::Expired)
-            }
-            State::Open if price > r.amount => Err(SettleError::AboveReservation {
+            State::Committed { price, .. } => Ok(CommitOutcome::AlreadyCommitted(Nanos(price))),
+            _ if price > r.amount => Err(SettleError::AboveReservation {
                 reserved: Nanos(r.amount),
                 price: Nanos(price),
             }),
@@ -265,13 +287,20 @@ impl Model {
                 r.state = State::Committed {
                     price,
                     day: now.day(),
+                    late: false,
                 };
                 r.resolved_at = now.0;
                 Ok(CommitOutcome::Charged(Nanos(price)))
             }
-            State::Committed { price, .. } => Ok(CommitOutcome::AlreadyCommitted(Nanos(price))),
-            State::Released => Err(SettleError::AlreadyReleased),
-            State::Expired => Err(SettleError::Expired),
+            // A late win: charged, and its tombstone keeps its age.
+            State::Released | State::Expired => {
+                r.state = State::Committed {
+                    price,
+                    day: now.day(),
+                    late: true,
+                };
+                Ok(CommitOutcome::ChargedAfterRelease(Nanos(price)))
+            }
         }
     }
 
@@ -420,10 +449,11 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 continue;
             };
             // Safety: money committed never exceeds the configured budget, or what was already
-            // committed when it was lowered.
+            // committed when it was lowered, but for wins charged after their money went back.
             let used = b.spent.get() + b.reserved.get();
+            let (late, late_today) = model.late(c, now.day());
             prop_assert!(
-                used <= campaign.cap.max(campaign.limits.total.get()),
+                used <= campaign.cap.max(campaign.limits.total.get()) + late,
                 "step {}: over budget",
                 step
             );
@@ -435,7 +465,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     campaign.limits.daily.map_or(0, Nanos::get)
                 };
                 prop_assert!(
-                    day_used <= ceiling.max(0),
+                    day_used <= ceiling.max(0) + late_today,
                     "step {}: over the daily budget",
                     step
                 );
@@ -478,9 +508,9 @@ fn duplicate_notices_charge_once() {
                 book.release(&id, now),
                 Ok(ReleaseOutcome::Released(Nanos(100)))
             );
-        } else {
-            expected += i;
         }
+        // Released first or not, the win charges, once.
+        expected += i;
         for _ in 0..3 {
             let _ = book.commit(&id, Nanos(i), now);
             let _ = book.release(&id, now);

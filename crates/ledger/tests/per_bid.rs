@@ -181,10 +181,6 @@ async fn release_returns_everything_once() {
         f.release("r1", NOW).await,
         Ok(ReleaseOutcome::AlreadyReleased)
     );
-    assert_eq!(
-        f.commit("r1", 10, NOW).await,
-        Err(SettleError::AlreadyReleased)
-    );
     let after = f.bal(NOW).await;
     assert_eq!(
         (after.spent, after.reserved, after.available),
@@ -250,18 +246,50 @@ async fn an_id_cannot_be_reserved_twice_while_open_or_remembered() {
 }
 
 #[tokio::test]
-async fn committing_an_expired_reservation_releases_it() {
+async fn a_win_after_a_release_or_an_expiry_is_charged_once_and_said_so() {
+    let f = fx(Some(500)).await;
+    f.reserve("lost", 300, LATER, NOW).await.unwrap();
+    f.reserve("late", 200, t(NOW.0 + 10), NOW).await.unwrap();
+    f.release("lost", NOW).await.unwrap();
+    assert_eq!(f.l.expire(t(NOW.0 + 10)).await.unwrap().reservations, 1);
+    assert_eq!(f.bal(NOW).await.available, n(1000));
+    assert!(matches!(
+        f.commit("lost", 301, NOW).await,
+        Err(SettleError::AboveReservation { .. })
+    ));
+    assert_eq!(
+        f.commit("lost", 300, NOW).await,
+        Ok(CommitOutcome::ChargedAfterRelease(n(300)))
+    );
+    assert_eq!(
+        f.commit("late", 150, NOW).await,
+        Ok(CommitOutcome::ChargedAfterRelease(n(150)))
+    );
+    assert_eq!(
+        f.commit("lost", 300, NOW).await,
+        Ok(CommitOutcome::AlreadyCommitted(n(300)))
+    );
+    assert_eq!(
+        f.release("late", NOW).await,
+        Ok(ReleaseOutcome::AlreadyCommitted)
+    );
+    let after = f.bal(NOW).await;
+    assert_eq!((after.spent, after.reserved), (n(450), n(0)));
+    assert_eq!(after.daily.map(|d| d.spent), Some(n(450)));
+    f.checked().await;
+}
+
+#[tokio::test]
+async fn an_open_reservation_past_its_expiry_is_still_charged_until_swept() {
     let f = fx(None).await;
     f.reserve("r1", 300, LATER, NOW).await.unwrap();
-    assert_eq!(f.commit("r1", 100, LATER).await, Err(SettleError::Expired));
-    assert_eq!(f.bal(LATER).await.available, n(1000));
-    assert_eq!(f.commit("r1", 100, LATER).await, Err(SettleError::Expired));
+    let after_expiry = t(LATER.0 + 1);
     assert_eq!(
-        f.release("r1", LATER).await,
-        Ok(ReleaseOutcome::AlreadyReleased)
+        f.commit("r1", 100, after_expiry).await,
+        Ok(CommitOutcome::Charged(n(100)))
     );
-    // The sweep finds nothing left to do for it.
-    assert_eq!(f.l.expire(LATER).await.unwrap(), Swept::default());
+    assert_eq!(f.l.expire(after_expiry).await.unwrap(), Swept::default());
+    assert_eq!(f.bal(after_expiry).await.spent, n(100));
     f.checked().await;
 }
 
@@ -277,10 +305,6 @@ async fn expire_releases_exactly_the_overdue_reservations() {
         3
     );
     assert_eq!(f.bal(NOW).await.reserved, n(100));
-    assert_eq!(
-        f.commit("b", 1, t(10 * DAY + 3_000)).await,
-        Err(SettleError::Expired)
-    );
     assert_eq!(
         f.release("c", t(10 * DAY + 3_000)).await,
         Ok(ReleaseOutcome::AlreadyReleased)

@@ -1,18 +1,24 @@
 //! [`Book`]: the budget of record as a state machine, after TigerBeetle's two-phase transfers.
 //!
 //! A bid first **reserves** its maximum price against its campaign, with a timeout. The
-//! reservation then resolves exactly once: **commit** (charge the clearing price, at most the
-//! reserved amount; the rest goes back), **release** (the bid lost: everything goes back) or
-//! **expire** (no notice came in time: everything goes back). A resolved reservation leaves a
-//! tombstone for `tombstone_ttl`, so that duplicate win and billing notices are recognized and
-//! charge once; after that its id is forgotten.
+//! reservation then resolves once: **commit** (charge the clearing price, at most the reserved
+//! amount; the rest goes back), **release** (the bid lost: everything goes back) or **expire**
+//! (no notice came in time: everything goes back). A resolved reservation leaves a tombstone for
+//! `tombstone_ttl`, so that duplicate win and billing notices are recognized and charge once;
+//! after that its id is forgotten.
+//!
+//! A win is never lost: a commit after a release or an expiry still charges (at most the
+//! reserved amount), because the impression was served; it answers
+//! [`CommitOutcome::ChargedAfterRelease`] so that the caller can count it, and the budget in
+//! force grows to cover it (see below). A release after a commit changes nothing: the charge
+//! stands. So a win and a loss for the same reservation, in either order, end charged once.
 //!
 //! Invariants, checked by [`Book::check_invariants`] (the property tests call it after every step):
 //! - per campaign, `spent + reserved <= budget`, `spent + reserved + available == budget`,
 //!   `available >= 0`, and the same for the current UTC day when a daily budget is set;
 //! - `reserved` is the sum of the campaign's open reservations, and the day's `reserved` the sum of
 //!   those made on the current day;
-//! - a commit never charges more than its reservation; each reservation resolves at most once;
+//! - a commit never charges more than its reservation; each reservation is charged at most once;
 //!   a duplicate commit or release returns the recorded outcome and changes nothing.
 //!
 //! Budgets in force: a campaign's budget is its configured one, or what it has already spent and
@@ -114,10 +120,14 @@ enum Resolution {
     Expired,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// A resolved reservation, remembered with what a late win needs to charge it.
+#[derive(Clone, Debug)]
 struct Tombstone {
     resolution: Resolution,
     resolved_at: Timestamp,
+    campaign: Arc<str>,
+    amount: Nanos,
+    day: u64,
 }
 
 /// The budget of record for many campaigns. See the [module docs](self).
@@ -178,10 +188,8 @@ impl Book {
         self.accounts.insert(name, account);
     }
 
-    /// Reserves `amount` of `campaign`'s budget (and of its day's) under `id`, until `expires_at`.
-    ///
-    /// A reservation whose `expires_at <= now` is accepted but can only be released or expired:
-    /// a commit finds it expired.
+    /// Reserves `amount` of `campaign`'s budget (and of its day's) under `id`, until `expires_at`
+    /// (when [`Book::expire`] releases it if no notice came).
     pub fn reserve(
         &mut self,
         id: &str,
@@ -225,9 +233,10 @@ impl Book {
     /// Charges `price` (zero allowed) for reservation `id` and returns the rest of its amount to
     /// the campaign.
     ///
-    /// A price above the reserved amount is refused and the reservation stays open. A reservation
-    /// whose `expires_at <= now` is released instead and the answer is [`SettleError::Expired`].
-    /// A duplicate notice answers with the recorded outcome and charges nothing.
+    /// A price above the reserved amount is refused and the reservation stays as it was. A
+    /// reservation already released or expired is charged all the same (the impression was
+    /// served) and the answer says so: [`CommitOutcome::ChargedAfterRelease`]. A duplicate
+    /// notice answers with the recorded charge and charges nothing.
     pub fn commit(
         &mut self,
         id: &str,
@@ -238,10 +247,6 @@ impl Book {
             return Err(SettleError::NegativePrice);
         }
         if let Some(reservation) = self.open.get(id) {
-            if reservation.expires_at <= now {
-                self.resolve_open(id, Resolution::Expired, now);
-                return Err(SettleError::Expired);
-            }
             if price > reservation.amount {
                 return Err(SettleError::AboveReservation {
                     reserved: reservation.amount,
@@ -251,16 +256,35 @@ impl Book {
             self.resolve_open(id, Resolution::Committed(price), now);
             return Ok(CommitOutcome::Charged(price));
         }
-        match self.tombstones.get(id).map(|t| t.resolution) {
-            Some(Resolution::Committed(charged)) => Ok(CommitOutcome::AlreadyCommitted(charged)),
-            Some(Resolution::Released) => Err(SettleError::AlreadyReleased),
-            Some(Resolution::Expired) => Err(SettleError::Expired),
-            None => Err(SettleError::UnknownReservation),
+        let Some(tombstone) = self.tombstones.get_mut(id) else {
+            return Err(SettleError::UnknownReservation);
+        };
+        if let Resolution::Committed(charged) = tombstone.resolution {
+            return Ok(CommitOutcome::AlreadyCommitted(charged));
         }
+        if price > tombstone.amount {
+            return Err(SettleError::AboveReservation {
+                reserved: tombstone.amount,
+                price,
+            });
+        }
+        // Released or expired: its money went back; charge the price now. The tombstone keeps
+        // its place in the graveyard (forgotten when it was due).
+        tombstone.resolution = Resolution::Committed(price);
+        let (campaign, day) = (Arc::clone(&tombstone.campaign), tombstone.day);
+        if let Some(account) = self.accounts.get_mut(&*campaign) {
+            account.roll(now.day());
+            account.spent = account.spent.saturating_add(price);
+            if day == account.day {
+                account.day_spent = account.day_spent.saturating_add(price);
+            }
+        }
+        Ok(CommitOutcome::ChargedAfterRelease(price))
     }
 
     /// Returns reservation `id`'s whole amount to its campaign (the bid lost or was never sent).
-    /// Idempotent: a resolved id answers with how it resolved.
+    /// Idempotent: a resolved id answers with how it resolved, and a committed one stays
+    /// charged ([`ReleaseOutcome::AlreadyCommitted`]: a loss never erases a win).
     pub fn release(&mut self, id: &str, now: Timestamp) -> Result<ReleaseOutcome, SettleError> {
         if let Some(reservation) = self.open.get(id) {
             let amount = reservation.amount;
@@ -370,6 +394,9 @@ impl Book {
             Tombstone {
                 resolution,
                 resolved_at,
+                campaign: r.campaign,
+                amount: r.amount,
+                day: r.day,
             },
         );
         self.graveyard.push_back((resolved_at, id));

@@ -65,6 +65,10 @@ impl Refusal {
 pub enum CommitOutcome {
     /// This call charged the price.
     Charged(Nanos),
+    /// This call charged the price of a reservation already released or expired: its money had
+    /// gone back to the campaign, so the charge may take the campaign past its budget (by at
+    /// most the reserved amount). Count it: it means a notice came late or out of order.
+    ChargedAfterRelease(Nanos),
     /// An earlier commit already charged this price; nothing changed.
     AlreadyCommitted(Nanos),
 }
@@ -86,11 +90,6 @@ pub enum SettleError {
     /// Never reserved, or resolved so long ago that its tombstone is gone.
     #[error("unknown reservation")]
     UnknownReservation,
-    /// The reservation timed out before the commit; its money went back to the campaign.
-    #[error("reservation expired")]
-    Expired,
-    #[error("reservation already released")]
-    AlreadyReleased,
     /// The price is above what was reserved; the reservation stays open.
     #[error("price {price} is above the reserved {reserved}")]
     AboveReservation { reserved: Nanos, price: Nanos },
@@ -103,8 +102,6 @@ impl SettleError {
     pub const fn label(&self) -> &'static str {
         match self {
             SettleError::UnknownReservation => "unknown_reservation",
-            SettleError::Expired => "expired",
-            SettleError::AlreadyReleased => "already_released",
             SettleError::AboveReservation { .. } => "above_reservation",
             SettleError::NegativePrice => "negative_price",
         }

@@ -125,10 +125,6 @@ fn release_returns_everything_once() {
     b.reserve("r1", "c", n(300), LATER, NOW).unwrap();
     assert_eq!(b.release("r1", NOW), Ok(ReleaseOutcome::Released(n(300))));
     assert_eq!(b.release("r1", NOW), Ok(ReleaseOutcome::AlreadyReleased));
-    assert_eq!(
-        b.commit("r1", n(10), NOW),
-        Err(SettleError::AlreadyReleased)
-    );
     let after = bal(&b, NOW);
     assert_eq!(
         (after.spent, after.reserved, after.available),
@@ -188,16 +184,49 @@ fn an_id_cannot_be_reserved_twice_while_open_or_remembered() {
 }
 
 #[test]
-fn committing_an_expired_reservation_releases_it() {
+fn a_win_after_a_release_or_an_expiry_is_charged_once_and_said_so() {
+    let mut b = book(Some(500));
+    b.reserve("lost", "c", n(300), LATER, NOW).unwrap();
+    b.reserve("late", "c", n(200), t(NOW.0 + 10), NOW).unwrap();
+    b.release("lost", NOW).unwrap();
+    assert_eq!(b.expire(t(NOW.0 + 10)), 1);
+    assert_eq!(bal(&b, NOW).available, n(1000));
+    // Above what was reserved: refused, nothing charged.
+    assert!(matches!(
+        b.commit("lost", n(301), NOW),
+        Err(SettleError::AboveReservation { .. })
+    ));
+    assert_eq!(
+        b.commit("lost", n(300), NOW),
+        Ok(CommitOutcome::ChargedAfterRelease(n(300)))
+    );
+    assert_eq!(
+        b.commit("late", n(150), NOW),
+        Ok(CommitOutcome::ChargedAfterRelease(n(150)))
+    );
+    // Replays and the billing notice charge nothing more; a loss changes nothing either.
+    assert_eq!(
+        b.commit("lost", n(300), NOW),
+        Ok(CommitOutcome::AlreadyCommitted(n(300)))
+    );
+    assert_eq!(b.release("late", NOW), Ok(ReleaseOutcome::AlreadyCommitted));
+    let after = bal(&b, NOW);
+    assert_eq!((after.spent, after.reserved), (n(450), n(0)));
+    assert_eq!(after.daily.map(|d| d.spent), Some(n(450)));
+    checked(&b);
+}
+
+#[test]
+fn an_open_reservation_past_its_expiry_is_still_charged_until_swept() {
     let mut b = book(None);
     b.reserve("r1", "c", n(300), LATER, NOW).unwrap();
-    assert_eq!(b.commit("r1", n(100), LATER), Err(SettleError::Expired));
-    assert_eq!(bal(&b, LATER).available, n(1000));
-    assert_eq!(b.open_reservations(), 0);
-    // The next notice for it gets the same answer, and a release is a no-op.
-    assert_eq!(b.commit("r1", n(100), LATER), Err(SettleError::Expired));
-    assert_eq!(b.release("r1", LATER), Ok(ReleaseOutcome::AlreadyReleased));
-    assert_eq!(SettleError::Expired.label(), "expired");
+    let after_expiry = t(LATER.0 + 1);
+    assert_eq!(
+        b.commit("r1", n(100), after_expiry),
+        Ok(CommitOutcome::Charged(n(100)))
+    );
+    assert_eq!(b.expire(after_expiry), 0);
+    assert_eq!(bal(&b, after_expiry).spent, n(100));
     checked(&b);
 }
 
@@ -212,8 +241,8 @@ fn expire_releases_exactly_the_overdue_reservations() {
     assert_eq!(b.open_reservations(), 1);
     assert_eq!(bal(&b, NOW).reserved, n(100));
     assert_eq!(
-        b.commit("b", n(1), t(10 * DAY + 3_000)),
-        Err(SettleError::Expired)
+        b.release("b", t(10 * DAY + 3_000)),
+        Ok(ReleaseOutcome::AlreadyReleased)
     );
     assert_eq!(
         b.commit("d", n(1), t(10 * DAY + 3_000)),
@@ -449,8 +478,6 @@ fn labels_are_bounded_snake_case() {
     ];
     let settles = [
         SettleError::UnknownReservation,
-        SettleError::Expired,
-        SettleError::AlreadyReleased,
         SettleError::AboveReservation {
             reserved: n(1),
             price: n(2),

@@ -403,10 +403,9 @@ impl RedisLedger {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "Charged" => Ok(CommitOutcome::Charged(nanos_at(&items, 1)?)),
+            "ChargedAfterRelease" => Ok(CommitOutcome::ChargedAfterRelease(nanos_at(&items, 1)?)),
             "AlreadyCommitted" => Ok(CommitOutcome::AlreadyCommitted(nanos_at(&items, 1)?)),
             "UnknownReservation" => Err(SettleError::UnknownReservation),
-            "AlreadyReleased" => Err(SettleError::AlreadyReleased),
-            "Expired" => Err(SettleError::Expired),
             "NegativePrice" => Err(SettleError::NegativePrice),
             // The price as the caller gave it, not as clamped for Lua.
             "AboveReservation" => Err(SettleError::AboveReservation {
