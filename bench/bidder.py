@@ -75,23 +75,30 @@ class Redis:
         self.p.wait()
 
 
-def write_config(d, n, ledger, admission):
-    """campaigns.json (`n` campaigns) and bidder.toml in `d`; returns (config path, port)."""
+def write_config(d, n, ledger, admission, signed=True):
+    """campaigns.json (`n` campaigns) and bidder.toml in `d` (notices signed with a fresh key
+    unless `signed` is false); returns (config path, port)."""
     with open(os.path.join(d, "campaigns.json"), "w") as f:
         json.dump(campaigns(n), f)
+    key = os.path.join(d, "notice.key")
+    with open(key, "w") as f:
+        f.write(os.urandom(32).hex())
+    os.chmod(key, 0o600)
+    security = 'notice_key_file = "notice.key"' if signed else "sign_notices = false"
     port = free_port()
     path = os.path.join(d, "bidder.toml")
     with open(path, "w") as f:
-        f.write(f'listen = "127.0.0.1:{port}"\ncampaigns = "campaigns.json"\nnode = "bench"\n'
-                f'[admission]\nmode = "{admission}"\n[ledger]\n{ledger}\n')
+        f.write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+                f'campaigns = "campaigns.json"\nnode = "bench"\n'
+                f'[admission]\nmode = "{admission}"\n[ledger]\n{ledger}\n[security]\n{security}\n')
     return path, port
 
 
-def variant(name, n, label, ledger, args, capacity):
+def variant(name, n, label, ledger, args, capacity, signed=True):
     """Capacity of one bidder configuration; returns its figures."""
     with tempfile.TemporaryDirectory() as d:
         # The gate off: its shed answers are 204s, which the capacity search would count.
-        config, port = write_config(d, n, ledger, "off")
+        config, port = write_config(d, n, ledger, "off", signed)
         print(f"{name}: gavel bidder with {n} campaigns on core 0", flush=True)
         with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             url = f"http://127.0.0.1:{port}/openrtb2/bid"
@@ -138,6 +145,9 @@ def run_bidder_overload(args, ctx, capacity):
 def run_bidder(args, ctx, capacity):
     runs = {
         "memory-10k": variant("memory-10k", 10_000, "memory", 'backend = "memory"', args, capacity),
+        # Signing's end-to-end cost: the same bidder with unsigned notice URLs, same run.
+        "memory-10k-unsigned": variant("memory-10k-unsigned", 10_000, "memory, notices unsigned",
+                                       'backend = "memory"', args, capacity, signed=False),
         "memory-100k": variant("memory-100k", 100_000, "memory", 'backend = "memory"', args,
                                capacity),
     }

@@ -49,7 +49,8 @@ class Exchange:
         config = os.path.join(d, "exchange.toml")
         bidders_section = open(section).read().replace("max_connections = 64",
                                                        f"max_connections = {max_connections}")
-        open(config, "w").write(f'listen = "127.0.0.1:{port}"\n\n[admission]\nmode = "{admission}"\n\n'
+        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+                                f'\n[admission]\nmode = "{admission}"\n\n'
                                 f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n\n"
                                 + bidders_section)
         try:

@@ -115,7 +115,7 @@ def run_crosscheck(args, ctx):
     with tempfile.TemporaryDirectory() as d:
         port = free_port()
         config = os.path.join(d, "exchange.toml")
-        open(config, "w").write(f'listen = "127.0.0.1:{port}"\n')
+        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n')
         with Proc(["exchange", "--config", config], SERVER_CORE, ready="listening"):
             print("cross-check on the exchange without bidders: closed loop, 16 connections, "
                   "the 2.5 KB fixture, gavel load and wrk alternating", flush=True)

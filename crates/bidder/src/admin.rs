@@ -1,18 +1,21 @@
-//! Admin endpoints: `GET /admin/campaigns` (budget, spend and pacing of every campaign, from
-//! the ledger of record) and `POST /admin/reload` (reload the campaign file now).
+//! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit):
+//! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
+//! record) and `POST /admin/reload` (reload the campaign file now; audited).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use http::{Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
+use hyper::body::Incoming;
 use ledger::Balance;
 use pacing::{Nanos, PacingState, Timestamp};
 use serde::Serialize;
 use serde_json::json;
 
-use edge::{json as json_response, json_error};
+use edge::{json as json_response, json_error, method_not_allowed};
 
 use crate::state::{Bidder, State};
 use ledger::Unavailable;
@@ -30,6 +33,35 @@ pub struct CampaignReport {
     pub wins: u64,
     /// What this instance's notices charged.
     pub charged_here: Nanos,
+}
+
+/// The admin listener's limits: the bid port's, with few connections (operators and scripts).
+pub(crate) fn limits(config: &crate::config::BidderConfig) -> edge::Limits {
+    let mut limits = config.limits();
+    limits.max_connections = limits.max_connections.min(64);
+    limits
+}
+
+/// Routes one admin request: the door first (401 without the token), then the endpoint.
+pub(crate) async fn handle(
+    state: &State,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<Full<Bytes>> {
+    let caller = match state.admin.check(&req, peer) {
+        Ok(c) => c,
+        Err(denied) => return denied.response(),
+    };
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/admin/campaigns") => campaigns(state).await,
+        (_, "/admin/campaigns") => method_not_allowed("GET"),
+        (&Method::POST, "/admin/reload") => reload(state, &caller).await,
+        (_, "/admin/reload") => method_not_allowed("POST"),
+        _ => json_error(
+            StatusCode::NOT_FOUND,
+            "no such admin path; see GET /admin/campaigns and POST /admin/reload",
+        ),
+    }
 }
 
 impl Bidder {
@@ -75,7 +107,7 @@ async fn report(state: &State) -> Result<Vec<CampaignReport>, Unavailable> {
 
 /// `GET /admin/campaigns`. In Redis mode the balances are the shared ones, so every instance
 /// reports the same numbers; `bids`, `wins` and `charged_here` are this instance's.
-pub(crate) async fn campaigns(state: &State) -> Response<Full<Bytes>> {
+async fn campaigns(state: &State) -> Response<Full<Bytes>> {
     let reports = match report(state).await {
         Ok(r) => r,
         Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
@@ -132,9 +164,22 @@ pub(crate) async fn campaigns(state: &State) -> Response<Full<Bytes>> {
 }
 
 /// `POST /admin/reload`: reloads the campaign file now; 200 with the count, or 422 naming the
-/// problem (the last good set keeps serving).
-pub(crate) async fn reload(state: &State) -> Response<Full<Bytes>> {
-    match crate::reload::reload(state).await {
+/// problem (the last good set keeps serving). Audited either way.
+async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
+    let loaded = |state: &State| {
+        let s = state.snapshot.load();
+        json!({ "campaigns": s.states.len(), "loaded_at_ms": s.loaded_at.millis() })
+    };
+    let before = loaded(state);
+    let result = crate::reload::reload(state).await;
+    let after = match &result {
+        Ok(_) => loaded(state),
+        Err(e) => json!({ "refused": e }),
+    };
+    state
+        .admin
+        .audit(caller, "POST /admin/reload", &before, &after);
+    match result {
         Ok(count) => json_response(
             StatusCode::OK,
             json!({ "reloaded": true, "campaigns": count }).to_string(),

@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::metrics::SkipReason;
-use crate::notice::notice_urls;
+use crate::notice::{BidNotice, notice_urls};
 use crate::state::State;
 use campaigns::{ImpFacts, Media, Proposal, RequestFacts, Snapshot, rank};
 use ledger::ReserveError;
@@ -38,6 +38,18 @@ pub(crate) async fn run(
     let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
     let currency = openrtb::validate::auction_currency(&request, "USD").to_owned();
     openrtb::validate::validate(&request, &currency).map_err(|e| e.to_string())?;
+    if let Some(imp) = request
+        .imp
+        .iter()
+        .find(|i| i.id.len() > crate::notice::MAX_ID_BYTES)
+    {
+        // Its notice URLs could not carry it.
+        return Err(format!(
+            "imp.id {:?}...: longer than {} bytes",
+            imp.id.chars().take(16).collect::<String>(),
+            crate::notice::MAX_ID_BYTES
+        ));
+    }
     let deadline = state
         .deadline
         .deadline(read_at, request.tmax.map(i64::from))
@@ -177,7 +189,20 @@ fn build_bid(
     let creative = campaign.and_then(|c| c.creatives().get(p.creative as usize));
     let imp = request.imp.get(imp_index);
     let campaign_id = campaign.map_or("", |c| c.id());
-    let urls = notice_urls(&state.public_url, &reservation, campaign_id);
+    let impid = imp.map_or("", |i| i.id.as_str());
+    let expires = pacing::Timestamp::now().saturating_add(state.notice_lifetime);
+    let urls = notice_urls(
+        state.keys.as_ref(),
+        &BidNotice {
+            base: &state.public_url,
+            reservation: &reservation,
+            campaign: campaign_id,
+            imp: impid,
+            max_price: p.price,
+            // Rounded up to the second: never before the reservation expires.
+            expires_at_s: expires.0.div_ceil(1000),
+        },
+    );
     let dealid = p.deal.and_then(|d| {
         imp.and_then(|i| i.pmp.as_ref())
             .and_then(|pmp| pmp.deals.as_ref())
@@ -195,7 +220,7 @@ fn build_bid(
     let non_empty = |v: &[String]| (!v.is_empty()).then(|| v.to_vec());
     Bid {
         id: reservation,
-        impid: imp.map(|i| i.id.clone()).unwrap_or_default(),
+        impid: impid.to_owned(),
         price: p.price,
         nurl: Some(urls.nurl),
         burl: Some(urls.burl),

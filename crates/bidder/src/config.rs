@@ -54,6 +54,10 @@ pub struct BidderConfig {
     /// Address to listen on. Default `127.0.0.1:9100`; `--listen` overrides it.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Address of the admin endpoints (`/admin/*`), which the bid port does not serve. Default
+    /// `127.0.0.1:9101`; a non-loopback address needs `security.admin_remote = true`.
+    #[serde(default = "default_admin_listen")]
+    pub admin_listen: SocketAddr,
     /// Campaign file (JSON, or TOML when it ends in `.toml`), relative to this file's directory.
     /// Watched and reloaded on change. Required.
     pub campaigns: PathBuf,
@@ -81,6 +85,60 @@ pub struct BidderConfig {
     /// shed (docs/bidder.md). `max_busy_ms` defaults to [`DEFAULT_MAX_BUSY_MS`] here.
     #[serde(default)]
     pub admission: admission::AdmissionConfig,
+    /// Notice signing keys and admin access (docs/security.md).
+    #[serde(default)]
+    pub security: SecuritySection,
+}
+
+/// The `[security]` section. Keys and tokens come from files (or the environment), never
+/// from this file; relative paths are resolved against this file's directory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecuritySection {
+    /// Sign every notice URL and refuse notices without a valid token. Default true; turning it
+    /// off lets anyone who can reach the bid port charge or release budget.
+    pub sign_notices: bool,
+    /// File holding the notice key (at least 32 bytes), or set `GAVEL_NOTICE_KEY`. Required
+    /// while `sign_notices` is on. Every instance sharing a ledger needs the same key.
+    pub notice_key_file: Option<PathBuf>,
+    /// The key before the last rotation (or `GAVEL_PREVIOUS_NOTICE_KEY`): its tokens are still
+    /// accepted for `previous_key_overlap_ms` after start; it never signs.
+    pub previous_notice_key_file: Option<PathBuf>,
+    /// How long after start the previous key is accepted, in ms. Default: how long a notice
+    /// stays valid (`ledger.reservation_ttl_ms + ledger.reservation_grace_ms`).
+    pub previous_key_overlap_ms: Option<u64>,
+    /// The admin keys, as in the exchange's `[security]`: see [`edge::AdminSettings`].
+    pub admin_token_file: Option<PathBuf>,
+    pub admin_reads_need_token: bool,
+    pub admin_remote: bool,
+    pub audit_log: Option<PathBuf>,
+}
+
+impl SecuritySection {
+    /// The admin part, as the edge's admin door takes it.
+    pub fn admin(&self) -> edge::AdminSettings {
+        edge::AdminSettings {
+            admin_token_file: self.admin_token_file.clone(),
+            admin_reads_need_token: self.admin_reads_need_token,
+            admin_remote: self.admin_remote,
+            audit_log: self.audit_log.clone(),
+        }
+    }
+}
+
+impl Default for SecuritySection {
+    fn default() -> Self {
+        SecuritySection {
+            sign_notices: true,
+            notice_key_file: None,
+            previous_notice_key_file: None,
+            previous_key_overlap_ms: None,
+            admin_token_file: None,
+            admin_reads_need_token: edge::AdminSettings::default().admin_reads_need_token,
+            admin_remote: false,
+            audit_log: None,
+        }
+    }
 }
 
 /// The bidder's `admission.max_busy_ms` when the file leaves it out. A decision finishes in one
@@ -178,9 +236,12 @@ pub struct LedgerSection {
     pub lease_report_ms: u64,
     /// How long a lease lives without a report, in milliseconds. Default 10000.
     pub lease_ttl_ms: u64,
-    /// How long a bid's reservation waits for its notice before it expires and its amount
-    /// returns to the campaign, in milliseconds. Default 60000.
+    /// How long a bid's reservation waits for its notice, in milliseconds. Default 60000.
     pub reservation_ttl_ms: u64,
+    /// After `reservation_ttl_ms`, how much longer a reservation with no notice is still held
+    /// as unconfirmed spend (a win may yet come), in ms; then it is released and counted as
+    /// expired. Notice URLs are valid for the two together. Default 30000.
+    pub reservation_grace_ms: u64,
     /// `win` (default) or `bill`.
     pub charge_on: ChargeOn,
 }
@@ -197,6 +258,7 @@ impl Default for LedgerSection {
             lease_report_ms: 200,
             lease_ttl_ms: 10_000,
             reservation_ttl_ms: 60_000,
+            reservation_grace_ms: 30_000,
             charge_on: ChargeOn::Win,
         }
     }
@@ -225,6 +287,10 @@ fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 9100))
 }
 
+fn default_admin_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9101))
+}
+
 fn default_seat() -> String {
     "gavel".to_owned()
 }
@@ -235,10 +301,22 @@ impl BidderConfig {
     pub fn load(path: &Path) -> Result<BidderConfig, ConfigError> {
         let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
         let mut config = BidderConfig::from_toml(&text)?;
-        if config.campaigns.is_relative()
-            && let Some(dir) = path.parent()
-        {
-            config.campaigns = dir.join(&config.campaigns);
+        if let Some(dir) = path.parent() {
+            let resolve = |p: &mut PathBuf| {
+                if p.is_relative() {
+                    *p = dir.join(&*p);
+                }
+            };
+            resolve(&mut config.campaigns);
+            let s = &mut config.security;
+            for p in [
+                &mut s.notice_key_file,
+                &mut s.previous_notice_key_file,
+                &mut s.admin_token_file,
+                &mut s.audit_log,
+            ] {
+                p.as_mut().map(resolve);
+            }
         }
         Ok(config)
     }
@@ -325,6 +403,37 @@ impl BidderConfig {
                 "must be 1000..=86400000 (notices often arrive seconds after the auction)",
             ));
         }
+        if l.reservation_grace_ms > 86_400_000 {
+            return Err(invalid(
+                "ledger.reservation_grace_ms",
+                "must be 0..=86400000",
+            ));
+        }
+        let sec = &self.security;
+        if !sec.sign_notices && sec.notice_key_file.is_some() {
+            return Err(invalid(
+                "security.notice_key_file",
+                "is set while sign_notices = false: remove one (a key that is never used is a mistake waiting to happen)",
+            ));
+        }
+        if sec
+            .previous_key_overlap_ms
+            .is_some_and(|ms| ms > 7 * 86_400_000)
+        {
+            return Err(invalid(
+                "security.previous_key_overlap_ms",
+                "must be at most 604800000 (a week)",
+            ));
+        }
+        sec.admin()
+            .validate(self.admin_listen)
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        if self.admin_listen == self.listen && self.listen.port() != 0 {
+            return Err(invalid(
+                "admin_listen",
+                "must differ from listen: the bid port never serves /admin",
+            ));
+        }
         // What the ledger derives from these keys must satisfy its own rules too, so that it
         // never has to repair a configuration that loaded.
         self.lease_config("validate")
@@ -384,6 +493,11 @@ impl BidderConfig {
             idle_close: defaults.idle_close.max(report_interval * 2),
             ..defaults
         }
+    }
+
+    /// How long a notice URL stays valid after its bid: the reservation's TTL and grace.
+    pub fn notice_lifetime(&self) -> Duration {
+        Duration::from_millis(self.ledger.reservation_ttl_ms + self.ledger.reservation_grace_ms)
     }
 
     /// `host:port` and database of `ledger.redis_url`.

@@ -31,10 +31,11 @@ mod reload;
 pub mod server;
 mod start;
 mod state;
+pub mod token;
 
 pub use admin::CampaignReport;
 pub use config::BidderConfig;
 pub use metrics::Metrics;
 pub use server::BID_PATH;
-pub use start::StartError;
+pub use start::{NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, StartError};
 pub use state::Bidder;

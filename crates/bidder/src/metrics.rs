@@ -45,14 +45,27 @@ labelled_counters! {
     /// What a notice did to the ledger.
     NoticeOutcome {
         Charged => "charged",
+        ChargedAfterRelease => "charged_after_release",
         Duplicate => "duplicate",
         Released => "released",
         Recorded => "recorded",
+        LossAfterWin => "loss_after_win",
         Unknown => "unknown_reservation",
-        Expired => "expired",
         AbovePrice => "above_reservation",
+        Refused => "refused",
         Invalid => "invalid",
         LedgerError => "ledger_error",
+    }
+}
+
+labelled_counters! {
+    /// Why a notice was refused with 403 before the ledger saw it.
+    NoticeRefusal {
+        MissingToken => "missing_token",
+        MalformedToken => "malformed_token",
+        BadSignature => "bad_signature",
+        Expired => "expired",
+        AboveBid => "above_bid",
     }
 }
 
@@ -159,6 +172,10 @@ pub struct Metrics {
     /// Refused reloads by reason (their sum is the `failed` reloads).
     pub reload_failures: ByLabel<{ ReloadFailure::COUNT }>,
     pub bids: AtomicU64,
+    /// Notices refused before the ledger (403), by reason.
+    pub notice_refusals: ByLabel<{ NoticeRefusal::COUNT }>,
+    /// Reservations released by the expiry sweep: no notice came within TTL plus grace.
+    pub reservations_expired: AtomicU64,
     pub decision_latency: Histogram,
     /// Campaigns serving now.
     pub campaigns: AtomicU64,
@@ -202,6 +219,16 @@ impl Metrics {
         self.notices
             .get(kind as usize)
             .map_or(0, |n| n.get(o as usize))
+    }
+
+    /// Counts a notice refused before the ledger (403).
+    pub fn notice_refused(&self, kind: NoticeKind, why: NoticeRefusal) {
+        self.notice(kind, NoticeOutcome::Refused);
+        self.notice_refusals.inc(why as usize);
+    }
+
+    pub fn notice_refusal_count(&self, why: NoticeRefusal) -> u64 {
+        self.notice_refusals.get(why as usize)
     }
 
     pub fn reload(&self, o: ReloadOutcome) {
@@ -261,6 +288,34 @@ impl Metrics {
                 sample(&mut o, notices, &labels, self.notice_count(*k, *n));
             }
         }
+        let refused = "gavel_bidder_notices_refused_total";
+        family(
+            &mut o,
+            refused,
+            "counter",
+            "Notices refused with 403 before the ledger saw them, by reason.",
+        );
+        for r in NoticeRefusal::ALL {
+            sample(
+                &mut o,
+                refused,
+                &[("reason", r.label())],
+                self.notice_refusal_count(*r),
+            );
+        }
+        let expired = "gavel_bidder_reservations_expired_total";
+        family(
+            &mut o,
+            expired,
+            "counter",
+            "Reservations released because no notice came within their TTL and grace.",
+        );
+        sample(
+            &mut o,
+            expired,
+            &[],
+            self.reservations_expired.load(Relaxed),
+        );
         let reloads = "gavel_bidder_campaign_reloads_total";
         family(
             &mut o,

@@ -1,7 +1,9 @@
-//! The bidder's HTTP server: routes. Bid requests come in through the edge's [`edge::Door`]
+//! The bidder's HTTP servers: routes. Bid requests come in through the edge's [`edge::Door`]
 //! (read, admit, run `bid_path`, observe); notices bypass its gate, ahead of bids.
 //! `Bidder::start` wires the ledger, the campaigns and the background tasks;
-//! `Bidder::serve(listener, shutdown)` serves.
+//! `Bidder::serve(listener, shutdown)` serves bids and notices, and
+//! `Bidder::serve_admin(listener, shutdown)` the admin endpoints, on their own listener
+//! (`admin_listen`) behind the admin token.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -42,9 +44,27 @@ impl Bidder {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
-        edge::serve(listener, shutdown, limits, connections, move |req| {
+        edge::serve(
+            listener,
+            shutdown,
+            limits,
+            connections,
+            move |req, _peer| {
+                let state = state.clone();
+                async move { handle(&state, req).await }
+            },
+        )
+        .await;
+    }
+
+    /// Serves the admin endpoints on `listener` (bound to `admin_listen`) until `shutdown`.
+    pub async fn serve_admin(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        let state = self.state.clone();
+        let limits = crate::admin::limits(&state.config);
+        let connections = Arc::new(edge::ConnStats::default());
+        edge::serve(listener, shutdown, limits, connections, move |req, peer| {
             let state = state.clone();
-            async move { handle(&state, req).await }
+            async move { crate::admin::handle(&state, req, peer).await }
         })
         .await;
     }
@@ -71,10 +91,6 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             metrics.request(RequestOutcome::MethodNotAllowed);
             method_not_allowed("POST")
         }
-        (&Method::GET, "/admin/campaigns", _) => crate::admin::campaigns(state).await,
-        (_, "/admin/campaigns", _) => method_not_allowed("GET"),
-        (&Method::POST, "/admin/reload", _) => crate::admin::reload(state).await,
-        (_, "/admin/reload", _) => method_not_allowed("POST"),
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
         (&Method::GET, "/metrics", _) => {
             let mut text = metrics.render();
@@ -84,6 +100,10 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (_, "/healthz" | "/metrics", _) => method_not_allowed("GET"),
+        (_, path, _) if path.starts_with("/admin") => json_error(
+            StatusCode::NOT_FOUND,
+            "admin endpoints are served on admin_listen only",
+        ),
         _ => {
             metrics.request(RequestOutcome::NotFound);
             json_error(
@@ -104,6 +124,11 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
             return json_error(StatusCode::BAD_REQUEST, &e.to_string());
         }
     };
+    let now = pacing::Timestamp::now();
+    if let Err(why) = crate::notice::check(state.keys.as_ref(), &parsed, now) {
+        state.metrics.notice_refused(kind, why.metric());
+        return json_error(StatusCode::FORBIDDEN, &why.to_string());
+    }
     let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed).await;
     state.metrics.notice(kind, settled.outcome);
     if let Some(campaign) = parsed.campaign.as_deref() {
@@ -111,7 +136,10 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
         if let Some(s) = snapshot.state(campaign) {
             // A won impression is counted once, by the notice that charged it (the win or the
             // billing notice, whichever came first).
-            if settled.outcome == NoticeOutcome::Charged {
+            if matches!(
+                settled.outcome,
+                NoticeOutcome::Charged | NoticeOutcome::ChargedAfterRelease
+            ) {
                 s.wins.fetch_add(1, Relaxed);
                 s.charged.fetch_add(settled.charged.get(), Relaxed);
             }

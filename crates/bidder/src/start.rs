@@ -3,7 +3,7 @@
 //! [`Bidder::watch`]). Tasks hold a weak reference and stop when the bidder is dropped.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,8 +14,11 @@ use pacing::{Nanos, Timestamp};
 use crate::config::{Backend, BidderConfig, RedisMode};
 use crate::metrics::Metrics;
 use crate::state::{Bidder, State};
+use crate::token::{NoticeKey, NoticeKeys};
 use campaigns::PacingModeConfig;
 use ledger::Ledger;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 
 /// Why a bidder could not start.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +27,62 @@ pub enum StartError {
     Campaigns(String),
     #[error("ledger: {0}")]
     Ledger(String),
+    #[error("{0}")]
+    Security(String),
+}
+
+/// Environment variables holding the notice keys when their files are not set.
+pub const NOTICE_KEY_ENV: &str = "GAVEL_NOTICE_KEY";
+pub const PREVIOUS_NOTICE_KEY_ENV: &str = "GAVEL_PREVIOUS_NOTICE_KEY";
+
+/// The notice keys of `security`: `None` when signing is off; an error naming the setting when
+/// signing is on and no key is found.
+fn notice_keys(config: &BidderConfig) -> Result<Option<NoticeKeys>, StartError> {
+    let s = &config.security;
+    let load = |key, file: &Option<std::path::PathBuf>, env| {
+        settings::load_secret(key, file.as_deref(), env)
+            .map_err(|e| StartError::Security(e.to_string()))
+    };
+    let current = load(
+        "security.notice_key_file",
+        &s.notice_key_file,
+        NOTICE_KEY_ENV,
+    )?;
+    let previous = load(
+        "security.previous_notice_key_file",
+        &s.previous_notice_key_file,
+        PREVIOUS_NOTICE_KEY_ENV,
+    )?;
+    if !s.sign_notices {
+        tracing::warn!(
+            "security.sign_notices = false: anyone who can reach the bid port can charge or release budget"
+        );
+        return Ok(None);
+    }
+    let key = |secret: &settings::Secret, name: &str| {
+        NoticeKey::new(secret).ok_or_else(|| StartError::Security(format!("{name}: refused")))
+    };
+    let Some(current) = current else {
+        return Err(StartError::Security(format!(
+            "security.notice_key_file (or {NOTICE_KEY_ENV}) is required to sign notices; \
+             create one with `openssl rand -hex 32 > notice.key`, or set \
+             security.sign_notices = false to run unsigned"
+        )));
+    };
+    let overlap = s
+        .previous_key_overlap_ms
+        .map_or_else(|| config.notice_lifetime(), Duration::from_millis);
+    let previous = match previous {
+        Some(p) => Some((
+            key(&p, "security.previous_notice_key_file")?,
+            Timestamp::now().saturating_add(overlap),
+        )),
+        None => None,
+    };
+    Ok(Some(NoticeKeys::new(
+        key(&current, "security.notice_key_file")?,
+        previous,
+    )))
 }
 
 /// How often expired reservations are released.
@@ -42,7 +101,8 @@ async fn open_ledger(
     campaigns: Vec<(String, pacing::Limits)>,
 ) -> Result<Ledger, StartError> {
     let l = &config.ledger;
-    let reservation_ttl = Duration::from_millis(l.reservation_ttl_ms);
+    // A reservation is held as long as its notices are valid: TTL, then grace (unconfirmed).
+    let reservation_ttl = config.notice_lifetime();
     let timeout = Duration::from_millis(l.redis_timeout_ms);
     if l.backend == Backend::Memory {
         return Ok(Ledger::memory(reservation_ttl));
@@ -78,6 +138,16 @@ impl Bidder {
     /// Opens the ledger, loads the campaigns (refusing to start on a bad file) and starts the
     /// background tasks. Must run inside a tokio runtime.
     pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {
+        let keys = notice_keys(&config)?;
+        let admin = edge::AdminDoor::open(&config.security.admin())
+            .map_err(|e| StartError::Security(e.to_string()))?;
+        if !admin.has_token() {
+            tracing::warn!(
+                "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"
+            );
+        }
+        let id_seeds = StdRng::try_from_os_rng()
+            .map_err(|e| StartError::Security(format!("no OS random source for ids: {e}")))?;
         let node = config.node.clone().unwrap_or_else(default_node);
         let public_url = config
             .public_url
@@ -104,6 +174,10 @@ impl Bidder {
             door,
             connections: Arc::new(edge::ConnStats::default()),
             charge_on: config.ledger.charge_on,
+            keys,
+            notice_lifetime: config.notice_lifetime(),
+            admin,
+            id_seeds: std::sync::Mutex::new(id_seeds),
             deadline: config.deadline.policy(),
             config,
             node,
@@ -111,7 +185,6 @@ impl Bidder {
             snapshot: ArcSwap::from_pointee(snapshot),
             ledger,
             metrics,
-            seq: AtomicU64::new(0),
             reload_lock: tokio::sync::Mutex::new(()),
             limits_pending: AtomicBool::new(limits_pending),
         });
@@ -195,8 +268,14 @@ async fn expire(state: Weak<State>) {
     loop {
         tick.tick().await;
         let Some(state) = state.upgrade() else { return };
-        if let Err(e) = state.ledger.expire().await {
-            tracing::debug!(error = %e, "reservation expiry deferred");
+        match state.ledger.expire().await {
+            Ok(n) => {
+                state
+                    .metrics
+                    .reservations_expired
+                    .fetch_add(n as u64, Relaxed);
+            }
+            Err(e) => tracing::debug!(error = %e, "reservation expiry deferred"),
         }
     }
 }

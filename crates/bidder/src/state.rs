@@ -1,15 +1,20 @@
 //! The shared state of a running bidder and its handle, [`Bidder`]. Everything a request, a
 //! notice, a reload or a background task reads is here; nothing here calls back into them.
 
+use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use campaigns::Snapshot;
 use ledger::Ledger;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
 
 use crate::config::{BidderConfig, ChargeOn};
 use crate::metrics::Metrics;
+use crate::token::NoticeKeys;
 
 /// Shared state of a running bidder.
 #[derive(Debug)]
@@ -23,7 +28,14 @@ pub(crate) struct State {
     pub(crate) ledger: Ledger,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) charge_on: ChargeOn,
-    pub(crate) seq: AtomicU64,
+    /// Signs and checks notice URLs; `None` only with `security.sign_notices = false`.
+    pub(crate) keys: Option<NoticeKeys>,
+    /// How long a bid's notice URLs stay valid (reservation TTL plus grace).
+    pub(crate) notice_lifetime: Duration,
+    /// The admin endpoints' token check and audit log.
+    pub(crate) admin: edge::AdminDoor,
+    /// Seeds each thread's id generator (itself seeded from the OS at start).
+    pub(crate) id_seeds: std::sync::Mutex<StdRng>,
     /// Serializes reloads (the watcher and the admin call) so two never race to swap.
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
     /// The ledger has not yet been told the limits of the campaigns in force.
@@ -33,10 +45,29 @@ pub(crate) struct State {
     pub(crate) connections: Arc<edge::ConnStats>,
 }
 
+thread_local! {
+    /// A cryptographic generator per thread (ChaCha12), seeded once from `State::id_seeds`:
+    /// reservation ids must not be guessable, and a syscall per bid would cost more than the
+    /// rest of the id.
+    static IDS: RefCell<Option<StdRng>> = const { RefCell::new(None) };
+}
+
 impl State {
-    /// A reservation id unique across instances: `{node}-{sequence}`.
+    /// A reservation id: `{node}-` and 128 random bits in hex. Unguessable, and unique across
+    /// instances and restarts without any coordination.
     pub(crate) fn next_reservation_id(&self) -> String {
-        format!("{}-{:x}", self.node, self.seq.fetch_add(1, Relaxed))
+        let bits = IDS.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let rng = cell.get_or_insert_with(|| {
+                let mut seeds = self
+                    .id_seeds
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                StdRng::from_rng(&mut *seeds)
+            });
+            (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64())
+        });
+        format!("{}-{bits:032x}", self.node)
     }
 }
 

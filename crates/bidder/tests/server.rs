@@ -50,7 +50,7 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
     assert_eq!(c["wins"], 1);
     assert_eq!(c["bids"], 1);
 
-    // A price above the bid is refused and charges nothing.
+    // A price above the bid is refused (403, before the ledger) and charges nothing.
     let (status, body) = b.post_bid(&banner_request("r2", 300, 250, 0.5)).await;
     assert_eq!(status, 200, "{body}");
     let resp: Value = serde_json::from_str(&body).unwrap();
@@ -59,7 +59,7 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
         .as_str()
         .unwrap()
         .replace("${AUCTION_PRICE}", "2.5");
-    assert_eq!(b.get(&forged).await.0, 409);
+    assert_eq!(b.get(&forged).await.0, 403);
     // The loss notice releases the reservation.
     let loss = bid["lurl"]
         .as_str()
@@ -76,8 +76,12 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
         "{metrics}"
     );
     assert!(
-        metrics
-            .contains("gavel_bidder_notices_total{kind=\"win\",outcome=\"above_reservation\"} 1")
+        metrics.contains("gavel_bidder_notices_total{kind=\"win\",outcome=\"refused\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gavel_bidder_notices_refused_total{reason=\"above_bid\"} 1"),
+        "{metrics}"
     );
 }
 
@@ -147,13 +151,13 @@ async fn reloads_apply_good_files_and_keep_the_last_good_one() {
     let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")), "").await;
     // A file that fails validation: refused with the reason, c1 keeps serving.
     b.write_campaigns(&format!("[{}]", campaign_json("c1", -1.0, 2.0, "asap")));
-    let (status, body) = b.post("/admin/reload", "").await;
+    let (status, body) = b.admin_call("POST", "/admin/reload").await;
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("budget"), "{body}");
     assert_eq!(b.post_bid(&banner_request("r", 300, 250, 0.1)).await.0, 200);
     // Truncated garbage: the same.
     b.write_campaigns("[{\"id\": \"c1\", \"bud");
-    assert_eq!(b.post("/admin/reload", "").await.0, 422);
+    assert_eq!(b.admin_call("POST", "/admin/reload").await.0, 422);
     assert_eq!(b.post_bid(&banner_request("r", 300, 250, 0.1)).await.0, 200);
 
     // A good file, picked up by the watcher without any call: c2 at a higher price.
@@ -192,7 +196,7 @@ async fn a_bad_file_at_start_is_refused_with_its_reason() {
     let campaigns = dir.join("campaigns.json");
     std::fs::write(&campaigns, "[{\"id\": \"\"}]").unwrap();
     let config = bidder::BidderConfig::from_toml(&format!(
-        "campaigns = {:?}\n",
+        "campaigns = {:?}\nsecurity.sign_notices = false\n",
         campaigns.display().to_string()
     ))
     .unwrap();
@@ -208,7 +212,13 @@ async fn a_bad_file_at_start_is_refused_with_its_reason() {
 
 #[tokio::test]
 async fn the_examples_load_and_bid() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    // As a user would run them: the example files, with a notice key created beside them.
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let dir = common::TempDir::new("examples");
+    for file in ["bidder.toml", "campaigns.json"] {
+        std::fs::copy(examples.join(file), dir.join(file)).unwrap();
+    }
+    testkit::secrets::security_toml(dir.path());
     let mut config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

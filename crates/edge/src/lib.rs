@@ -10,6 +10,7 @@
 //! | [`read_body`] | a body bounded in size and time |
 //! | [`json`], [`json_error`], [`no_bid`], [`shed_answer`], ... | the small answers every route needs |
 //! | [`log_limit`] | rate-limited logging of what clients can provoke |
+//! | [`AdminDoor`] | admin access: bearer token, audit lines, loopback unless asked otherwise |
 //!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
@@ -22,10 +23,12 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
+pub mod admin;
 mod door;
 pub mod log_limit;
 mod serve;
 
+pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied};
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
 pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve};

@@ -11,6 +11,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -144,7 +145,7 @@ impl ConnStats {
 }
 
 /// Accepts connections until `shutdown` completes, serving each over HTTP/1.1 keep-alive with
-/// `handler` within `limits`. Then it stops accepting, asks every connection to close after its
+/// `handler` (given each request and its peer's address) within `limits`. Then it stops accepting, asks every connection to close after its
 /// request in flight, and returns once all are closed or `limits.shutdown_grace` has passed.
 pub async fn serve<H, F>(
     listener: TcpListener,
@@ -153,7 +154,7 @@ pub async fn serve<H, F>(
     stats: Arc<ConnStats>,
     handler: H,
 ) where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
@@ -164,8 +165,8 @@ pub async fn serve<H, F>(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 crate::log_limit::warn("accept", &e);
@@ -187,7 +188,7 @@ pub async fn serve<H, F>(
         let stats = stats.clone();
         let stop = stop_rx.clone();
         tokio::spawn(async move {
-            connection(stream, limits, &stats, stop, handler).await;
+            connection(stream, peer, limits, &stats, stop, handler).await;
             stats.open.fetch_sub(1, Relaxed);
             drop(slot);
         });
@@ -263,12 +264,13 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
 
 async fn connection<H, F>(
     stream: TcpStream,
+    peer: SocketAddr,
     limits: Limits,
     stats: &ConnStats,
     mut stop: watch::Receiver<bool>,
     handler: H,
 ) where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let activity = Arc::new(Activity {
@@ -286,7 +288,7 @@ async fn connection<H, F>(
     let service = service_fn(move |req| {
         let activity = service_activity.clone();
         activity.serving.fetch_add(1, Relaxed);
-        let answer = handler(req);
+        let answer = handler(req, peer);
         async move {
             let response = answer.await;
             activity.quiet_since_ms.store(activity.now_ms(), Relaxed);

@@ -58,6 +58,13 @@ pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8080`; `--listen` overrides it.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Address of the admin endpoints (`/admin/*`). Default `127.0.0.1:8081`; a non-loopback
+    /// address needs `security.admin_remote = true`.
+    #[serde(default = "default_admin_listen")]
+    pub admin_listen: SocketAddr,
+    /// Admin access: token, audit log (docs/security.md).
+    #[serde(default)]
+    pub security: edge::AdminSettings,
     /// Name of this exchange node: prefix of its auction ids, so ids from several nodes differ.
     #[serde(default = "default_node")]
     pub node: String,
@@ -218,6 +225,9 @@ pub struct BidderConfig {
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8080))
 }
+fn default_admin_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8081))
+}
 fn default_node() -> String {
     "gavel".to_owned()
 }
@@ -321,6 +331,9 @@ impl Config {
     /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Validated, ConfigError> {
         let mut validated = Config::from_toml(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)?;
+        if let Some(dir) = path.parent() {
+            validated.config.security.resolve_paths(dir);
+        }
         validated.source = Some(path.to_owned());
         Ok(validated)
     }
@@ -346,6 +359,15 @@ impl Config {
         self.deadline
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))?;
+        self.security
+            .validate(self.admin_listen)
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        if self.admin_listen == self.listen && self.listen.port() != 0 {
+            return Err(invalid(
+                "admin_listen",
+                "must differ from listen: the auction port never serves /admin",
+            ));
+        }
         let a = &self.auction;
         let increment = Price::from_cpm(a.second_price_increment)
             .map_err(|e| invalid("auction.second_price_increment", e.to_string()))?;

@@ -104,7 +104,7 @@ pub(crate) async fn fan_out(
     let mut slots: Vec<Slot<'_>> = bidders
         .iter()
         .zip(0u32..)
-        .filter(|(b, _)| b.enabled)
+        .filter(|(b, _)| b.serving())
         .map(|(bidder, index)| {
             let metrics = &*bidder.metrics;
             let (call, reply) = match start_call(bidder, body, started) {

@@ -11,6 +11,7 @@
 //!   queue: a bidder whose connections are all busy is skipped for that auction.
 //! - Money is `openrtb::Price` (integer micros) from decode to encode.
 
+mod admin;
 pub(crate) mod auction_path;
 pub mod breaker;
 pub mod config;
@@ -29,6 +30,7 @@ mod state;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).
 pub use openrtb::validate;
 
+pub use admin::ExchangeAdmin;
 pub use config::{Config, ConfigError, Validated};
 pub use metrics::Metrics;
 pub use report::{BidderReport, ExchangeReport};

@@ -78,6 +78,12 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.breaker != new.breaker {
         sections.push("[breaker]");
     }
+    if running.admin_listen != new.admin_listen {
+        sections.push("admin_listen");
+    }
+    if running.security != new.security {
+        sections.push("[security]");
+    }
     sections
 }
 

@@ -7,6 +7,7 @@
 //! breaker while the endpoint stays, its rate cap while `max_qps` stays. A replaced pool is not
 //! closed: calls in flight hold it and finish; its idle connections close when it is dropped.
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,9 @@ use crate::pool::BidderPool;
 pub(crate) struct Bidder {
     pub(crate) name: String,
     pub(crate) enabled: bool,
+    /// Set by an operator (`POST /admin/bidders/{name}/disable`): not called while set. Kept
+    /// across reloads by name, apart from `enabled`, which is the file's.
+    pub(crate) paused: Arc<AtomicBool>,
     pub(crate) max_connections: u32,
     pub(crate) max_qps: Option<u32>,
     pub(crate) pool: Arc<BidderPool>,
@@ -111,7 +115,7 @@ impl Roster {
         let now_ms = crate::metrics::clock_ms();
         self.bidders
             .iter()
-            .filter(|b| b.enabled)
+            .filter(|b| b.serving())
             .map(|b| b.metrics.typical_answer(now_ms).unwrap_or(Duration::ZERO))
             .min()
             .unwrap_or(Duration::ZERO)
@@ -130,6 +134,11 @@ impl Roster {
 }
 
 impl Bidder {
+    /// Enabled in the file and not paused by an operator: auctions call it.
+    pub(crate) fn serving(&self) -> bool {
+        self.enabled && !self.paused.load(Relaxed)
+    }
+
     fn carried_over(
         config: &BidderConfig,
         endpoint: &Endpoint,
@@ -165,6 +174,7 @@ impl Bidder {
         Bidder {
             name: config.name.clone(),
             enabled: config.enabled,
+            paused: old.map_or_else(Arc::default, |o| o.paused.clone()),
             max_connections: config.max_connections,
             max_qps: config.max_qps,
             pool,

@@ -47,10 +47,16 @@ impl Exchange {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
-        edge::serve(listener, shutdown, limits, connections, move |req| {
-            let state = state.clone();
-            async move { handle(&state, req).await }
-        })
+        edge::serve(
+            listener,
+            shutdown,
+            limits,
+            connections,
+            move |req, _peer| {
+                let state = state.clone();
+                async move { handle(&state, req).await }
+            },
+        )
         .await;
     }
 }
@@ -71,6 +77,10 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (_, "/healthz" | "/metrics") => method_not_allowed("GET"),
+        (_, path) if path.starts_with("/admin") => json_error(
+            StatusCode::NOT_FOUND,
+            "admin endpoints are served on admin_listen only",
+        ),
         _ => {
             metrics.request(RequestOutcome::NotFound);
             json_error(

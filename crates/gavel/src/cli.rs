@@ -58,6 +58,10 @@ pub struct BidderArgs {
     /// Listen address; overrides `listen` in the file.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Admin address; overrides `admin_listen` in the file (loopback unless
+    /// `security.admin_remote = true`).
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +72,10 @@ pub struct ExchangeArgs {
     /// Listen address; overrides `listen` in the file.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Admin address; overrides `admin_listen` in the file (loopback unless
+    /// `security.admin_remote = true`).
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

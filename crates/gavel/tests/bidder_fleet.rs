@@ -5,6 +5,8 @@
 //! half-time is near half the budget.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -18,12 +20,14 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use testkit::RedisServer;
 use testkit::TempDir;
-use testkit::http::call;
+use testkit::http::{call, call_as};
+use testkit::secrets::ADMIN_TOKEN;
 
 /// One `gavel bidder` child process, stopped with SIGTERM (leases handed back) on drop.
 struct BidderProcess {
     child: Child,
     addr: SocketAddr,
+    admin: SocketAddr,
 }
 
 impl BidderProcess {
@@ -31,7 +35,7 @@ impl BidderProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
             .args(["bidder", "--config"])
             .arg(config)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -46,7 +50,8 @@ impl BidderProcess {
             .and_then(|rest| rest.split('/').next())
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
-        BidderProcess { child, addr }
+        let admin = common::admin_addr(&line);
+        BidderProcess { child, addr, admin }
     }
 
     fn terminate(&mut self) {
@@ -86,13 +91,14 @@ fn start_fleet(
     extra: &str,
 ) -> Vec<BidderProcess> {
     std::fs::write(dir.join("campaigns.json"), campaigns).unwrap();
+    let security = testkit::secrets::security_toml(dir);
     (0..4)
         .map(|i| {
             let config = dir.join(format!("b{i}.toml"));
             std::fs::write(
                 &config,
                 format!(
-                    "campaigns = \"campaigns.json\"\nnode = \"b{i}\"\n\
+                    "campaigns = \"campaigns.json\"\nnode = \"b{i}\"\n{security}\
                      [ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_timeout_ms = 200\n\
                      lease_chunk = 0.02\nlease_report_ms = 50\nlease_ttl_ms = 2000\n{extra}",
                     redis.addr()
@@ -113,7 +119,7 @@ fn request(id: u64) -> String {
 
 /// The campaign as one instance's admin endpoint reports it.
 async fn campaign(addr: SocketAddr, id: &str) -> Value {
-    let (status, body) = call(addr, "GET", "/admin/campaigns", "").await;
+    let (status, body) = call_as(addr, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
     assert_eq!(status, 200, "{body}");
     let all: Value = serde_json::from_str(&body).unwrap();
     all["campaigns"]
@@ -215,6 +221,7 @@ async fn shared_budget(mode: &str) {
         &format!("redis_mode = \"{mode}\"\n"),
     );
     let addrs = Arc::new(fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
+    let admins: Vec<SocketAddr> = fleet.iter().map(|b| b.admin).collect();
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..16)
@@ -236,7 +243,7 @@ async fn shared_budget(mode: &str) {
     let mut checks = 0;
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let c = campaign(addrs[checks % 4], "shared").await;
+        let c = campaign(admins[checks % 4], "shared").await;
         checks += 1;
         let (spent, reserved) = (nanos(&c, "spent"), nanos(&c, "reserved"));
         assert!(spent + reserved <= budget, "over budget: {c}");
@@ -254,7 +261,7 @@ async fn shared_budget(mode: &str) {
 
     // Every instance reports the same shared numbers.
     let mut seen = Vec::new();
-    for a in addrs.iter() {
+    for a in &admins {
         let c = campaign(*a, "shared").await;
         seen.push((
             nanos(&c, "spent"),
@@ -329,6 +336,7 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         "[pacing]\ncontrol_interval_ms = 100\n",
     );
     let addrs = Arc::new(_fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
+    let admins: Vec<SocketAddr> = _fleet.iter().map(|b| b.admin).collect();
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..8)
@@ -350,9 +358,9 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         }
     };
     wait_until(start + 8_000).await;
-    let half = nanos(&campaign(addrs[0], "even").await, "spent");
+    let half = nanos(&campaign(admins[0], "even").await, "spent");
     wait_until(end + 500).await;
-    let at_end = nanos(&campaign(addrs[1], "even").await, "spent");
+    let at_end = nanos(&campaign(admins[1], "even").await, "spent");
     stop.store(true, Relaxed);
     for t in tasks {
         t.await.unwrap();

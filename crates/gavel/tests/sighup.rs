@@ -149,7 +149,12 @@ fn sighup_reloads_the_bidder_campaigns() {
     };
     std::fs::write(&campaigns, campaign("2.0")).unwrap();
     let config = dir.join("bidder.toml");
-    std::fs::write(&config, "campaigns = \"campaigns.json\"\n").unwrap();
+    let security = testkit::secrets::security_toml(dir.path());
+    std::fs::write(
+        &config,
+        format!("campaigns = \"campaigns.json\"\n{security}"),
+    )
+    .unwrap();
     let (child, addr, _) = common::spawn_listening("bidder", &config);
     let price = || {
         let (status, body) = call(addr, "POST", "/openrtb2/bid", AUCTION);

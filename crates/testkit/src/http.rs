@@ -63,10 +63,17 @@ pub async fn send(
 }
 
 /// The request line and headers of a `Connection: close` request with a JSON body.
-fn head(method: &str, path: &str, addr: SocketAddr, body_len: usize) -> String {
+fn head_with(
+    method: &str,
+    path: &str,
+    addr: SocketAddr,
+    body_len: usize,
+    token: Option<&str>,
+) -> String {
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
     format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {body_len}\r\nConnection: close\r\n\r\n"
+         {auth}Content-Length: {body_len}\r\nConnection: close\r\n\r\n"
     )
 }
 
@@ -105,10 +112,21 @@ pub fn statuses(text: &str) -> Vec<u16> {
 /// whole answer: its status and body. A connection refused or reset before an answer is
 /// status 0 with an empty body, so that load tests can count it as a failure.
 pub async fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
+    call_as(addr, method, target, None, body).await
+}
+
+/// [`call`] with `Authorization: Bearer {token}` when a token is given (admin endpoints).
+pub async fn call_as(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
     let Ok(mut stream) = TcpStream::connect(addr).await else {
         return (0, String::new());
     };
-    let head = head(method, path_of(target), addr, body.len());
+    let head = head_with(method, path_of(target), addr, body.len(), token);
     if stream.write_all(head.as_bytes()).await.is_err()
         || stream.write_all(body.as_bytes()).await.is_err()
     {
@@ -122,11 +140,22 @@ pub async fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> (
 /// [`call`] from a thread outside any runtime (a test driving a child process), reading for
 /// at most 5 s.
 pub fn call_blocking(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String) {
+    call_blocking_as(addr, method, target, None, body)
+}
+
+/// [`call_blocking`] with `Authorization: Bearer {token}` when a token is given.
+pub fn call_blocking_as(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
     let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
         return (0, String::new());
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let head = head(method, path_of(target), addr, body.len());
+    let head = head_with(method, path_of(target), addr, body.len(), token);
     if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err() {
         return (0, String::new());
     }

@@ -6,6 +6,7 @@
 //!   ledger's correctness is in its Lua scripts, so tests run them on Redis itself).
 //! - [`http`]: a raw HTTP/1.1 client over a fresh loopback connection, for the tests that must
 //!   control every byte (malformed framing, smuggling) or read the answer as the wire has it.
+//! - [`secrets`]: a notice key and an admin token for test servers, and the config lines for them.
 //! - [`temp`]: a fresh temporary directory, removed on drop.
 //! - [`time`]: waiting for a condition, bounded, instead of a fixed sleep.
 //! - [`synth`]: seeded synthetic campaigns and bid requests shaped like a real DSP's book, for
@@ -16,6 +17,7 @@
 
 pub mod http;
 pub mod redis;
+pub mod secrets;
 pub mod synth;
 pub mod temp;
 pub mod time;

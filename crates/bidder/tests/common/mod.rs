@@ -31,39 +31,60 @@ pub fn banner_request(id: &str, w: u32, h: u32, floor: f64) -> String {
 }
 
 pub use testkit::TempDir;
-pub use testkit::http::call;
+pub use testkit::http::{call, call_as};
+pub use testkit::secrets::ADMIN_TOKEN;
 
 /// A bidder serving on a free port, with its campaign file in a temporary directory.
 pub struct TestBidder {
     pub addr: SocketAddr,
+    /// The admin listener (`admin_listen`).
+    pub admin_addr: SocketAddr,
     pub dir: TempDir,
     pub bidder: bidder::Bidder,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl TestBidder {
-    /// Starts a memory-ledger bidder on `campaigns`; `extra` is appended to its TOML config.
+    /// Starts a memory-ledger bidder on `campaigns`, signing notices with the test key and
+    /// serving admin (with the test token) on its own port; `extra` is appended to its TOML
+    /// config.
     pub async fn start(campaigns: &str, extra: &str) -> TestBidder {
         let dir = TempDir::new("bidder");
         std::fs::write(dir.join("campaigns.json"), campaigns).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let text = format!("listen = \"{addr}\"\ncampaigns = \"campaigns.json\"\n{extra}");
+        let admin_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_addr = admin_listener.local_addr().unwrap();
+        let security = testkit::secrets::security_toml(dir.path());
+        let text = format!(
+            "listen = \"{addr}\"\nadmin_listen = \"{admin_addr}\"\ncampaigns = \"campaigns.json\"\n{security}{extra}"
+        );
         std::fs::write(dir.join("bidder.toml"), &text).unwrap();
         let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
         let bidder = bidder::Bidder::start(config).await.unwrap();
         bidder.watch();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let server = bidder.clone();
+        let (admin_tx, admin_rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             server
                 .serve(listener, async {
                     let _ = rx.await;
                 })
                 .await;
+            let _ = admin_tx.send(());
+        });
+        let admin = bidder.clone();
+        tokio::spawn(async move {
+            admin
+                .serve_admin(admin_listener, async {
+                    let _ = admin_rx.await;
+                })
+                .await;
         });
         TestBidder {
             addr,
+            admin_addr,
             dir,
             bidder,
             stop: Some(tx),
@@ -87,8 +108,13 @@ impl TestBidder {
         call(self.addr, "POST", target, body).await
     }
 
+    /// An admin call with the test token.
+    pub async fn admin_call(&self, method: &str, target: &str) -> (u16, String) {
+        call_as(self.admin_addr, method, target, Some(ADMIN_TOKEN), "").await
+    }
+
     pub async fn admin(&self) -> Value {
-        let (status, body) = self.get("/admin/campaigns").await;
+        let (status, body) = self.admin_call("GET", "/admin/campaigns").await;
         assert_eq!(status, 200, "{body}");
         serde_json::from_str(&body).unwrap()
     }

@@ -14,11 +14,23 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    if let Some(admin) = args.admin_listen {
+        config
+            .security
+            .admin()
+            .validate(admin)
+            .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
+        config.admin_listen = admin;
+    }
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     // Port 0 picks a free port: notice URLs must name the one actually bound.
     config.listen = listener.local_addr()?;
+    let admin_listener = TcpListener::bind(config.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin_listen)", config.admin_listen))?;
+    let admin_addr = admin_listener.local_addr()?;
     let backend = format!("{:?}", config.ledger.backend).to_lowercase();
     let bidder = Bidder::start(config).await?;
     // The campaign file is followed, and SIGHUP reloads it too.
@@ -31,11 +43,22 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         }
     });
     println!(
-        "gavel bidder listening on {}{} (ledger: {backend}; admin: /admin/campaigns; metrics: /metrics; campaigns reload on change and on SIGHUP)",
+        "gavel bidder listening on {}{} (ledger: {backend}; admin: http://{admin_addr}/admin/campaigns; metrics: /metrics; campaigns reload on change and on SIGHUP)",
         bidder.public_url(),
         bidder::BID_PATH,
     );
+    let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin = bidder.clone();
+    let admin_task = tokio::spawn(async move {
+        admin
+            .serve_admin(admin_listener, async {
+                let _ = admin_stopped.await;
+            })
+            .await;
+    });
     bidder.serve(listener, super::shutdown_signal()).await;
+    let _ = admin_stop.send(());
+    let _ = admin_task.await;
     // Requests are over: hand leased budget back so other instances can spend it now.
     bidder.shutdown().await;
     // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.

@@ -66,6 +66,27 @@ fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
     )
 }
 
+/// 32 random bytes from the OS, in hex: a notice key.
+fn random_hex_key() -> anyhow::Result<String> {
+    use rand::{RngCore as _, SeedableRng as _};
+    let mut rng = rand::rngs::StdRng::try_from_os_rng().context("no OS random source")?;
+    let mut bytes = [0u8; 32];
+    rng.fill_bytes(&mut bytes);
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes a file only its owner can read.
+fn write_private(path: &std::path::Path, content: &str) -> anyhow::Result<()> {
+    std::fs::write(path, content).with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("chmod {}", path.display()))?;
+    }
+    Ok(())
+}
+
 impl DemoBidder {
     /// Starts the bidder on a free loopback port with an in-memory ledger; its `even` campaign's
     /// flight covers the demo's run.
@@ -86,6 +107,9 @@ impl DemoBidder {
         );
         std::fs::write(dir.join("campaigns.json"), campaigns(start, end))
             .context("writing the demo's campaigns")?;
+        // Signed notices, as in production: a fresh random key for this run.
+        let key_file = dir.join("notice.key");
+        write_private(&key_file, &random_hex_key()?)?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let config = BidderConfig::from_toml(&format!(
@@ -97,9 +121,11 @@ impl DemoBidder {
             // this bidder's backlog (measured: 101-525 of 10,000 bid requests refused with it on,
             // with no bidder answering late).
             "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n\
-             [ledger]\nreservation_ttl_ms = 2000\n[pacing]\ncontrol_interval_ms = 250\n\
-             [admission]\nmax_busy_ms = 0\n",
-            dir.join("campaigns.json").display().to_string()
+             [ledger]\nreservation_ttl_ms = 2000\nreservation_grace_ms = 1000\n\
+             [pacing]\ncontrol_interval_ms = 250\n\
+             [admission]\nmax_busy_ms = 0\n[security]\nnotice_key_file = {:?}\n",
+            dir.join("campaigns.json").display().to_string(),
+            key_file.display().to_string(),
         ))
         .context("the demo bidder's configuration")?;
         let bidder = Bidder::start(config)

@@ -14,12 +14,26 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         validated.config.listen = listen;
     }
+    if let Some(admin) = args.admin_listen {
+        validated
+            .config
+            .security
+            .validate(admin)
+            .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
+        validated.config.admin_listen = admin;
+    }
     let listen = validated.config.listen;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
+    let admin_listen = validated.config.admin_listen;
+    let admin_listener = TcpListener::bind(admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {admin_listen} (admin_listen)"))?;
+    let admin_addr = admin_listener.local_addr()?;
     let bidders = validated.config.bidders.len();
     let exchange = Exchange::new(validated);
+    let admin = exchange.admin()?;
     // The bidder list follows the file: on every change, and on SIGHUP.
     exchange.watch();
     let on_hup = exchange.clone();
@@ -31,12 +45,23 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     });
     println!(
         "gavel exchange listening on http://{}{} with {bidders} bidders (metrics: /metrics; \
-         the bidder list reloads when {} changes, and on SIGHUP)",
+         admin: http://{admin_addr}/admin/bidders; the bidder list reloads when {} changes, \
+         and on SIGHUP)",
         listener.local_addr()?,
         exchange::AUCTION_PATH,
         args.config.display()
     );
+    let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin_task = tokio::spawn(async move {
+        admin
+            .serve(admin_listener, async {
+                let _ = admin_stopped.await;
+            })
+            .await;
+    });
     exchange.serve(listener, super::shutdown_signal()).await;
+    let _ = admin_stop.send(());
+    let _ = admin_task.await;
     // Auctions are over; what they promised bidders (win and billing notices) goes out now.
     let unsent = exchange
         .flush_notices(std::time::Duration::from_secs(5))

@@ -16,7 +16,7 @@ pub fn spawn_listening(
         .arg(subcommand)
         .arg("--config")
         .arg(config)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -30,4 +30,14 @@ pub fn spawn_listening(
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in {first:?}"));
     (child, addr, lines)
+}
+
+/// The admin address a `gavel exchange` or `gavel bidder` first line names (`admin: http://ADDR/...`).
+pub fn admin_addr(first_line: &str) -> SocketAddr {
+    first_line
+        .split("admin: http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no admin address in {first_line:?}"))
 }

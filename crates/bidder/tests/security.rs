@@ -1,0 +1,273 @@
+//! Notices and admin on an open network: forged, replayed, over-priced and expired notices
+//! change nothing and are counted; a loss never erases a win; a reservation no notice settles
+//! is held through its grace, then released and counted; admin lives on its own port, behind
+//! the token, and every mutation is audited. Real loopback sockets, one bidder per test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestBidder, banner_request, campaign_json};
+use serde_json::Value;
+
+/// Bids once and returns the bid's (nurl, burl, lurl).
+async fn bid(b: &TestBidder, id: &str) -> (String, String, String) {
+    let (status, body) = b.post_bid(&banner_request(id, 300, 250, 0.1)).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let bid = &v["seatbid"][0]["bid"][0];
+    let url = |k: &str| bid[k].as_str().unwrap().to_owned();
+    (url("nurl"), url("burl"), url("lurl"))
+}
+
+/// The query parameter `key` of `url`.
+fn param<'a>(url: &'a str, key: &str) -> &'a str {
+    url.split(['?', '&'])
+        .find_map(|p| p.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .unwrap()
+}
+
+fn with_param(url: &str, key: &str, value: &str) -> String {
+    url.replace(
+        &format!("{key}={}", param(url, key)),
+        &format!("{key}={value}"),
+    )
+}
+
+async fn metric(b: &TestBidder, line: &str) -> u64 {
+    let text = b.get("/metrics").await.1;
+    text.lines()
+        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {line} in\n{text}"))
+}
+
+async fn money(b: &TestBidder) -> (i64, i64) {
+    let c = b.campaign("c1").await;
+    (
+        c["nanos"]["spent"].as_i64().unwrap(),
+        c["nanos"]["reserved"].as_i64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
+    let (nurl, burl, lurl) = bid(&b, "r1").await;
+    let (other_nurl, _, _) = bid(&b, "r2").await;
+    let before = money(&b).await;
+    assert_eq!(before, (0, 4_000_000));
+    let win = nurl.replace("${AUCTION_PRICE}", "1.5");
+    let token = param(&win, "t").to_owned();
+    let other = other_nurl.replace("${AUCTION_PRICE}", "1.5");
+    let forged = [
+        // No token at all: what anyone could type.
+        (win.replace(&format!("&t={token}"), ""), "missing_token"),
+        (with_param(&win, "t", "nothex"), "malformed_token"),
+        // Another reservation's token on this one; a raised cap; a later expiry; another
+        // campaign; the loss URL's token used for a win.
+        (with_param(&win, "t", param(&other, "t")), "bad_signature"),
+        (with_param(&win, "x", "9000000"), "bad_signature"),
+        (with_param(&win, "e", "99999999999"), "bad_signature"),
+        (with_param(&win, "c", "c2"), "bad_signature"),
+        (with_param(&win, "t", param(&lurl, "t")), "bad_signature"),
+        // Genuine, but above the bid (CPM 2).
+        (nurl.replace("${AUCTION_PRICE}", "2.000001"), "above_bid"),
+        (burl.replace("${AUCTION_PRICE}", "3"), "above_bid"),
+    ];
+    for (url, reason) in &forged {
+        let (status, body) = b.get(url).await;
+        assert_eq!(status, 403, "{reason}: {url} -> {body}");
+    }
+    // A forged loss would have released the reservation: refused too.
+    let loss = lurl.replace("${AUCTION_LOSS}", "102");
+    let forged_loss = with_param(&loss, "r", param(&other, "r"));
+    assert_eq!(b.get(&forged_loss).await.0, 403);
+    assert_eq!(money(&b).await, before, "the ledger is untouched");
+    for (reason, count) in [
+        ("missing_token", 1),
+        ("malformed_token", 1),
+        ("bad_signature", 6),
+        ("above_bid", 2),
+    ] {
+        let line = format!("gavel_bidder_notices_refused_total{{reason=\"{reason}\"}}");
+        assert_eq!(metric(&b, &line).await, count, "{reason}");
+    }
+    // The genuine notice still works afterwards.
+    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(money(&b).await, (1_500_000, 2_000_000));
+}
+
+#[tokio::test]
+async fn a_replay_storm_charges_once_and_a_loss_never_erases_the_win() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
+    let (nurl, burl, lurl) = bid(&b, "r1").await;
+    let bill = burl.replace("${AUCTION_PRICE}", "1.25");
+    let mut statuses = std::collections::BTreeMap::new();
+    for _ in 0..1_000 {
+        *statuses.entry(b.get(&bill).await.0).or_insert(0) += 1;
+    }
+    assert_eq!(statuses, [(204, 1_000)].into_iter().collect());
+    // The winner's loss URL after the win (any reason but "won") is refused: 409.
+    let loss = lurl.replace("${AUCTION_LOSS}", "102");
+    assert_eq!(b.get(&loss).await.0, 409);
+    assert_eq!(
+        b.get(&nurl.replace("${AUCTION_PRICE}", "1.25")).await.0,
+        204
+    );
+    assert_eq!(money(&b).await, (1_250_000, 0));
+    let c = b.campaign("c1").await;
+    assert_eq!(c["wins"], 1);
+    let charged = "gavel_bidder_notices_total{kind=\"bill\",outcome=\"charged\"}";
+    assert_eq!(metric(&b, charged).await, 1);
+    let duplicate = "gavel_bidder_notices_total{kind=\"bill\",outcome=\"duplicate\"}";
+    assert_eq!(metric(&b, duplicate).await, 999);
+    let refused = "gavel_bidder_notices_total{kind=\"loss\",outcome=\"loss_after_win\"}";
+    assert_eq!(metric(&b, refused).await, 1);
+}
+
+#[tokio::test]
+async fn a_win_after_the_loss_is_charged_and_counted() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
+    let (nurl, _, lurl) = bid(&b, "r1").await;
+    // The exchange's loss notice arrives first (out of order), then the win.
+    assert_eq!(b.get(&lurl.replace("${AUCTION_LOSS}", "102")).await.0, 204);
+    assert_eq!(money(&b).await, (0, 0));
+    assert_eq!(b.get(&nurl.replace("${AUCTION_PRICE}", "1.5")).await.0, 204);
+    assert_eq!(money(&b).await, (1_500_000, 0));
+    let late = "gavel_bidder_notices_total{kind=\"win\",outcome=\"charged_after_release\"}";
+    assert_eq!(metric(&b, late).await, 1);
+    // The winner's own loss URL ("bid won", loss=0) releases nothing.
+    let (_, _, lurl2) = bid(&b, "r2").await;
+    assert_eq!(b.get(&lurl2.replace("${AUCTION_LOSS}", "0")).await.0, 204);
+    assert_eq!(money(&b).await, (1_500_000, 2_000_000));
+}
+
+/// Needs real time: the expiry is on the wall clock (the token carries Unix seconds). The
+/// waits are for an event (the sweep's counter), bounded generously.
+#[tokio::test]
+async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_counted() {
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        "[ledger]\nreservation_ttl_ms = 1000\nreservation_grace_ms = 500\n",
+    )
+    .await;
+    let (nurl, _, _) = bid(&b, "r1").await;
+    assert_eq!(money(&b).await, (0, 2_000_000));
+    let expired = "gavel_bidder_reservations_expired_total";
+    let started = std::time::Instant::now();
+    loop {
+        if metric(&b, expired).await == 1 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Held for at least TTL + grace.
+    assert!(started.elapsed() >= Duration::from_millis(1_400));
+    assert_eq!(money(&b).await, (0, 0));
+    // Its notice URL expires with it (at the next whole second, `e`, in Unix seconds).
+    let e: u64 = param(&nurl, "e").parse().unwrap();
+    let unix_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    assert!(
+        e <= unix_now() + 1,
+        "the token outlives the reservation by under a second"
+    );
+    while unix_now() < e {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, body) = b.get(&nurl.replace("${AUCTION_PRICE}", "1")).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("expired"), "{body}");
+    assert_eq!(money(&b).await, (0, 0));
+}
+
+#[tokio::test]
+async fn admin_is_off_the_bid_port_needs_the_token_and_audits_mutations() {
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        "security.audit_log = \"audit.log\"\n",
+    )
+    .await;
+    // The bid port does not serve admin at all.
+    assert_eq!(b.get("/admin/campaigns").await.0, 404);
+    assert_eq!(b.post("/admin/reload", "").await.0, 404);
+    // The admin port refuses without the token, or with a wrong one.
+    let anon = common::call(b.admin_addr, "GET", "/admin/campaigns", "").await;
+    assert_eq!(anon.0, 401, "{}", anon.1);
+    let wrong = common::call_as(b.admin_addr, "POST", "/admin/reload", Some("guess"), "").await;
+    assert_eq!(wrong.0, 401);
+    assert!(
+        !b.dir.join("audit.log").exists()
+            || std::fs::read_to_string(b.dir.join("audit.log"))
+                .unwrap()
+                .is_empty(),
+        "a refused call is not a mutation"
+    );
+    // With it: the same JSON as before, and a reload writes one audit line.
+    assert_eq!(b.admin().await["campaigns"][0]["id"], "c1");
+    let (status, body) = b.admin_call("POST", "/admin/reload").await;
+    assert_eq!(status, 200, "{body}");
+    let audit = std::fs::read_to_string(b.dir.join("audit.log")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{audit}");
+    let line = &lines[0];
+    assert_eq!(line["what"], "POST /admin/reload");
+    assert!(
+        line["who"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{line}"
+    );
+    assert!(!audit.contains(common::ADMIN_TOKEN), "never the token");
+    assert_eq!(line["before"]["campaigns"], 1);
+    assert_eq!(line["after"]["campaigns"], 1);
+}
+
+#[tokio::test]
+async fn config_refuses_public_admin_and_unsigned_keys_by_mistake() {
+    let refused = |text: &str| {
+        bidder::BidderConfig::from_toml(text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let public = refused("campaigns = \"c.json\"\nadmin_listen = \"0.0.0.0:9101\"");
+    assert!(public.starts_with("admin_listen:"), "{public}");
+    assert!(bidder::BidderConfig::from_toml(
+        "campaigns = \"c.json\"\nadmin_listen = \"0.0.0.0:9101\"\n[security]\nadmin_remote = true"
+    )
+    .is_ok());
+    let same = refused(
+        "campaigns = \"c.json\"\nlisten = \"127.0.0.1:9100\"\nadmin_listen = \"127.0.0.1:9100\"",
+    );
+    assert!(same.starts_with("admin_listen:"), "{same}");
+    let both = refused(
+        "campaigns = \"c.json\"\n[security]\nsign_notices = false\nnotice_key_file = \"k\"",
+    );
+    assert!(both.starts_with("security.notice_key_file"), "{both}");
+    // Signing on without a key: the bidder does not start, and says how to make one.
+    let dir = common::TempDir::new("nokey");
+    std::fs::write(
+        dir.join("campaigns.json"),
+        format!("[{}]", campaign_json("c1", 1.0, 1.0, "asap")),
+    )
+    .unwrap();
+    std::fs::write(dir.join("bidder.toml"), "campaigns = \"campaigns.json\"\n").unwrap();
+    let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
+    let e = bidder::Bidder::start(config)
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains("security.notice_key_file") && e.contains("openssl rand")),
+        "{e:?}"
+    );
+}
