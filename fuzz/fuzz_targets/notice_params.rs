@@ -15,6 +15,7 @@
 
 use bidder::metrics::NoticeKind;
 use bidder::notice::{self, BadNotice, MAX_QUERY_BYTES, Notice};
+use bidder::token::{NoticeKey, NoticeKeys};
 use libfuzzer_sys::fuzz_target;
 use openrtb::Price;
 use openrtb::query::{parse_cpm, query_pairs};
@@ -106,10 +107,23 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A notice's own URLs, with the price written back, parse to the same notice.
+/// A notice's own URLs, signed, with the price written back, parse to the same notice and pass
+/// their own check.
 fn round_trip(n: &Notice) {
     let campaign = n.campaign.as_deref().unwrap_or("");
-    let urls = notice::notice_urls("http://127.0.0.1:9100", &n.reservation, campaign);
+    let imp = n.imp.as_deref().unwrap_or("1");
+    let secret = settings::Secret::new(&[9; 32], "fuzz").expect("a 32-byte key");
+    let keys = NoticeKeys::new(NoticeKey::new(&secret).expect("HMAC key"), None);
+    let now = pacing::Timestamp(1_700_000_000_000);
+    let bid = notice::BidNotice {
+        base: "http://127.0.0.1:9100",
+        reservation: &n.reservation,
+        campaign,
+        imp,
+        max_price: n.price.unwrap_or(Price::from_micros(1)),
+        expires_at_s: now.0 / 1000 + 60,
+    };
+    let urls = notice::notice_urls(Some(&keys), &bid);
     let price = n.price.map_or_else(String::new, exact);
     let query_of = |url: &str| {
         url.split_once('?')
@@ -125,7 +139,11 @@ fn round_trip(n: &Notice) {
             Ok(back) => {
                 assert_eq!(back.reservation, n.reservation, "{query:?}");
                 assert_eq!(back.campaign.as_deref(), Some(campaign), "{query:?}");
+                assert_eq!(back.imp.as_deref(), Some(imp), "{query:?}");
                 assert_eq!(back.price, n.price, "{query:?}");
+                if let Err(e) = notice::check(Some(&keys), &back, now) {
+                    panic!("own URL fails its check ({e}): {query:?}");
+                }
             }
             Err(e) => panic!("own URL refused ({e}): {query:?} from {n:?}"),
         }
