@@ -35,13 +35,6 @@ pub struct CampaignReport {
     pub charged_here: Nanos,
 }
 
-/// The admin listener's limits: the bid port's, with few connections (operators and scripts).
-pub(crate) fn limits(config: &crate::config::BidderConfig) -> edge::Limits {
-    let mut limits = config.limits();
-    limits.max_connections = limits.max_connections.min(64);
-    limits
-}
-
 /// Routes one admin request: the door first (401 without the token), then the endpoint.
 pub(crate) async fn handle(
     state: &State,

@@ -146,7 +146,7 @@ async fn reserve_first(
         {
             Ok(()) => {
                 campaign_state.bids.fetch_add(1, Relaxed);
-                return Some(build_bid(state, snapshot, request, imp_index, p, id));
+                return Some(build_bid(state, snapshot, request, imp_index, p, id, now));
             }
             Err(ReserveError::Refused(r)) => {
                 state.metrics.skip(SkipReason::Refused);
@@ -184,13 +184,16 @@ fn build_bid(
     imp_index: usize,
     p: &Proposal,
     reservation: String,
+    now: Timestamp,
 ) -> Bid {
     let campaign = snapshot.set.campaigns().get(p.campaign as usize);
     let creative = campaign.and_then(|c| c.creatives().get(p.creative as usize));
     let imp = request.imp.get(imp_index);
     let campaign_id = campaign.map_or("", |c| c.id());
     let impid = imp.map_or("", |i| i.id.as_str());
-    let expires = pacing::Timestamp::now().saturating_add(state.notice_lifetime);
+    // From the request's clock reading (taken just before the reservation), rounded up to the
+    // second: the URL expires within a second of the reservation, with no clock read per bid.
+    let expires = now.saturating_add(state.notice_lifetime);
     let urls = notice_urls(
         state.keys.as_ref(),
         &BidNotice {
@@ -199,7 +202,6 @@ fn build_bid(
             campaign: campaign_id,
             imp: impid,
             max_price: p.price,
-            // Rounded up to the second: never before the reservation expires.
             expires_at_s: expires.0.div_ceil(1000),
         },
     );

@@ -60,7 +60,7 @@ impl Bidder {
     /// Serves the admin endpoints on `listener` (bound to `admin_listen`) until `shutdown`.
     pub async fn serve_admin(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        let limits = crate::admin::limits(&state.config);
+        let limits = edge::admin::admin_limits(state.config.limits());
         let connections = Arc::new(edge::ConnStats::default());
         edge::serve(listener, shutdown, limits, connections, move |req, peer| {
             let state = state.clone();

@@ -70,6 +70,15 @@ impl AdminSettings {
     }
 }
 
+/// Most connections an admin listener accepts: its callers are operators and scripts.
+pub const ADMIN_MAX_CONNECTIONS: u32 = 64;
+
+/// An admin listener's limits: the server's own, with at most [`ADMIN_MAX_CONNECTIONS`].
+pub fn admin_limits(mut limits: crate::Limits) -> crate::Limits {
+    limits.max_connections = limits.max_connections.min(ADMIN_MAX_CONNECTIONS);
+    limits
+}
+
 /// Why the admin door could not open.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {

@@ -50,8 +50,7 @@ impl Exchange {
 impl ExchangeAdmin {
     /// Serves the admin endpoints until `shutdown` completes.
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        let mut limits = self.exchange.state.config.limits();
-        limits.max_connections = limits.max_connections.min(64);
+        let limits = edge::admin::admin_limits(self.exchange.state.config.limits());
         let admin = self.clone();
         let connections = Arc::new(edge::ConnStats::default());
         edge::serve(listener, shutdown, limits, connections, move |req, peer| {
