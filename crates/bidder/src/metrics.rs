@@ -106,7 +106,7 @@ pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)
     let Some((s, redis_up)) = status else {
         return;
     };
-    let counters: [(&str, &str, u64); 7] = [
+    let counters: [(&str, &str, u64); 9] = [
         (
             "gavel_bidder_lease_grants_total",
             "Leases granted or grown by Redis.",
@@ -141,6 +141,16 @@ pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)
             "gavel_bidder_lease_uncharged_nanos_total",
             "Spend reported too late to be charged (spent, not billed), in nanos.",
             u64::try_from(s.uncharged.get()).unwrap_or(0),
+        ),
+        (
+            "gavel_bidder_lease_settled_elsewhere_total",
+            "Reservations of this instance whose notice another instance settled.",
+            s.settled_elsewhere,
+        ),
+        (
+            "gavel_bidder_lease_unclaimed_outcomes_total",
+            "Notices settled here while Redis was away and never claimed there (queue full).",
+            s.marks_dropped,
         ),
     ];
     for (name, help, value) in counters {

@@ -296,7 +296,10 @@ pub async fn settle(ledger: &Ledger, charge_on: ChargeOn, notice: &Notice) -> Se
             // "Bid won" (OpenRTB loss reason 0): the winner's own loss URL, nothing to release.
             return Settled::of(NoticeOutcome::Recorded);
         }
-        return match ledger.release(&notice.reservation).await {
+        return match ledger
+            .release(&notice.reservation, notice.campaign.as_deref())
+            .await
+        {
             Ok(ReleaseOutcome::Released(_)) => Settled::of(NoticeOutcome::Released),
             Ok(ReleaseOutcome::AlreadyReleased) => Settled::of(NoticeOutcome::Duplicate),
             // A loss never erases a win.
@@ -308,7 +311,10 @@ pub async fn settle(ledger: &Ledger, charge_on: ChargeOn, notice: &Notice) -> Se
         return Settled::of(NoticeOutcome::Recorded);
     }
     let price = Nanos::of_impression(notice.price.unwrap_or_default());
-    match ledger.commit(&notice.reservation, price).await {
+    match ledger
+        .commit(&notice.reservation, notice.campaign.as_deref(), price)
+        .await
+    {
         Ok(CommitOutcome::Charged(n)) => Settled {
             outcome: NoticeOutcome::Charged,
             charged: n,

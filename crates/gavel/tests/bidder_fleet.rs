@@ -1,6 +1,7 @@
 //! Four `gavel bidder` processes sharing one campaign through one real `redis-server` (started
 //! by the test on a free port), driven concurrently, with a win notice for every bid (some
-//! delivered twice, each followed by its billing notice). Shared spend never exceeds the budget
+//! delivered twice, each followed by its billing notice), each notice sent to another instance
+//! than the one that bid. Shared spend never exceeds the budget
 //! and reaches it when demand is ample; with `even` pacing over a short flight, spend at
 //! half-time is near half the budget.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -149,6 +150,9 @@ struct Tally {
 
 /// One load task: bid requests round-robin over the instances; every bid is won at its own
 /// price (first price), its win notice sent (twice for one bid in five) and its billing notice.
+/// The notices go round-robin too, as behind a load balancer: the win to the next instance,
+/// the repeat to the one after, the billing notice to the one after that. Never to the
+/// instance that made the bid.
 async fn drive(
     addrs: Arc<Vec<SocketAddr>>,
     tally: Arc<Tally>,
@@ -178,16 +182,17 @@ async fn drive(
                 .as_str()
                 .unwrap()
                 .replace("${AUCTION_PRICE}", &text);
-            let (status, _) = call(addrs[i], "GET", &win, "").await;
-            assert_eq!(status, 204, "win notice refused");
+            let elsewhere = |k: usize| addrs[(i + k) % 4];
+            let (status, body) = call(elsewhere(1), "GET", &win, "").await;
+            assert_eq!(status, 204, "win notice refused: {body}");
             tally.wins.fetch_add(1, Relaxed);
             tally
                 .charged
                 .fetch_add((price * 1e6).round() as u64, Relaxed);
             if rng.random_bool(0.2) {
-                assert_eq!(call(addrs[i], "GET", &win, "").await.0, 204);
+                assert_eq!(call(elsewhere(2), "GET", &win, "").await.0, 204);
             }
-            assert_eq!(call(addrs[i], "GET", &bill, "").await.0, 204);
+            assert_eq!(call(elsewhere(3), "GET", &bill, "").await.0, 204);
         } else {
             assert_eq!(status, 204, "{body}");
         }

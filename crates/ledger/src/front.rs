@@ -7,8 +7,10 @@
 //! - `redis` + `lease` (the default for Redis): a local book spends budget leased from Redis in
 //!   chunks; no Redis round trip is on the bid path ([`LeasedLedger`]).
 //!
-//! Reservation ids are `{node}-{sequence}`: unique across instances sharing a ledger, since
-//! nodes are named apart. Every call that may touch Redis is bounded by the bid's deadline or
+//! Reservation ids are `{node}-{128 random bits}`: unique across instances sharing a ledger,
+//! since nodes are named apart, and across restarts. In lease mode the `{node}` part names the
+//! instance holding the reservation, so that a notice reaching another instance is settled
+//! through Redis ([`LeasedLedger::commit_notice`]). Every call that may touch Redis is bounded by the bid's deadline or
 //! the configured Redis timeout; a store that does not answer is a refusal (fail closed), never
 //! a wait.
 
@@ -202,14 +204,23 @@ impl Ledger {
         }
     }
 
-    /// Charges the clearing price of a won impression; a duplicate charges nothing.
-    pub async fn commit(&self, id: &str, price: Nanos) -> Result<CommitOutcome, NoticeError> {
+    /// Charges the clearing price of a won impression; a duplicate charges nothing. `campaign`
+    /// (from the signed notice) lets lease mode settle a reservation another instance holds.
+    pub async fn commit(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+        price: Nanos,
+    ) -> Result<CommitOutcome, NoticeError> {
         let now = Timestamp::now();
         match &self.store {
             Store::Memory(book) => Self::book(book)
                 .commit(id, price, now)
                 .map_err(NoticeError::Settle),
-            Store::Leased(leased) => leased.commit(id, price, now).map_err(NoticeError::Settle),
+            Store::Leased(leased) => match leased.commit_notice(id, campaign, price, now).await {
+                Ok(r) => r.map_err(NoticeError::Settle),
+                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+            },
             Store::PerBid(redis) => match redis.commit(id, price, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e.to_string())),
@@ -218,13 +229,20 @@ impl Ledger {
     }
 
     /// Returns a lost bid's reservation to its campaign.
-    pub async fn release(&self, id: &str) -> Result<ReleaseOutcome, NoticeError> {
+    pub async fn release(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+    ) -> Result<ReleaseOutcome, NoticeError> {
         let now = Timestamp::now();
         match &self.store {
             Store::Memory(book) => Self::book(book)
                 .release(id, now)
                 .map_err(NoticeError::Settle),
-            Store::Leased(leased) => leased.release(id, now).map_err(NoticeError::Settle),
+            Store::Leased(leased) => match leased.release_notice(id, campaign, now).await {
+                Ok(r) => r.map_err(NoticeError::Settle),
+                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+            },
             Store::PerBid(redis) => match redis.release(id, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e.to_string())),

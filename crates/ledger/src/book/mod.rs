@@ -282,6 +282,34 @@ impl Book {
         Ok(CommitOutcome::ChargedAfterRelease(price))
     }
 
+    /// Whether `id` is open or remembered (a tombstone).
+    pub fn knows(&self, id: &str) -> bool {
+        self.open.contains_key(id) || self.tombstones.contains_key(id)
+    }
+
+    /// The amount reservation `id` holds (open) or held (remembered).
+    pub fn reserved_amount(&self, id: &str) -> Option<Nanos> {
+        match self.open.get(id) {
+            Some(r) => Some(r.amount),
+            None => self.tombstones.get(id).map(|t| t.amount),
+        }
+    }
+
+    /// Records that another instance charged reservation `id` `price` (lease mode: a notice
+    /// reached it instead of us, and it charged the shared ledger). An open reservation's money
+    /// goes back without becoming local spend; either way a later notice for `id` here finds it
+    /// committed. Unknown ids are ignored.
+    pub fn charged_elsewhere(&mut self, id: &str, price: Nanos, now: Timestamp) {
+        if self.open.contains_key(id) {
+            self.resolve_open(id, Resolution::Released, now);
+        }
+        if let Some(tombstone) = self.tombstones.get_mut(id)
+            && !matches!(tombstone.resolution, Resolution::Committed(_))
+        {
+            tombstone.resolution = Resolution::Committed(price);
+        }
+    }
+
     /// Returns reservation `id`'s whole amount to its campaign (the bid lost or was never sent).
     /// Idempotent: a resolved id answers with how it resolved, and a committed one stays
     /// charged ([`ReleaseOutcome::AlreadyCommitted`]: a loss never erases a win).

@@ -9,7 +9,7 @@ use pacing::{Limits, Nanos, Timestamp};
 use super::Inner;
 use super::local::{Lease, Local, clear_pending, lease_mut, update_lease};
 use super::plan::{GrantStep, Step};
-use crate::redis::per_bid::{Answer, LeaseState};
+use crate::redis::per_bid::{Answer, DRAIN_MAX, LeaseState, SettleRequest};
 use crate::redis::{LeaseError, LedgerError};
 
 /// After a grant short of what was asked (the campaign is nearly out of budget, in total or
@@ -27,9 +27,12 @@ impl Inner {
         now: Timestamp,
     ) -> bool {
         let Some(answer) = answer else {
-            // Unknown: asked again next round (a grant reuses its id; reports are cumulative).
-            if let Step::Grant { name, .. } = step {
-                local.requeue(&name);
+            // Unknown: asked again next round (a grant reuses its id; reports are cumulative;
+            // a claim is idempotent).
+            match step {
+                Step::Grant { name, .. } => local.requeue(&name),
+                Step::Mark(mark) => self.mark(local, mark),
+                _ => {}
             }
             return false;
         };
@@ -134,6 +137,14 @@ impl Inner {
                 now,
             ),
             (Step::Sweep, Ok(Answer::Swept(_))) => false,
+            (Step::Drain, Ok(Answer::Drained(items))) => {
+                for item in &items {
+                    self.apply_settled_elsewhere(local, item, now);
+                }
+                // A full inbox: drain the rest at once rather than a round later.
+                items.len() >= DRAIN_MAX
+            }
+            (Step::Mark(_), Ok(Answer::Settled(_))) => false,
             (Step::Grant { name, .. }, Err(e)) => {
                 // A script error (a bug, or an invariant guard): do not hammer it.
                 tracing::warn!(campaign = %name, error = %e, "ledger: top-up failed");
@@ -196,6 +207,7 @@ impl Inner {
                     expires_at: grant.expires_at,
                     day: now.day(),
                     reported: Nanos::ZERO,
+                    remote: Nanos::ZERO,
                 });
                 if lease.id != id {
                     return false;
@@ -203,7 +215,7 @@ impl Inner {
                 leased.insert(name.clone());
                 lease.amount = lease.amount.max(grant.amount);
                 lease.expires_at = lease.expires_at.max(grant.expires_at);
-                let total = lease.base.saturating_add(lease.amount);
+                let total = lease.limit();
                 book.set_limits(&name, Limits { total, daily: None }, now);
                 false
             }
@@ -243,6 +255,52 @@ impl Inner {
                 }
                 local.wants(&name, now)
             }
+        }
+    }
+
+    /// One settlement another instance made for a reservation of ours: `c <price> <id>
+    /// <lease or -> <campaign>` (charged: against our lease, which no longer backs that much
+    /// local spend, or from the campaign) or `r <id>` (released). The local reservation stops
+    /// holding money, and a later notice for it finds it settled.
+    fn apply_settled_elsewhere(&self, local: &mut Local, item: &str, now: Timestamp) {
+        let mut parts = item.splitn(5, ' ');
+        match (parts.next(), parts.next()) {
+            (Some("r"), Some(id)) => {
+                let _ = local.book.release(id, now);
+            }
+            (Some("c"), Some(price)) => {
+                let (Some(price), Some(id), Some(lease), Some(campaign)) = (
+                    price.parse::<i64>().ok().map(Nanos),
+                    parts.next(),
+                    parts.next(),
+                    parts.next(),
+                ) else {
+                    tracing::warn!(item, "ledger: unreadable inbox item");
+                    return;
+                };
+                local.book.charged_elsewhere(id, price, now);
+                let Local {
+                    book, campaigns, ..
+                } = local;
+                if let Some(l) = campaigns
+                    .get_mut(campaign)
+                    .and_then(|c| c.lease.as_mut())
+                    .filter(|l| l.id == lease)
+                {
+                    l.remote = l.remote.saturating_add(price);
+                    let total = l.limit();
+                    book.set_limits(campaign, Limits { total, daily: None }, now);
+                }
+                self.stats.settled_elsewhere.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => tracing::warn!(item, "ledger: unreadable inbox item"),
+        }
+    }
+
+    /// Keeps an outcome to claim in Redis later, counting it if the queue is full.
+    pub(super) fn mark(&self, local: &mut Local, mark: SettleRequest) {
+        if !local.mark(mark) {
+            self.stats.marks_dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 

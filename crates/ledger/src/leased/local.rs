@@ -9,6 +9,7 @@ use std::time::Duration;
 use pacing::{Limits, Nanos, Timestamp};
 
 use crate::book::Book;
+use crate::redis::per_bid::SettleRequest;
 
 #[derive(Debug)]
 pub(super) struct Local {
@@ -22,7 +23,14 @@ pub(super) struct Local {
     pub(super) unapplied: BTreeSet<String>,
     /// The active campaigns' names, sorted (for `balances`, without a copy under the lock).
     pub(super) active: Arc<[String]>,
+    /// Outcomes settled locally while Redis was unreachable, to claim there once it answers
+    /// (so that a replay to another instance finds them). At most [`MARKS_MAX`].
+    pub(super) marks: Vec<SettleRequest>,
 }
+
+/// Most unclaimed local outcomes kept while Redis is away; beyond it they are counted and
+/// dropped (a replay of one of them to another instance could then charge it again).
+pub(super) const MARKS_MAX: usize = 100_000;
 
 #[derive(Debug)]
 pub(super) struct Camp {
@@ -58,9 +66,19 @@ pub(super) struct Lease {
     pub(super) day: u64,
     /// The cumulative spend Redis last acknowledged (reports are sent only when it changed).
     pub(super) reported: Nanos,
+    /// Charged against this lease by other instances (they settled our reservations), as our
+    /// inbox told us: no longer ours to spend.
+    pub(super) remote: Nanos,
 }
 
 impl Lease {
+    /// The local budget this lease backs: local spend may reach it.
+    pub(super) fn limit(&self) -> Nanos {
+        self.base
+            .saturating_add(self.amount)
+            .saturating_sub(self.remote)
+    }
+
     /// Local reservations may draw on this lease until then.
     pub(super) fn spend_until(&self, margin: Duration) -> Timestamp {
         let margin = u64::try_from(margin.as_millis()).unwrap_or(u64::MAX);
@@ -86,6 +104,15 @@ impl Local {
             camp.wanted = true;
             self.wanted.push(name.to_owned());
         }
+    }
+
+    /// Keeps an outcome to claim in Redis once it answers (bounded: see [`MARKS_MAX`]).
+    pub(super) fn mark(&mut self, mark: SettleRequest) -> bool {
+        if self.marks.len() >= MARKS_MAX {
+            return false;
+        }
+        self.marks.push(mark);
+        true
     }
 
     /// Whether the campaign asks for a top-up (raising its demand if it may): wake the task.
@@ -193,7 +220,7 @@ pub(super) fn update_lease(
         // Redis may know a larger amount (a grant whose answer timed out): it is ours.
         l.amount = l.amount.max(amount);
         l.expires_at = l.expires_at.max(expires_at);
-        let total = l.base.saturating_add(l.amount);
+        let total = l.limit();
         book.set_limits(name, Limits { total, daily: None }, now);
     }
 }

@@ -36,7 +36,7 @@ use local::{Camp, Local, lock, raise};
 
 use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 use crate::redis::LedgerError;
-use crate::redis::per_bid::RedisLedger;
+use crate::redis::per_bid::{RedisLedger, SettleRequest, Settlement};
 
 /// Counters for metrics, since start (and one gauge, `open_leases`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,6 +63,11 @@ pub struct LeaseStats {
     pub round_trips: u64,
     /// Round trips that failed (transport), or calls Redis could not serve.
     pub redis_errors: u64,
+    /// Reservations of this instance that another instance settled (their notice reached it).
+    pub settled_elsewhere: u64,
+    /// Outcomes settled locally while Redis was away and never claimed there (the queue was
+    /// full): a replay of one of them to another instance could charge it again.
+    pub marks_dropped: u64,
 }
 
 /// One instance's lease-mode ledger: bids reserve and commit against a local [`crate::Book`]
@@ -101,6 +106,8 @@ struct Stats {
     redis_calls: AtomicU64,
     round_trips: AtomicU64,
     redis_errors: AtomicU64,
+    settled_elsewhere: AtomicU64,
+    marks_dropped: AtomicU64,
 }
 
 impl LeasedLedger {
@@ -131,6 +138,7 @@ impl LeasedLedger {
                 leased: BTreeSet::new(),
                 unapplied: BTreeSet::new(),
                 active: Arc::from(Vec::new()),
+                marks: Vec::new(),
             }),
             config,
             wake: Notify::new(),
@@ -302,6 +310,124 @@ impl LeasedLedger {
         lock(&self.inner.local).book.release(id, now)
     }
 
+    /// Settles a win or billing notice that may have reached any instance (behind a load
+    /// balancer). Reservation ids are `{instance_id}-{suffix}`: the part before the last `-`
+    /// names the instance holding the reservation. The outcome is claimed in Redis first, so a
+    /// (reservation, charge) is charged once whichever instance receives it and however often
+    /// it is replayed:
+    /// - held here: claimed, then committed locally (reported with the lease, as
+    ///   [`LeasedLedger::commit`]);
+    /// - held elsewhere: charged in Redis against the holder's lease (or, if the holder has no
+    ///   open lease or a loss came first, from the campaign), and the holder is told;
+    /// - Redis unreachable: held here, committed locally and claimed once Redis answers (a win
+    ///   is never lost); held elsewhere, an error (the sender may retry).
+    pub async fn commit_notice(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+        price: Nanos,
+        now: Timestamp,
+    ) -> Result<Result<CommitOutcome, SettleError>, LedgerError> {
+        if price.get() < 0 {
+            return Ok(Err(SettleError::NegativePrice));
+        }
+        let here = {
+            let local = lock(&self.inner.local);
+            match local.book.reserved_amount(id) {
+                Some(reserved) if price > reserved => {
+                    return Ok(Err(SettleError::AboveReservation { reserved, price }));
+                }
+                Some(_) => true,
+                None => false,
+            }
+        };
+        let request = self.request(id, campaign, true, price, here);
+        let Some(request) = request else {
+            return Ok(Err(SettleError::UnknownReservation));
+        };
+        match self.inner.redis.settle(request.clone(), now).await {
+            Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.commit(id, price, now)),
+            Ok(Ok(Settlement::Charged(p))) => Ok(Ok(CommitOutcome::Charged(p))),
+            Ok(Ok(Settlement::ChargedAfterRelease(p))) => {
+                Ok(Ok(CommitOutcome::ChargedAfterRelease(p)))
+            }
+            Ok(Ok(Settlement::AlreadyCommitted(p))) => Ok(Ok(CommitOutcome::AlreadyCommitted(p))),
+            Ok(Ok(Settlement::Released | Settlement::AlreadyReleased)) => Err(
+                LedgerError::Protocol("settle: a charge answered as a release".into()),
+            ),
+            Ok(Err(e)) => Ok(Err(e)),
+            Err(e) if here => {
+                let mut local = lock(&self.inner.local);
+                let outcome = local.book.commit(id, price, now);
+                if matches!(
+                    outcome,
+                    Ok(CommitOutcome::Charged(_) | CommitOutcome::ChargedAfterRelease(_))
+                ) {
+                    self.inner.mark(&mut local, request);
+                }
+                tracing::debug!(error = %e, "ledger: notice settled locally; claimed once redis answers");
+                Ok(outcome)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Settles a loss notice that may have reached any instance, as
+    /// [`LeasedLedger::commit_notice`]: a loss after a charge changes nothing
+    /// ([`ReleaseOutcome::AlreadyCommitted`]); a loss for a reservation held elsewhere is
+    /// passed to its holder (answered `Released(0)`: the amount is the holder's to know).
+    pub async fn release_notice(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Result<ReleaseOutcome, SettleError>, LedgerError> {
+        let here = lock(&self.inner.local).book.knows(id);
+        let Some(request) = self.request(id, campaign, false, Nanos::ZERO, here) else {
+            return Ok(Err(SettleError::UnknownReservation));
+        };
+        match self.inner.redis.settle(request, now).await {
+            Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.release(id, now)),
+            Ok(Ok(Settlement::Released)) => Ok(Ok(ReleaseOutcome::Released(Nanos::ZERO))),
+            Ok(Ok(Settlement::AlreadyReleased)) => Ok(Ok(ReleaseOutcome::AlreadyReleased)),
+            Ok(Ok(Settlement::AlreadyCommitted(_))) => Ok(Ok(ReleaseOutcome::AlreadyCommitted)),
+            Ok(Ok(Settlement::Charged(_) | Settlement::ChargedAfterRelease(_))) => Err(
+                LedgerError::Protocol("settle: a release answered as a charge".into()),
+            ),
+            Ok(Err(e)) => Ok(Err(e)),
+            // A loss only returns money early: without Redis the holder's reservation expires.
+            Err(_) if here => Ok(lock(&self.inner.local).book.release(id, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The claim for notice `id`, or `None` when the id names no instance, or the reservation
+    /// is held elsewhere and the notice does not say its campaign.
+    fn request(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+        charge: bool,
+        price: Nanos,
+        here: bool,
+    ) -> Option<SettleRequest> {
+        let (owner, _) = id.rsplit_once('-')?;
+        let campaign = match campaign {
+            Some(c) => c.to_owned(),
+            // The holder knows the campaign; nobody else needs it for a claim.
+            None if here => String::new(),
+            None => return None,
+        };
+        Some(SettleRequest {
+            id: id.to_owned(),
+            charge,
+            price,
+            campaign,
+            owner: owner.to_owned(),
+            here,
+        })
+    }
+
     /// This instance's local view: its budget is what it has leased (plus what it spent before).
     pub fn local_balance(&self, campaign: &str, now: Timestamp) -> Option<Balance> {
         lock(&self.inner.local).book.balance(campaign, now)
@@ -366,6 +492,8 @@ impl LeasedLedger {
             redis_calls: s.redis_calls.load(Ordering::Relaxed),
             round_trips: s.round_trips.load(Ordering::Relaxed),
             redis_errors: s.redis_errors.load(Ordering::Relaxed),
+            settled_elsewhere: s.settled_elsewhere.load(Ordering::Relaxed),
+            marks_dropped: s.marks_dropped.load(Ordering::Relaxed),
         }
     }
 

@@ -9,11 +9,14 @@ use pacing::{Limits, Nanos, Timestamp};
 
 use super::Inner;
 use super::local::{Lease, Local, lock};
-use crate::redis::per_bid::Call;
+use crate::redis::per_bid::{Call, SettleRequest};
 
 /// Most limits a round writes (a reload that changes many campaigns is spread over rounds, so
 /// that reports and top-ups are not held up behind it). [`LeasedLedger::start`] writes them all.
 pub(super) const LIMITS_PER_ROUND: usize = 2_000;
+
+/// Most outcomes settled while Redis was away that a round claims.
+const MARKS_PER_ROUND: usize = 1_000;
 
 /// What a round asked of Redis for one campaign, to apply the answer.
 #[derive(Debug)]
@@ -50,6 +53,10 @@ pub(super) enum Step {
         spent: Nanos,
     },
     Sweep,
+    /// Settlements other instances made for our reservations.
+    Drain,
+    /// An outcome settled locally while Redis was away, claimed now.
+    Mark(SettleRequest),
 }
 
 /// A grant's step, unpacked.
@@ -70,8 +77,10 @@ impl Inner {
         let extend_by = now.saturating_add(config.extend_within());
         let mut local = lock(&self.local);
         local.book.expire(now);
-        let local = &*local;
         let mut steps = Vec::new();
+        let marks = local.marks.len().min(MARKS_PER_ROUND);
+        let marks: Vec<SettleRequest> = local.marks.drain(..marks).collect();
+        let local = &*local;
         let names: Vec<&String> = if full {
             local.leased.iter().collect()
         } else {
@@ -124,6 +133,15 @@ impl Inner {
         }
         if full {
             steps.push((Call::Expire, Step::Sweep));
+            steps.push((
+                Call::Drain {
+                    node: config.instance_id.clone(),
+                },
+                Step::Drain,
+            ));
+        }
+        for mark in marks {
+            steps.push((Call::Settle(mark.clone()), Step::Mark(mark)));
         }
         steps.extend(limits_steps(local, LIMITS_PER_ROUND));
         steps
@@ -148,7 +166,7 @@ impl Inner {
             let used = spent.saturating_add(reserved);
             let (id, base, limit, existing) = match &camp.lease {
                 Some(l) => {
-                    let limit = l.base.saturating_add(l.amount);
+                    let limit = l.limit();
                     // Topped up meanwhile (a burst asks once per round trip, not per bid).
                     if limit.saturating_sub(used).get().saturating_mul(2) >= chunk.get() {
                         continue;
@@ -190,6 +208,7 @@ impl Inner {
                     want,
                     expires_at: now.saturating_add(self.config.lease_ttl),
                     grow_only: existing,
+                    node: self.config.instance_id.clone(),
                 },
                 Step::Grant {
                     name,

@@ -171,6 +171,9 @@ pub(crate) enum Call {
         /// it, so a Redis that does not know it lost it (and must not re-create it under the
         /// old id, with the amount the caller believes in).
         grow_only: bool,
+        /// The holder's node: a lease it creates becomes the node's lease of the campaign,
+        /// which other instances charge when they settle its reservations (empty: none).
+        node: String,
     },
     ReportLease {
         id: String,
@@ -182,6 +185,44 @@ pub(crate) enum Call {
         cumulative: Nanos,
     },
     Expire,
+    /// Claims a reservation's outcome (lease mode), as [`RedisLedger::settle`].
+    Settle(SettleRequest),
+    /// Takes up to [`DRAIN_MAX`] settlements other instances made for `node`'s reservations.
+    Drain {
+        node: String,
+    },
+}
+
+/// Most settlements one [`Call::Drain`] takes from an inbox.
+pub(crate) const DRAIN_MAX: usize = 1_000;
+
+/// A notice to settle in lease mode, whichever instance received it.
+#[derive(Clone, Debug)]
+pub(crate) struct SettleRequest {
+    pub(crate) id: String,
+    /// Charge `price` (a win or billing notice), or release (a loss).
+    pub(crate) charge: bool,
+    pub(crate) price: Nanos,
+    pub(crate) campaign: String,
+    /// The node that made the reservation (and holds it in its local book).
+    pub(crate) owner: String,
+    /// The caller is that node and still knows the reservation: it only claims the outcome.
+    pub(crate) here: bool,
+}
+
+/// What [`RedisLedger::settle`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Settlement {
+    /// Claimed for the caller, who holds the reservation: settle it in the local book.
+    Local,
+    /// Charged against the holder's lease.
+    Charged(Nanos),
+    /// Charged from the campaign directly: the holder's lease is gone, or a loss came first.
+    ChargedAfterRelease(Nanos),
+    AlreadyCommitted(Nanos),
+    /// Released for the holder (told through its inbox).
+    Released,
+    AlreadyReleased,
 }
 
 /// The answer to one [`Call`], of the matching kind.
@@ -192,6 +233,8 @@ pub(crate) enum Answer {
     Report(Result<LeaseReport, LeaseError>),
     Close(Result<LeaseClose, LeaseError>),
     Swept(Swept),
+    Settled(Result<Settlement, SettleError>),
+    Drained(Vec<String>),
 }
 
 enum Prepared {
@@ -241,6 +284,27 @@ fn decode(call: &Call, reply: Value) -> Result<Answer, LedgerError> {
             leases: count_at(&items, 1)?,
             more: int_at(&items, 2)? != 0,
         }),
+        Call::Settle(_) => Answer::Settled(match status(&items)? {
+            "Local" => Ok(Settlement::Local),
+            "Charged" => Ok(Settlement::Charged(nanos_at(&items, 1)?)),
+            "ChargedAfterRelease" => Ok(Settlement::ChargedAfterRelease(nanos_at(&items, 1)?)),
+            "AlreadyCommitted" => Ok(Settlement::AlreadyCommitted(nanos_at(&items, 1)?)),
+            "Released" => Ok(Settlement::Released),
+            "AlreadyReleased" => Ok(Settlement::AlreadyReleased),
+            "NegativePrice" => Err(SettleError::NegativePrice),
+            "UnknownReservation" => Err(SettleError::UnknownReservation),
+            other => return Err(unexpected("settle", other)),
+        }),
+        Call::Drain { .. } => Answer::Drained(
+            items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| protocol("inbox item is not text"))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
     })
 }
 
@@ -536,6 +600,7 @@ impl RedisLedger {
             want,
             expires_at,
             grow_only: false,
+            node: String::new(),
         };
         match self.one(&call, now).await? {
             Answer::Grant(g) => Ok(g),
@@ -581,6 +646,21 @@ impl RedisLedger {
         match self.one(&call, now).await? {
             Answer::Close(c) => Ok(c),
             other => Err(mismatch("close_lease", &other)),
+        }
+    }
+
+    /// Settles a notice in lease mode, whichever instance received it (see `lua/settle.lua`):
+    /// claims the reservation's outcome so that it happens once across instances and replays,
+    /// and, when the caller does not hold the reservation, charges the holder's lease (or the
+    /// campaign) and tells the holder through its inbox.
+    pub(crate) async fn settle(
+        &self,
+        request: SettleRequest,
+        now: Timestamp,
+    ) -> Reply<Settlement, SettleError> {
+        match self.one(&Call::Settle(request), now).await? {
+            Answer::Settled(s) => Ok(s),
+            other => Err(mismatch("settle", &other)),
         }
     }
 
@@ -667,6 +747,7 @@ impl RedisLedger {
                 want,
                 expires_at,
                 grow_only,
+                node,
             } => {
                 if !want.is_positive() {
                     return Prepared::Answered(Ok(Answer::Grant(Err(
@@ -684,6 +765,7 @@ impl RedisLedger {
                         ms(*expires_at),
                         day,
                         grow_only.to_owned(),
+                        node.clone(),
                     ],
                 )
             }
@@ -718,6 +800,34 @@ impl RedisLedger {
                     self.shared.sweep_batch.clone(),
                 ],
             ),
+            Call::Settle(r) => {
+                if r.price.get() < 0 {
+                    return Prepared::Answered(Ok(Answer::Settled(Err(
+                        SettleError::NegativePrice,
+                    ))));
+                }
+                let (kind, price) = if r.charge {
+                    ("charge", r.price.get().min(MAX_AMOUNT).to_string())
+                } else {
+                    ("release", "0".to_owned())
+                };
+                Prepared::Send(
+                    &scripts::SETTLE,
+                    vec![
+                        r.id.clone(),
+                        kind.to_owned(),
+                        price,
+                        r.campaign.clone(),
+                        r.owner.clone(),
+                        if r.here { "1" } else { "0" }.to_owned(),
+                        day,
+                        self.shared.tombstone_ms.clone(),
+                    ],
+                )
+            }
+            Call::Drain { node } => {
+                Prepared::Send(&scripts::DRAIN, vec![node.clone(), DRAIN_MAX.to_string()])
+            }
         }
     }
 

@@ -23,3 +23,5 @@ script!(TAKE_LEASE, "lua/take_lease.lua");
 script!(REPORT_LEASE, "lua/report_lease.lua");
 script!(CLOSE_LEASE, "lua/close_lease.lua");
 script!(CHECK, "lua/check.lua");
+script!(SETTLE, "lua/settle.lua");
+script!(DRAIN, "lua/drain.lua");

@@ -2,9 +2,11 @@
 //! a ledger on it.
 #![allow(unused_imports, dead_code)]
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use ledger::{RedisConfig, RedisLedger};
+use ledger::{LeasedLedger, RedisConfig, RedisLedger, Refusal};
+use pacing::{Nanos, Timestamp};
 pub use testkit::{RedisServer, free_port};
 
 /// A ledger on `server`, and the configuration it uses.
@@ -27,5 +29,32 @@ impl LedgerOn for RedisServer {
             timeout: Duration::from_secs(2),
             ..RedisConfig::default()
         }
+    }
+}
+
+/// Waits until `campaign` has leased budget on `ledger` (a probe reservation, released). Leases
+/// are taken on demand: the first reservation asks, and is refused until the lease arrives.
+pub async fn until_leased(ledger: &LeasedLedger, campaign: &str) -> Duration {
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let started = Instant::now();
+    loop {
+        let id = format!("probe-{}", PROBES.fetch_add(1, Ordering::Relaxed));
+        let now = Timestamp::now();
+        let expires = now.saturating_add(Duration::from_secs(5));
+        match ledger.reserve(&id, campaign, Nanos(1), expires, now) {
+            Ok(()) => {
+                ledger
+                    .release(&id, now)
+                    .unwrap_or_else(|e| panic!("probe not released: {e}"));
+                return started.elapsed();
+            }
+            Err(Refusal::InsufficientBudget) => {}
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{campaign}: no lease"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

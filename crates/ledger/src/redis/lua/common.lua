@@ -11,6 +11,12 @@ local function num(v) if v then return tonumber(v) or 0 end return 0 end
 local function ckey(c) return P .. 'c:' .. c end
 local function rkey(id) return P .. 'r:' .. id end
 local function lkey(id) return P .. 'l:' .. id end
+-- Lease mode, notices settled by any instance: the claim on a reservation's outcome, the
+-- lease an instance (node) holds for a campaign, and the node's inbox of settlements that
+-- other instances made for its reservations.
+local function dkey(id) return P .. 'd:' .. id end
+local function owner_key(node, c) return P .. 'own:' .. node .. ':' .. c end
+local function inbox_key(node) return P .. 'in:' .. node end
 
 -- A campaign as a table, rolled over to `day` if that is later than its stored day (lazily:
 -- the day's counters restart at zero; older reservations stop counting against any day).
@@ -120,11 +126,11 @@ end
 local function load_lease(id)
   local k = lkey(id)
   local v = redis.call('HMGET', k, 'campaign', 'amount', 'reported', 'seen', 'lost', 'day',
-    'day_open', 'expires_at', 'state')
+    'day_open', 'expires_at', 'state', 'remote', 'node')
   if not v[1] then return nil end
   return { key = k, id = id, campaign = v[1], amount = num(v[2]), reported = num(v[3]),
     seen = num(v[4]), lost = num(v[5]), day = num(v[6]), day_open = num(v[7]),
-    expires_at = num(v[8]), state = v[9] }
+    expires_at = num(v[8]), state = v[9], remote = num(v[10]), node = v[11] or '' }
 end
 
 -- A lease granted on an earlier day than the campaign's current one no longer counts against
@@ -136,7 +142,8 @@ end
 local function save_lease(L)
   redis.call('HSET', L.key, 'campaign', L.campaign, 'amount', fmt(L.amount), 'reported',
     fmt(L.reported), 'seen', fmt(L.seen), 'lost', fmt(L.lost), 'day', fmt(L.day), 'day_open',
-    fmt(L.day_open), 'expires_at', fmt(L.expires_at), 'state', L.state)
+    fmt(L.day_open), 'expires_at', fmt(L.expires_at), 'state', L.state, 'remote', fmt(L.remote),
+    'node', L.node)
 end
 
 -- Applies a cumulative spend report: charges what is new since the last report, capped at the
@@ -171,6 +178,22 @@ local function report(C, L, cumulative)
   return x, delta - x
 end
 
+-- Charges `x` against an open lease on behalf of its holder (another instance settled one of
+-- the holder's reservations): moved from reserved to spent like a report, and counted in
+-- `remote`, which the holder subtracts from what it may spend. `seen` (the holder's own
+-- cumulative spend) is untouched. The caller checked `x <= L.amount - L.reported`.
+local function charge_lease(C, L, x)
+  C.reserved = C.reserved - x
+  local dd = x
+  if dd > L.day_open then dd = L.day_open end
+  C.day_reserved = C.day_reserved - dd
+  C.day_spent = C.day_spent + dd
+  L.day_open = L.day_open - dd
+  C.spent = C.spent + x
+  L.reported = L.reported + x
+  L.remote = L.remote + x
+end
+
 -- Returns an open lease's unreported remainder to its campaign (tables only: the caller saves
 -- the campaign first, then buries the lease). Returns the amount released.
 local function unlease(C, L, state)
@@ -186,6 +209,10 @@ end
 -- find it (and are charged at most what the campaign can afford).
 local function bury_lease(L, ttl)
   save_lease(L)
+  if L.node ~= '' then
+    local ok = owner_key(L.node, L.campaign)
+    if redis.call('GET', ok) == L.id then redis.call('DEL', ok) end
+  end
   redis.call('PEXPIRE', L.key, ttl)
   redis.call('ZREM', EXP, 'l:' .. L.id)
 end

@@ -1,5 +1,7 @@
 -- take_lease: ARGV = prefix, lease id, campaign, want, expires_at, day, grow only ('1', or
--- '0' / absent). Grants min(want, total headroom, today's headroom), counted as reserved,
+-- '0' / absent), holder node (optional: a new lease becomes the node's lease of the campaign,
+-- which other instances charge when they settle the node's reservations).
+-- Grants min(want, total headroom, today's headroom), counted as reserved,
 -- creating or growing the lease; its expiry only moves forward. With grow only, an unknown
 -- lease is refused instead of created (its holder believes it exists: Redis lost it).
 local id, c = ARGV[2], ARGV[3]
@@ -13,7 +15,9 @@ local C = load_campaign(c, day)
 if not C then return { 'UnknownCampaign' } end
 if not L then
   L = { key = lkey(id), id = id, campaign = c, amount = 0, reported = 0, seen = 0, lost = 0,
-    day = C.day, day_open = 0, expires_at = exp, state = 'open' }
+    day = C.day, day_open = 0, expires_at = exp, state = 'open', remote = 0,
+    node = ARGV[8] or '' }
+  if L.node ~= '' then redis.call('SET', owner_key(L.node, c), id) end
 end
 -- Growing a lease on a later day: its older part no longer counts against any day.
 if L.day ~= C.day then
