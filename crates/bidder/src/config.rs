@@ -219,9 +219,11 @@ pub enum ChargeOn {
 pub struct LedgerSection {
     /// `memory` (default) or `redis`.
     pub backend: Backend,
-    /// Redis URL (`redis://host:port[/db]`), for `backend = "redis"`. Default
-    /// `redis://127.0.0.1:6379`.
+    /// Redis URL (`redis[s]://[[user]:password@]host[:port][/db]`), for `backend = "redis"`.
+    /// `rediss://` is TLS and needs `redis_ca_file`. Default `redis://127.0.0.1:6379`.
     pub redis_url: String,
+    /// PEM file of the CA certificates trusted for `rediss://`. Relative to the config file.
+    pub redis_ca_file: Option<PathBuf>,
     /// Key prefix in Redis, so several ledgers can share one server. Default "gavel:".
     pub redis_prefix: String,
     /// `lease` (default) or `per-bid`.
@@ -251,6 +253,7 @@ impl Default for LedgerSection {
         LedgerSection {
             backend: Backend::Memory,
             redis_url: "redis://127.0.0.1:6379".to_owned(),
+            redis_ca_file: None,
             redis_prefix: "gavel:".to_owned(),
             redis_mode: RedisMode::Lease,
             redis_timeout_ms: 20,
@@ -314,6 +317,7 @@ impl BidderConfig {
                 &mut s.previous_notice_key_file,
                 &mut s.admin_token_file,
                 &mut s.audit_log,
+                &mut config.ledger.redis_ca_file,
             ] {
                 p.as_mut().map(resolve);
             }
@@ -373,7 +377,22 @@ impl BidderConfig {
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))?;
         let l = &self.ledger;
-        parse_redis_url(&l.redis_url)?;
+        let url = self.redis_url()?;
+        match (&l.redis_ca_file, url.tls) {
+            (None, true) => {
+                return Err(invalid(
+                    "ledger.redis_ca_file",
+                    "is required with rediss:// (the PEM file of the CA that signed Redis's certificate)",
+                ));
+            }
+            (Some(_), false) => {
+                return Err(invalid(
+                    "ledger.redis_ca_file",
+                    "is only used with rediss:// (TLS); the URL is redis://",
+                ));
+            }
+            _ => {}
+        }
         if l.redis_prefix.len() > 64 {
             return Err(invalid("ledger.redis_prefix", "must be at most 64 bytes"));
         }
@@ -500,37 +519,10 @@ impl BidderConfig {
         Duration::from_millis(self.ledger.reservation_ttl_ms + self.ledger.reservation_grace_ms)
     }
 
-    /// `host:port` and database of `ledger.redis_url`.
-    pub fn redis_address(&self) -> Result<(String, u32), ConfigError> {
-        parse_redis_url(&self.ledger.redis_url)
+    /// `ledger.redis_url`, parsed.
+    pub fn redis_url(&self) -> Result<crate::redis_url::RedisUrl, ConfigError> {
+        crate::redis_url::parse(&self.ledger.redis_url).map_err(|e| invalid("ledger.redis_url", e))
     }
-}
-
-/// Splits `redis://host:port[/db]` into `host:port` (port 6379 when absent) and the database.
-fn parse_redis_url(url: &str) -> Result<(String, u32), ConfigError> {
-    let bad = || {
-        invalid(
-            "ledger.redis_url",
-            format!("{url:?} is not redis://host[:port][/db] (credentials: not supported yet)"),
-        )
-    };
-    let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
-    let (host_port, db) = match rest.split_once('/') {
-        Some((hp, "")) => (hp, 0),
-        Some((hp, db)) => (hp, db.parse::<u32>().map_err(|_| bad())?),
-        None => (rest, 0),
-    };
-    if host_port.is_empty() || host_port.contains('@') || host_port.len() > 255 {
-        return Err(bad());
-    }
-    let addr = match host_port.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-            host_port.to_owned()
-        }
-        Some(_) => return Err(bad()),
-        None => format!("{host_port}:6379"),
-    };
-    Ok((addr, db))
 }
 
 #[cfg(test)]
@@ -558,30 +550,9 @@ redis_url = "redis://127.0.0.1:6379"
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(off.admission().max_busy(), Duration::ZERO, "the file wins");
         assert_eq!(
-            c.redis_address().ok(),
+            c.redis_url().ok().map(|u| (u.addr, u.db)),
             Some(("127.0.0.1:6379".to_owned(), 0))
         );
-    }
-
-    #[test]
-    fn redis_urls() {
-        assert_eq!(
-            parse_redis_url("redis://h").ok(),
-            Some(("h:6379".to_owned(), 0))
-        );
-        assert_eq!(
-            parse_redis_url("redis://h:7000/2").ok(),
-            Some(("h:7000".to_owned(), 2))
-        );
-        for bad in [
-            "http://h",
-            "redis://",
-            "redis://u:p@h:1",
-            "redis://h:x",
-            "redis://h/x",
-        ] {
-            assert!(parse_redis_url(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

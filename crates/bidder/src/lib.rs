@@ -27,6 +27,7 @@ mod bid_path;
 pub mod config;
 pub mod metrics;
 pub mod notice;
+mod redis_url;
 mod reload;
 pub mod server;
 mod start;

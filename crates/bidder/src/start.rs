@@ -107,19 +107,36 @@ async fn open_ledger(
     if l.backend == Backend::Memory {
         return Ok(Ledger::memory(reservation_ttl));
     }
-    let (addr, db) = config
-        .redis_address()
+    let url = config
+        .redis_url()
         .map_err(|e| StartError::Ledger(e.to_string()))?;
+    let tls = match (&l.redis_ca_file, url.tls) {
+        (Some(ca), true) => Some(
+            ledger::RedisTls::from_ca_file(ca, &url.host)
+                .map_err(|e| StartError::Ledger(format!("ledger.redis_ca_file: {e}")))?,
+        ),
+        _ => None,
+    };
     let redis = ledger::RedisLedger::new(ledger::RedisConfig {
-        addr,
-        db,
+        addr: url.addr.clone(),
+        db: url.db,
         prefix: l.redis_prefix.clone(),
         timeout,
+        username: url.username.clone(),
+        password: url.password.clone(),
+        tls,
         ..ledger::RedisConfig::default()
     });
-    // Reachability is not required to start (fail closed, recover by itself), but say so.
-    if let Err(e) = redis.ping().await {
-        tracing::warn!(error = %e, url = %l.redis_url, "redis not reachable at start; no bids until it is");
+    // Reachability is not required to start (fail closed, recover by itself), but say so. A
+    // refusal (wrong password, untrusted certificate) will not fix itself: stop here.
+    match redis.ping().await {
+        Ok(()) => {}
+        Err(e @ ledger::LedgerError::Refused(_)) => {
+            return Err(StartError::Ledger(format!("{url}: {e}")));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, url = %url, "redis not reachable at start; no bids until it is");
+        }
     }
     Ok(match l.redis_mode {
         RedisMode::PerBid => Ledger::per_bid(redis, reservation_ttl, timeout),

@@ -30,5 +30,5 @@ pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use pacing::Limits;
 pub use redis::{
     BALANCES_CHUNK, LeaseClose, LeaseError, LeaseGrant, LeaseReport, LeaseState, LedgerError,
-    MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, Swept,
+    MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, Swept,
 };

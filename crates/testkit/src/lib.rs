@@ -9,6 +9,7 @@
 //! - [`secrets`]: a notice key and an admin token for test servers, and the config lines for them.
 //! - [`temp`]: a fresh temporary directory, removed on drop.
 //! - [`time`]: waiting for a condition, bounded, instead of a fixed sleep.
+//! - [`tls`]: a CA and a server certificate for `127.0.0.1`, made by the `openssl` command.
 //! - [`synth`]: seeded synthetic campaigns and bid requests shaped like a real DSP's book, for
 //!   the index's and the ranking's tests and the matching bench.
 //!
@@ -21,6 +22,7 @@ pub mod secrets;
 pub mod synth;
 pub mod temp;
 pub mod time;
+pub mod tls;
 
-pub use redis::{RedisServer, free_port};
+pub use redis::{RedisOptions, RedisServer, free_port};
 pub use temp::TempDir;

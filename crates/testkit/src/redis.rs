@@ -12,8 +12,19 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
-    /// The loopback port it listens on.
+    /// The loopback port it listens on (plain TCP; with a password, [`RedisServer::raw`]
+    /// authenticates first).
     pub port: u16,
+    /// The TLS port, when started with [`RedisOptions::tls`].
+    pub tls_port: Option<u16>,
+    password: Option<String>,
+}
+
+/// How to run a server beyond the defaults: `requirepass`, a TLS port.
+#[derive(Clone, Debug, Default)]
+pub struct RedisOptions {
+    pub password: Option<String>,
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl RedisServer {
@@ -23,10 +34,18 @@ impl RedisServer {
     /// When `redis-server` is not on `PATH` (the message says how to install it), or when no
     /// server could be started after five ports.
     pub async fn start() -> RedisServer {
+        RedisServer::start_with(&RedisOptions::default()).await
+    }
+
+    /// [`RedisServer::start`] with a password and/or a TLS port.
+    ///
+    /// # Panics
+    /// As [`RedisServer::start`].
+    pub async fn start_with(options: &RedisOptions) -> RedisServer {
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            match RedisServer::start_on(port).await {
+            match RedisServer::launch(port, options).await {
                 Ok(server) => return server,
                 // Someone took the port between our probe and Redis's bind: try another.
                 Err(e) => last = e,
@@ -40,7 +59,32 @@ impl RedisServer {
     /// # Panics
     /// When `redis-server` is not on `PATH`.
     pub async fn start_on(port: u16) -> Result<RedisServer, String> {
+        RedisServer::launch(port, &RedisOptions::default()).await
+    }
+
+    async fn launch(port: u16, options: &RedisOptions) -> Result<RedisServer, String> {
+        let mut extra: Vec<String> = Vec::new();
+        if let Some(password) = &options.password {
+            extra.extend(["--requirepass".into(), password.clone()]);
+        }
+        let tls_port = options.tls.as_ref().map(|_| free_port());
+        if let (Some(tls), Some(tls_port)) = (&options.tls, tls_port) {
+            let path = |p: &std::path::Path| p.display().to_string();
+            extra.extend([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                path(&tls.cert),
+                "--tls-key-file".into(),
+                path(&tls.key),
+                "--tls-ca-cert-file".into(),
+                path(&tls.ca),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ]);
+        }
         let child = Command::new("redis-server")
+            .args(&extra)
             .args([
                 "--port",
                 &port.to_string(),
@@ -73,6 +117,8 @@ impl RedisServer {
         let mut server = RedisServer {
             child: Some(child),
             port,
+            tls_port,
+            password: options.password.clone(),
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -80,7 +126,7 @@ impl RedisServer {
                 server.child = None;
                 return Err(format!("redis-server exited at start: {status}"));
             }
-            if ping(port).await {
+            if server.raw("PING").await.starts_with("+PONG") {
                 return Ok(server);
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -104,7 +150,14 @@ impl RedisServer {
     /// Sends one raw command (space-separated, no quoting) and returns the raw RESP reply, or
     /// an empty string if the server did not answer within 2 s.
     pub async fn raw(&self, command: &str) -> String {
-        raw_command(self.port, command).await.unwrap_or_default()
+        raw_command(self.port, self.password.as_deref(), command)
+            .await
+            .unwrap_or_default()
+    }
+
+    /// `127.0.0.1:<tls port>`, when started with TLS.
+    pub fn tls_addr(&self) -> Option<String> {
+        self.tls_port.map(|p| format!("127.0.0.1:{p}"))
     }
 }
 
@@ -122,22 +175,32 @@ pub fn free_port() -> u16 {
     }
 }
 
-async fn ping(port: u16) -> bool {
-    matches!(raw_command(port, "PING").await, Some(reply) if reply.starts_with("+PONG"))
+/// RESP encoding of one command.
+fn encode(parts: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", parts.len());
+    for p in parts {
+        out.push_str(&format!("${}\r\n{p}\r\n", p.len()));
+    }
+    out
 }
 
-async fn raw_command(port: u16, command: &str) -> Option<String> {
+async fn raw_command(port: u16, password: Option<&str>, command: &str) -> Option<String> {
     let io = async {
         let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .ok()?;
-        let parts: Vec<&str> = command.split(' ').collect();
-        let mut out = format!("*{}\r\n", parts.len());
-        for p in parts {
-            out.push_str(&format!("${}\r\n{p}\r\n", p.len()));
-        }
-        s.write_all(out.as_bytes()).await.ok()?;
         let mut buf = vec![0u8; 64 * 1024];
+        if let Some(password) = password {
+            s.write_all(encode(&["AUTH", password]).as_bytes())
+                .await
+                .ok()?;
+            let n = s.read(&mut buf).await.ok()?;
+            if !buf.get(..n)?.starts_with(b"+OK") {
+                return Some(String::from_utf8_lossy(buf.get(..n)?).into_owned());
+            }
+        }
+        let parts: Vec<&str> = command.split(' ').collect();
+        s.write_all(encode(&parts).as_bytes()).await.ok()?;
         let n = s.read(&mut buf).await.ok()?;
         Some(String::from_utf8_lossy(buf.get(..n)?).into_owned())
     };

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use super::LedgerError;
 use super::resp::{Conn, Value};
 use super::sha1;
+use super::transport::RedisTls;
 
 /// A Lua script with its SHA-1, run with `EVALSHA` and re-sent with `EVAL` when Redis answers
 /// `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
@@ -38,6 +39,7 @@ pub(crate) struct Client {
     addr: String,
     auth: Option<(Option<String>, String)>,
     db: u32,
+    tls: Option<RedisTls>,
     idle: Mutex<Vec<Conn>>,
     /// Caps open connections; a call waiting for one still counts against its deadline.
     permits: Semaphore,
@@ -50,12 +52,14 @@ impl Client {
         auth: Option<(Option<String>, String)>,
         db: u32,
         max_connections: usize,
+        tls: Option<RedisTls>,
     ) -> Client {
         let max = max_connections.max(1);
         Client {
             addr,
             auth,
             db,
+            tls,
             idle: Mutex::new(Vec::with_capacity(max)),
             permits: Semaphore::new(max),
             max_idle: max,
@@ -193,7 +197,7 @@ impl Client {
     }
 
     async fn dial(&self) -> Result<Conn, LedgerError> {
-        let mut conn = Conn::connect(&self.addr).await?;
+        let mut conn = Conn::connect(&self.addr, self.tls.as_ref()).await?;
         if let Some((user, password)) = &self.auth {
             let reply = match user {
                 Some(user) => {
@@ -202,7 +206,10 @@ impl Client {
                 }
                 None => conn.request(&[b"AUTH", password.as_bytes()]).await?,
             };
-            expect_ok(reply)?;
+            if let Value::Error(msg) = reply {
+                // The password is never echoed: Redis's message names the problem.
+                return Err(LedgerError::Refused(msg));
+            }
         }
         if self.db != 0 {
             let db = self.db.to_string();
@@ -257,8 +264,12 @@ pub(crate) fn classify_error(msg: String) -> LedgerError {
         "TRYAGAIN",
         "CLUSTERDOWN",
     ];
+    // Credentials or permissions: an operator must act.
+    const REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
     if TRANSIENT.iter().any(|p| msg.starts_with(p)) {
         LedgerError::Unavailable(msg)
+    } else if REFUSED.iter().any(|p| msg.starts_with(p)) {
+        LedgerError::Refused(msg)
     } else {
         LedgerError::Protocol(msg)
     }

@@ -11,6 +11,11 @@ pub enum LedgerError {
     /// (`LOADING`, `READONLY`, `BUSY`, `OOM`...).
     #[error("redis unavailable: {0}")]
     Unavailable(String),
+    /// Redis refused this client: a wrong password or user (`WRONGPASS`, `NOAUTH`), missing
+    /// ACL permissions, or a TLS certificate not trusted. It will not fix itself: an operator
+    /// must act, so a start fails on it rather than waiting.
+    #[error("redis refused the connection: {0}")]
+    Refused(String),
     /// No complete answer within the caller's deadline.
     #[error("redis call timed out")]
     Timeout,
@@ -28,6 +33,7 @@ impl LedgerError {
     pub const fn label(&self) -> &'static str {
         match self {
             LedgerError::Unavailable(_) => "unavailable",
+            LedgerError::Refused(_) => "refused",
             LedgerError::Timeout => "timeout",
             LedgerError::Protocol(_) => "protocol",
             LedgerError::OutOfRange(_) => "out_of_range",

@@ -183,12 +183,14 @@ pub mod per_bid;
 mod resp;
 mod scripts;
 mod sha1;
+mod transport;
 
 pub use error::{LeaseError, LedgerError};
 pub use per_bid::{
     BALANCES_CHUNK, LeaseClose, LeaseGrant, LeaseReport, LeaseState, PIPELINE_MAX, RedisConfig,
     RedisLedger, Swept,
 };
+pub use transport::RedisTls;
 
 /// The largest amount of nanos the scripts compute exactly: 2^53 - 1 (about 9,007,199 currency
 /// units). See the module docs.

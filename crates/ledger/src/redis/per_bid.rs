@@ -9,7 +9,7 @@ use crate::book::{Balance, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome,
 
 use super::client::{Client, Script, classify_error};
 use super::resp::Value;
-use super::{LeaseError, LedgerError, MAX_AMOUNT, scripts};
+use super::{LeaseError, LedgerError, MAX_AMOUNT, RedisTls, scripts};
 
 /// Where and how to reach Redis, and the ledger's own knobs. Every field has a default.
 #[derive(Clone, Debug)]
@@ -37,6 +37,8 @@ pub struct RedisConfig {
     pub password: Option<String>,
     /// Logical database (`SELECT`).
     pub db: u32,
+    /// TLS (`rediss://`); `None` for plain TCP.
+    pub tls: Option<RedisTls>,
 }
 
 impl Default for RedisConfig {
@@ -51,6 +53,7 @@ impl Default for RedisConfig {
             username: None,
             password: None,
             db: 0,
+            tls: None,
         }
     }
 }
@@ -317,7 +320,13 @@ impl RedisLedger {
     /// any failure, so the handle can be created while Redis is down.
     pub fn new(config: RedisConfig) -> RedisLedger {
         let auth = config.password.map(|p| (config.username, p));
-        let client = Client::new(config.addr, auth, config.db, config.max_connections);
+        let client = Client::new(
+            config.addr,
+            auth,
+            config.db,
+            config.max_connections,
+            config.tls,
+        );
         let tombstone_ms = u64::try_from(config.tombstone_ttl.as_millis()).unwrap_or(u64::MAX);
         RedisLedger {
             shared: Arc::new(Shared {

@@ -1,11 +1,10 @@
-//! A minimal RESP2 codec over one TCP connection: commands out as arrays of bulk strings, replies
+//! A minimal RESP2 codec over one connection (TCP or TLS): commands out as arrays of bulk strings, replies
 //! in as [`Value`]s. Every length read from the wire is bounded, so a confused or hostile peer can
 //! cost a protocol error, never unbounded memory or a panic.
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-
 use super::LedgerError;
+use super::transport::{RedisTls, Stream};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// Longest status, error or header line accepted (Lua error messages can be long-ish).
 const MAX_LINE: u64 = 64 * 1024;
@@ -52,20 +51,14 @@ impl Value {
 /// cancelled or failed exchange (timeout, reset) drops it instead of leaving it out of step.
 #[derive(Debug)]
 pub(crate) struct Conn {
-    stream: BufReader<TcpStream>,
+    stream: BufReader<Stream>,
     out: Vec<u8>,
     line: Vec<u8>,
 }
 
 impl Conn {
-    pub(crate) async fn connect(addr: &str) -> Result<Conn, LedgerError> {
-        let stream = TcpStream::connect(addr)
-            .await
-            .map_err(|e| LedgerError::Unavailable(format!("connect {addr}: {e}")))?;
-        // Requests are single small writes answered before the next one: Nagle only adds delay.
-        stream
-            .set_nodelay(true)
-            .map_err(|e| LedgerError::Unavailable(format!("set_nodelay: {e}")))?;
+    pub(crate) async fn connect(addr: &str, tls: Option<&RedisTls>) -> Result<Conn, LedgerError> {
+        let stream = Stream::connect(addr, tls).await?;
         Ok(Conn {
             stream: BufReader::new(stream),
             out: Vec::with_capacity(512),
@@ -73,19 +66,11 @@ impl Conn {
         })
     }
 
-    /// False if the peer has closed the connection (or sent bytes nobody asked for) while it sat
-    /// idle: typically Redis was restarted. Checked before reuse so that the first call after a
-    /// restart opens a fresh connection instead of failing on a dead one.
+    /// False if the peer has closed the connection while it sat idle: typically Redis was
+    /// restarted. Checked before reuse so that the first call after a restart opens a fresh
+    /// connection instead of failing on a dead one.
     pub(crate) fn looks_alive(&self) -> bool {
-        if !self.stream.buffer().is_empty() {
-            return false;
-        }
-        let mut probe = [0u8; 1];
-        match self.stream.get_ref().try_read(&mut probe) {
-            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
-            // Ok(0) is end of stream; Ok(n > 0) is an unsolicited reply: both unusable.
-            Ok(_) => false,
-        }
+        self.stream.buffer().is_empty() && self.stream.get_ref().looks_alive()
     }
 
     /// Sends one command and reads its reply.
@@ -96,6 +81,8 @@ impl Conn {
             .write_all(&self.out)
             .await
             .map_err(io_error)?;
+        // TLS buffers inside the session; plain TCP makes this a no-op.
+        self.stream.get_mut().flush().await.map_err(io_error)?;
         self.read_value().await
     }
 
@@ -114,6 +101,8 @@ impl Conn {
             .write_all(&self.out)
             .await
             .map_err(io_error)?;
+        // TLS buffers inside the session; plain TCP makes this a no-op.
+        self.stream.get_mut().flush().await.map_err(io_error)?;
         let mut replies = Vec::with_capacity(commands.len());
         for _ in commands {
             replies.push(self.read_value().await?);
@@ -273,7 +262,7 @@ mod tests {
                 s.write_all(reply).await.unwrap();
             }
         });
-        let mut conn = Conn::connect(&addr).await.unwrap();
+        let mut conn = Conn::connect(&addr, None).await.unwrap();
         let v = conn.request(&[b"A"]).await.unwrap();
         assert_eq!(
             v,

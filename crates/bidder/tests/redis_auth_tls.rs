@@ -1,0 +1,109 @@
+//! The ledger on Redis as operators run it: a password (`requirepass`) and TLS (`rediss://`
+//! with a CA file), on real redis-servers started here, with certificates made by `openssl`.
+//! A wrong password or an untrusted certificate stops the start with a message that says so,
+//! within the Redis timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestBidder, banner_request, call, campaign_json};
+use testkit::{RedisOptions, RedisServer, TempDir};
+
+/// `[ledger]` lines for `url` (per-bid: every bid and notice is a Redis call).
+fn ledger_toml(url: &str, extra: &str) -> String {
+    format!(
+        "[ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = 500\nredis_url = \"{url}\"\n{extra}"
+    )
+}
+
+/// A bid, its win notice charged, the spend read back through Redis.
+async fn bid_and_win(b: &TestBidder) {
+    let (status, body) = b.post_bid(&banner_request("q1", 300, 250, 0.5)).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let nurl = v["seatbid"][0]["bid"][0]["nurl"].as_str().unwrap();
+    let win = nurl.replace("${AUCTION_PRICE}", "1.5");
+    assert_eq!(call(b.addr, "GET", &win, "").await.0, 204);
+    let c = b.campaign("c").await;
+    assert_eq!(c["nanos"]["spent"], 1_500_000, "{c}");
+}
+
+/// Starts a bidder on `ledger` and returns the start error, bounded in time.
+async fn start_error(ledger: &str) -> String {
+    let dir = TempDir::new("refused");
+    std::fs::write(
+        dir.join("campaigns.json"),
+        format!("[{}]", campaign_json("c", 10.0, 2.0, "asap")),
+    )
+    .unwrap();
+    let security = testkit::secrets::security_toml(dir.path());
+    let text = format!("campaigns = \"campaigns.json\"\n{security}{ledger}");
+    std::fs::write(dir.join("bidder.toml"), text).unwrap();
+    let config = match bidder::BidderConfig::load(&dir.join("bidder.toml")) {
+        Ok(c) => c,
+        Err(e) => return e.to_string(),
+    };
+    let started = tokio::time::timeout(Duration::from_secs(10), bidder::Bidder::start(config))
+        .await
+        .expect("a refused start is an error, never a hang");
+    match started {
+        Ok(_) => panic!("started against a Redis that should refuse it: {ledger}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_authenticates_and_a_wrong_one_stops_the_start() {
+    let redis = RedisServer::start_with(&RedisOptions {
+        password: Some("s3cr@t-pw".into()),
+        tls: None,
+    })
+    .await;
+    let port = redis.port;
+    let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
+    // `@` in the password, percent-encoded.
+    let url = format!("redis://:s3cr%40t-pw@127.0.0.1:{port}");
+    let b = TestBidder::start(&campaigns, &ledger_toml(&url, "")).await;
+    bid_and_win(&b).await;
+
+    let wrong = start_error(&ledger_toml(
+        &format!("redis://default:nope@127.0.0.1:{port}"),
+        "",
+    ))
+    .await;
+    assert!(wrong.contains("WRONGPASS"), "{wrong}");
+    assert!(
+        !wrong.contains("nope"),
+        "the password is never shown: {wrong}"
+    );
+    let none = start_error(&ledger_toml(&format!("redis://127.0.0.1:{port}"), "")).await;
+    assert!(none.contains("NOAUTH"), "{none}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_the_right_ca_works_and_an_untrusted_certificate_stops_the_start() {
+    let certs = TempDir::new("redis-tls");
+    let good = testkit::tls::generate(certs.path(), "good");
+    let other = testkit::tls::generate(certs.path(), "other");
+    let redis = RedisServer::start_with(&RedisOptions {
+        password: None,
+        tls: Some(good.clone()),
+    })
+    .await;
+    let tls_addr = redis.tls_addr().unwrap();
+    let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
+    let ca = |p: &std::path::Path| format!("redis_ca_file = \"{}\"\n", p.display());
+    let url = format!("rediss://{tls_addr}");
+    let b = TestBidder::start(&campaigns, &ledger_toml(&url, &ca(&good.ca))).await;
+    bid_and_win(&b).await;
+
+    let untrusted = start_error(&ledger_toml(&url, &ca(&other.ca))).await;
+    assert!(
+        untrusted.contains("refused") && untrusted.contains("certificate"),
+        "{untrusted}"
+    );
+    let missing_ca = start_error(&ledger_toml(&url, "")).await;
+    assert!(missing_ca.contains("ledger.redis_ca_file"), "{missing_ca}");
+}
