@@ -155,7 +155,7 @@ def run_bidder(args, ctx, capacity):
     try:
         runs["redis-lease-10k"] = variant(
             "redis-lease-10k", 10_000, "redis, leases of 5.0 (redis-server on core 1)",
-            f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\nlease_chunk = 5.0',
+            f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\ncreate_if_missing = true\nlease_chunk = 5.0',
             args, capacity)
     finally:
         redis.stop()

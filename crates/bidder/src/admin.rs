@@ -1,6 +1,8 @@
 //! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit):
 //! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
-//! record) and `POST /admin/reload` (reload the campaign file now; audited).
+//! record), `POST /admin/reload` (reload the campaign file now; audited) and
+//! `POST /admin/ledger/open` (create and open the ledger in a Redis that holds none: a first
+//! start, or the operator's decision after Redis lost its data; audited).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -50,9 +52,11 @@ pub(crate) async fn handle(
         (_, "/admin/campaigns") => method_not_allowed("GET"),
         (&Method::POST, "/admin/reload") => reload(state, &caller).await,
         (_, "/admin/reload") => method_not_allowed("POST"),
+        (&Method::POST, "/admin/ledger/open") => open_ledger(state, &caller).await,
+        (_, "/admin/ledger/open") => method_not_allowed("POST"),
         _ => json_error(
             StatusCode::NOT_FOUND,
-            "no such admin path; see GET /admin/campaigns and POST /admin/reload",
+            "no such admin path; see GET /admin/campaigns, POST /admin/reload, POST /admin/ledger/open",
         ),
     }
 }
@@ -178,5 +182,28 @@ async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
             json!({ "reloaded": true, "campaigns": count }).to_string(),
         ),
         Err(e) => json_error(StatusCode::UNPROCESSABLE_ENTITY, &e),
+    }
+}
+
+/// `POST /admin/ledger/open`: creates the ledger in Redis if it holds none, and opens it. Every
+/// instance sharing the Redis resumes within one report interval, writing its campaigns'
+/// limits again (from zero spend, unless their figures were restored first). Audited.
+async fn open_ledger(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
+    let before = json!({ "ledger_missing": state.ledger.ledger_missing() });
+    let result = state.ledger.open_ledger().await;
+    if result.is_ok() {
+        // Per-bid mode writes its limits on the next control tick.
+        state.limits_pending.store(true, Relaxed);
+    }
+    let after = match &result {
+        Ok(id) => json!({ "ledger": id }),
+        Err(e) => json!({ "refused": e.to_string() }),
+    };
+    state
+        .admin
+        .audit(caller, "POST /admin/ledger/open", &before, &after);
+    match result {
+        Ok(id) => json_response(StatusCode::OK, json!({ "ledger": id }).to_string()),
+        Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
 }

@@ -224,6 +224,10 @@ pub struct LedgerSection {
     pub redis_url: String,
     /// PEM file of the CA certificates trusted for `rediss://`. Relative to the config file.
     pub redis_ca_file: Option<PathBuf>,
+    /// Create the ledger in Redis when it holds none (a first start). Default false: an empty
+    /// Redis may be one that lost its data, and creating would reopen every budget; the
+    /// instance then bids nothing until an operator calls `POST /admin/ledger/open`.
+    pub create_if_missing: bool,
     /// Key prefix in Redis, so several ledgers can share one server. Default "gavel:".
     pub redis_prefix: String,
     /// `lease` (default) or `per-bid`.
@@ -254,6 +258,7 @@ impl Default for LedgerSection {
             backend: Backend::Memory,
             redis_url: "redis://127.0.0.1:6379".to_owned(),
             redis_ca_file: None,
+            create_if_missing: false,
             redis_prefix: "gavel:".to_owned(),
             redis_mode: RedisMode::Lease,
             redis_timeout_ms: 20,

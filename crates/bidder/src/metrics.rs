@@ -100,6 +100,17 @@ impl ReloadFailure {
     }
 }
 
+/// Appends whether Redis holds no ledger for this instance (it lost its data): alert on 1.
+pub fn render_ledger_missing(out: &mut String, missing: bool) {
+    single(
+        out,
+        "gavel_bidder_ledger_missing",
+        "gauge",
+        "1 when Redis holds no ledger for this instance (data lost, or never created): no bids until POST /admin/ledger/open.",
+        u8::from(missing),
+    );
+}
+
 /// Appends the lease task's counters and whether its last Redis call succeeded (lease mode
 /// only: `status` is `None` otherwise).
 pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)>) {

@@ -95,6 +95,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/metrics", _) => {
             let mut text = metrics.render();
             crate::metrics::render_leases(&mut text, state.ledger.lease_status());
+            crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
             state.door.admission().render("gavel_bidder", &mut text);
             state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)

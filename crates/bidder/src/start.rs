@@ -127,6 +127,7 @@ async fn open_ledger(
         tls,
         ..ledger::RedisConfig::default()
     });
+    redis.expect_ledger(l.create_if_missing);
     // Reachability is not required to start (fail closed, recover by itself), but say so. A
     // refusal (wrong password, untrusted certificate) will not fix itself: stop here.
     match redis.ping().await {
@@ -139,7 +140,12 @@ async fn open_ledger(
         }
     }
     Ok(match l.redis_mode {
-        RedisMode::PerBid => Ledger::per_bid(redis, reservation_ttl, timeout),
+        RedisMode::PerBid => {
+            if let Ok(false) = redis.reopen().await {
+                tracing::error!(url = %url, "redis holds no Gavel ledger (it lost its data, or this is a first start): no bids until an operator calls POST /admin/ledger/open");
+            }
+            Ledger::per_bid(redis, reservation_ttl, timeout)
+        }
         RedisMode::Lease => {
             let lease = config.lease_config(node);
             Ledger::leased(

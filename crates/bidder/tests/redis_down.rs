@@ -1,4 +1,4 @@
-//! The bidder on a real `redis-server` that is killed and restarted: every request is still
+//! The bidder on a real, persistent `redis-server` that is killed and restarted: every request is still
 //! answered within its `tmax` (no bid once nothing is funded: fail closed), and bidding resumes
 //! by itself when Redis is back, without restarting the bidder; the same under a steady
 //! ~250 requests/s.
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use common::{Answer, Answers, TestBidder, banner_request, campaign_json, steady_load};
-use testkit::RedisServer;
+use testkit::{RedisOptions, RedisServer, TempDir};
 
 /// Requests carry `tmax` 100 ms; the bidder decides within `tmax - answer_margin`.
 const TMAX: Duration = Duration::from_millis(100);
@@ -24,7 +24,7 @@ async fn bidder_with_budget(redis: &RedisServer, mode: &str, budget: f64) -> Tes
     TestBidder::start(
         &format!("[{}]", campaign_json("c1", budget, 2.0, "asap")),
         &format!(
-            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_mode = \"{mode}\"\n\
+            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\nredis_mode = \"{mode}\"\n\
              redis_timeout_ms = 20\nlease_chunk = 0.01\nlease_report_ms = 50\nlease_ttl_ms = 1000\n\
              [pacing]\ncontrol_interval_ms = 100\n",
             redis.addr()
@@ -65,7 +65,14 @@ async fn until_it_bids(b: &TestBidder) -> Duration {
 }
 
 async fn kill_and_restart(mode: &str) {
-    let mut redis = RedisServer::start().await;
+    // Persistent, as production Redis must be: the restart below keeps the ledger (a restart
+    // that loses it is tests/redis_ops.rs's case: no bids until an operator acts).
+    let data = TempDir::new("redis-data");
+    let options = RedisOptions {
+        data_dir: Some(data.path().to_path_buf()),
+        ..RedisOptions::default()
+    };
+    let mut redis = RedisServer::start_with(&options).await;
     let port = redis.port;
     let b = bidder_on(&redis, mode).await;
     until_it_bids(&b).await;
@@ -80,9 +87,9 @@ async fn kill_and_restart(mode: &str) {
         "{mode}: {bids_while_down} bids with Redis down"
     );
 
-    // An empty Redis on the same port (no persistence): the bidder writes its limits again
-    // and bids without being restarted.
-    let _redis = RedisServer::start_on(port).await.unwrap();
+    // Redis back on the same port with its data: the bidder bids again without being
+    // restarted.
+    let _redis = RedisServer::start_on_with(port, &options).await.unwrap();
     let took = until_it_bids(&b).await;
     if mode == "lease" {
         // The outage shows in the lease task's metrics.
@@ -113,7 +120,14 @@ async fn lease_mode_fails_closed_and_recovers() {
 /// within `TMAX`, no bid is made while nothing is funded (beyond the lease's local headroom and
 /// the requests in flight at the kill), and bidding resumes by itself.
 async fn kill_and_restart_under_load(mode: &str) {
-    let mut redis = RedisServer::start().await;
+    // Persistent, as production Redis must be: the restart below keeps the ledger (a restart
+    // that loses it is tests/redis_ops.rs's case: no bids until an operator acts).
+    let data = TempDir::new("redis-data");
+    let options = RedisOptions {
+        data_dir: Some(data.path().to_path_buf()),
+        ..RedisOptions::default()
+    };
+    let mut redis = RedisServer::start_with(&options).await;
     let port = redis.port;
     let b = bidder_with_budget(&redis, mode, 1_000.0).await;
     until_it_bids(&b).await;
@@ -125,8 +139,10 @@ async fn kill_and_restart_under_load(mode: &str) {
     redis.kill();
     let killed = Instant::now();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let _redis = RedisServer::start_on(port).await.unwrap();
+    // Taken before the restart: the server answers (its data reloaded) before `start_on_with`
+    // returns, so a bid may rightly come in between.
     let restarted = Instant::now();
+    let _redis = RedisServer::start_on_with(port, &options).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2_000)).await;
     stop.store(true, Relaxed);
     load.await.unwrap();

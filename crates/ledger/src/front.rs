@@ -287,6 +287,34 @@ impl Ledger {
         }
     }
 
+    /// Whether Redis holds no ledger for this instance (it lost its data, or none was created):
+    /// nothing is spent until an operator opens one ([`Ledger::open_ledger`]). Always false in
+    /// memory mode.
+    pub fn ledger_missing(&self) -> bool {
+        match &self.store {
+            Store::Memory(_) => false,
+            Store::PerBid(redis) => redis.needs_open(),
+            Store::Leased(leased) => leased.ledger_missing(),
+        }
+    }
+
+    /// The operator's decision after a data loss (or at a first start without
+    /// `create_if_missing`): creates the ledger in Redis if it holds none, and opens it. In lease
+    /// mode every instance adopts it within one report interval and writes its limits again;
+    /// campaigns start from zero spend unless their figures were restored first. Answers the
+    /// ledger id; `None` in memory mode.
+    pub async fn open_ledger(&self) -> Result<Option<String>, Unavailable> {
+        let redis = match &self.store {
+            Store::Memory(_) => return Ok(None),
+            Store::PerBid(redis) => redis.clone(),
+            Store::Leased(leased) => leased.redis(),
+        };
+        redis
+            .open_ledger(true)
+            .await
+            .map_err(|e| Unavailable(e.to_string()))
+    }
+
     /// Lease mode's counters, and whether the lease task's last Redis call succeeded; `None`
     /// in the other modes.
     pub fn lease_status(&self) -> Option<(LeaseStats, bool)> {

@@ -1,4 +1,5 @@
-//! A real `redis-server` on a free loopback port, no persistence, killed on drop.
+//! A real `redis-server` on a free loopback port, killed on drop; no persistence unless asked
+//! ([`RedisOptions::data_dir`]).
 //!
 //! A missing `redis-server` makes [`RedisServer::start`] panic with the command that installs
 //! it: tests that need Redis must fail, not pass by skipping.
@@ -25,6 +26,9 @@ pub struct RedisServer {
 pub struct RedisOptions {
     pub password: Option<String>,
     pub tls: Option<crate::tls::TlsFiles>,
+    /// Persistence (append-only file, fsync on every write) in this directory, so that a
+    /// restart on the same port keeps the data; `None`: none, a restart starts empty.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 impl RedisServer {
@@ -62,6 +66,15 @@ impl RedisServer {
         RedisServer::launch(port, &RedisOptions::default()).await
     }
 
+    /// [`RedisServer::start_on`] with options (a restart of a persistent server: same port,
+    /// same `data_dir`).
+    ///
+    /// # Panics
+    /// When `redis-server` is not on `PATH`.
+    pub async fn start_on_with(port: u16, options: &RedisOptions) -> Result<RedisServer, String> {
+        RedisServer::launch(port, options).await
+    }
+
     async fn launch(port: u16, options: &RedisOptions) -> Result<RedisServer, String> {
         let mut extra: Vec<String> = Vec::new();
         if let Some(password) = &options.password {
@@ -83,6 +96,18 @@ impl RedisServer {
                 "no".into(),
             ]);
         }
+        let appendonly = match &options.data_dir {
+            Some(dir) => {
+                extra.extend([
+                    "--dir".into(),
+                    dir.display().to_string(),
+                    "--appendfsync".into(),
+                    "always".into(),
+                ]);
+                "yes"
+            }
+            None => "no",
+        };
         let child = Command::new("redis-server")
             .args(&extra)
             .args([
@@ -95,7 +120,7 @@ impl RedisServer {
             ])
             .args([
                 "--appendonly",
-                "no",
+                appendonly,
                 "--loglevel",
                 "warning",
                 "--protected-mode",

@@ -36,6 +36,10 @@ impl Inner {
             }
             return false;
         };
+        if matches!(answer, Err(LedgerError::NoLedger)) {
+            self.missing_ledger();
+            return false;
+        }
         match (step, answer) {
             (Step::Limits { name, limits }, Ok(Answer::LimitsSet)) => {
                 local.applied(&name, limits);

@@ -87,6 +87,9 @@ struct Inner {
     wake: Notify,
     stopping: AtomicBool,
     redis_ok: AtomicBool,
+    /// Redis holds no ledger under the id this instance opened (it lost its data): no bids,
+    /// no grants, no limits written, until an operator opens it again (checked every round).
+    ledger_missing: AtomicBool,
     task: Mutex<Option<JoinHandle<()>>>,
     /// Lease ids are `<instance>.<incarnation>.<seq>`.
     incarnation: String,
@@ -144,6 +147,7 @@ impl LeasedLedger {
             wake: Notify::new(),
             stopping: AtomicBool::new(false),
             redis_ok: AtomicBool::new(true),
+            ledger_missing: AtomicBool::new(false),
             task: Mutex::new(None),
             incarnation,
             seq: AtomicU64::new(0),
@@ -151,6 +155,7 @@ impl LeasedLedger {
         });
         let ledger = LeasedLedger { inner };
         ledger.configure(campaigns, now);
+        ledger.inner.check_ledger().await;
         // Every limit now (a start is rare), so that the shared balances list every campaign.
         while ledger.inner.write_limits(Timestamp::now()).await {}
         ledger.inner.round(Timestamp::now(), true).await;
@@ -248,6 +253,10 @@ impl LeasedLedger {
         let margin = inner.config.safety_margin;
         let chunk = inner.config.lease_chunk;
         let stopping = inner.stopping.load(Ordering::Relaxed);
+        if inner.ledger_missing.load(Ordering::Relaxed) {
+            // Fail closed: Redis lost the books; nothing is spent until they are back.
+            return Err(Refusal::InsufficientBudget);
+        }
         let (result, wake) = {
             let mut guard = lock(&inner.local);
             let Local {
@@ -470,6 +479,17 @@ impl LeasedLedger {
             }
         }
         Ok(balances)
+    }
+
+    /// Whether Redis lost the ledger this instance opened (or it was never created): the
+    /// instance bids nothing until an operator opens it (`RedisLedger::open_ledger`).
+    pub fn ledger_missing(&self) -> bool {
+        self.inner.ledger_missing.load(Ordering::Relaxed)
+    }
+
+    /// The Redis handle this ledger uses (same connections).
+    pub fn redis(&self) -> RedisLedger {
+        self.inner.redis.clone()
     }
 
     /// Whether the last Redis call of the background task succeeded.

@@ -51,6 +51,14 @@ impl Inner {
     /// Redis could not be reached (the round stops at the first transport error).
     pub(super) async fn round(&self, now: Timestamp, full: bool) -> bool {
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
+        if full {
+            match self.check_ledger().await {
+                Some(true) => {}
+                // Nothing to report to, nothing to take: wait for an operator.
+                Some(false) => return true,
+                None => return false,
+            }
+        }
         let steps = self.plan_upkeep(now, full);
         if self.exchange(steps, now).await.is_err() {
             return false;
@@ -129,6 +137,50 @@ impl Inner {
         }
         let after = lock(&self.local).unapplied.len();
         after > 0 && after < before
+    }
+
+    /// Whether a ledger is open (`None`: Redis did not answer). When it was missing, asks
+    /// Redis again: an operator may have opened it (a new id); then every limit is written
+    /// again and bidding resumes.
+    pub(super) async fn check_ledger(&self) -> Option<bool> {
+        let missing = self.ledger_missing.load(Ordering::Relaxed);
+        if !missing && !self.redis.needs_open() {
+            return Some(true);
+        }
+        match self.redis.reopen().await {
+            Ok(true) => {
+                if missing {
+                    tracing::warn!(
+                        "ledger: a ledger is open in redis again; writing limits, bidding resumes"
+                    );
+                }
+                self.ledger_missing.store(false, Ordering::Relaxed);
+                let mut local = lock(&self.local);
+                let names: Vec<String> = local.campaigns.keys().cloned().collect();
+                for name in names {
+                    local.unapply(&name);
+                }
+                Some(true)
+            }
+            Ok(false) => {
+                self.missing_ledger();
+                Some(false)
+            }
+            Err(e) => {
+                let _ = self.outcome::<()>(Err(e));
+                None
+            }
+        }
+    }
+
+    /// Redis holds no ledger for us: fail closed, say so once.
+    pub(super) fn missing_ledger(&self) {
+        if !self.ledger_missing.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                "ledger: redis holds no Gavel ledger (it lost its data, or it was never created): \
+                 no bids until an operator opens it (POST /admin/ledger/open)"
+            );
+        }
     }
 
     /// Notes a transport outcome: counts errors, logs transitions between up and down.

@@ -16,6 +16,11 @@ pub enum LedgerError {
     /// must act, so a start fails on it rather than waiting.
     #[error("redis refused the connection: {0}")]
     Refused(String),
+    /// Redis holds no ledger under this id: it lost its data (a restart without persistence,
+    /// a failover to an empty replica, eviction), or the ledger was never created. Nothing is
+    /// re-created: the instance stops bidding until an operator opens the ledger again.
+    #[error("redis holds no Gavel ledger here (data lost, or never created)")]
+    NoLedger,
     /// No complete answer within the caller's deadline.
     #[error("redis call timed out")]
     Timeout,
@@ -34,6 +39,7 @@ impl LedgerError {
         match self {
             LedgerError::Unavailable(_) => "unavailable",
             LedgerError::Refused(_) => "refused",
+            LedgerError::NoLedger => "no_ledger",
             LedgerError::Timeout => "timeout",
             LedgerError::Protocol(_) => "protocol",
             LedgerError::OutOfRange(_) => "out_of_range",

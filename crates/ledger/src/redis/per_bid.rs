@@ -141,7 +141,16 @@ struct Shared {
     prefix: String,
     tombstone_ms: String,
     sweep_batch: String,
+    /// The ledger id this handle opened ([`RedisLedger::open_ledger`]); empty: unchecked;
+    /// [`NOT_OPEN`]: expected ([`RedisLedger::expect_ledger`]) but not opened yet.
+    ledger_id: std::sync::RwLock<String>,
+    /// Whether opening may create a missing ledger (`None`: never opened, unchecked).
+    create: std::sync::Mutex<Option<bool>>,
 }
+
+/// Sent as the ledger id before the ledger was opened: never a real id, so every write that
+/// checks it is refused.
+const NOT_OPEN: &str = "!not-open";
 
 type Reply<T, E> = Result<Result<T, E>, LedgerError>;
 
@@ -251,9 +260,11 @@ fn decode(call: &Call, reply: Value) -> Result<Answer, LedgerError> {
     Ok(match call {
         Call::SetLimits { .. } => match status(&items)? {
             "ok" => Answer::LimitsSet,
+            "NoLedger" => return Err(LedgerError::NoLedger),
             other => return Err(unexpected("set_limits", other)),
         },
         Call::TakeLease { .. } => Answer::Grant(match status(&items)? {
+            "NoLedger" => return Err(LedgerError::NoLedger),
             "ok" => Ok(LeaseGrant {
                 granted: nanos_at(&items, 1)?,
                 amount: nanos_at(&items, 2)?,
@@ -334,9 +345,88 @@ impl RedisLedger {
                 prefix: config.prefix,
                 tombstone_ms: tombstone_ms.min(MAX_AMOUNT as u64).to_string(),
                 sweep_batch: config.sweep_batch.max(1).to_string(),
+                ledger_id: std::sync::RwLock::new(String::new()),
+                create: std::sync::Mutex::new(None),
             }),
             timeout: config.timeout,
         }
+    }
+
+    /// Opens the ledger: reads its marker, or creates it when `create` and it is missing.
+    /// Answers its id (`None`: missing, not created). From then on this handle's limit writes
+    /// and lease grants are refused ([`LedgerError::NoLedger`]) if Redis no longer holds that
+    /// id: it lost its data, and re-creating campaigns would reopen their budgets.
+    pub async fn open_ledger(&self, create: bool) -> Result<Option<String>, LedgerError> {
+        let fresh = fresh_id();
+        let create = if create { "1" } else { "0" };
+        let reply = self
+            .eval(
+                &scripts::OPEN_LEDGER,
+                &[create.as_bytes(), fresh.as_bytes()],
+            )
+            .await?;
+        let items = array(reply)?;
+        let id = match status(&items)? {
+            "ok" | "created" => items
+                .get(1)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| protocol("open_ledger: no id"))?,
+            "missing" => return Ok(None),
+            other => return Err(unexpected("open_ledger", other)),
+        };
+        *self
+            .shared
+            .ledger_id
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = id.clone();
+        Ok(Some(id))
+    }
+
+    /// Makes this handle check the ledger's marker: until [`RedisLedger::open_ledger`] (or
+    /// [`RedisLedger::reopen`]) succeeds, limit writes and lease grants are refused. `create`:
+    /// whether reopening may create a missing ledger (a first start).
+    pub fn expect_ledger(&self, create: bool) {
+        *self
+            .shared
+            .create
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(create);
+        let mut id = self
+            .shared
+            .ledger_id
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if id.is_empty() {
+            *id = NOT_OPEN.to_owned();
+        }
+    }
+
+    /// Whether [`RedisLedger::expect_ledger`] was called and no ledger is open yet.
+    pub fn needs_open(&self) -> bool {
+        self.ledger_id() == NOT_OPEN
+    }
+
+    /// Opens the ledger as [`RedisLedger::expect_ledger`] said; true when one is open now (its
+    /// id may be a new one an operator created). Only a handle that never opened a ledger may
+    /// create one (if allowed): once a ledger was open, its loss waits for an operator.
+    pub async fn reopen(&self) -> Result<bool, LedgerError> {
+        let allowed = self
+            .shared
+            .create
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or(false);
+        let create = allowed && self.needs_open();
+        Ok(self.open_ledger(create).await?.is_some())
+    }
+
+    fn ledger_id(&self) -> String {
+        self.shared
+            .ledger_id
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The same ledger (same connections) with another per-call deadline.
@@ -747,7 +837,7 @@ impl RedisLedger {
                 };
                 Prepared::Send(
                     &scripts::SET_LIMITS,
-                    vec![campaign.clone(), total, daily, day],
+                    vec![campaign.clone(), total, daily, day, self.ledger_id()],
                 )
             }
             Call::TakeLease {
@@ -775,6 +865,7 @@ impl RedisLedger {
                         day,
                         grow_only.to_owned(),
                         node.clone(),
+                        self.ledger_id(),
                     ],
                 )
             }
@@ -967,4 +1058,15 @@ fn balance_of(v: Value) -> Result<Balance, LedgerError> {
         available: budget.saturating_sub(used),
         daily,
     })
+}
+
+/// A new ledger id: the time and the process, unique enough for a marker an operator creates
+/// once in a while (it only has to differ from the id of the ledger that was lost).
+fn fresh_id() -> String {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}-{seq}", std::process::id())
 }

@@ -25,3 +25,4 @@ script!(CLOSE_LEASE, "lua/close_lease.lua");
 script!(CHECK, "lua/check.lua");
 script!(SETTLE, "lua/settle.lua");
 script!(DRAIN, "lua/drain.lua");
+script!(OPEN_LEDGER, "lua/open_ledger.lua");

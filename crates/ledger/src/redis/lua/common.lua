@@ -5,6 +5,16 @@
 local P = ARGV[1]
 local EXP = P .. 'exp'
 local CAMPAIGNS = P .. 'campaigns'
+-- The ledger's marker: its id, written once when the ledger is created. An instance passes the
+-- id it opened; a Redis that lost its data (restart without persistence, failover to an empty
+-- replica, eviction) no longer holds it, and the scripts that would re-create campaigns or take
+-- budget refuse ('NoLedger') instead of reopening full budgets. An empty id skips the check
+-- (the library's own tests and tools).
+local LEDGER = P .. 'ledger'
+local function ledger_ok(id)
+  if not id or id == '' then return true end
+  return redis.call('HGET', LEDGER, 'id') == id
+end
 
 local function fmt(n) return string.format('%.0f', n) end
 local function num(v) if v then return tonumber(v) or 0 end return 0 end

@@ -1,12 +1,13 @@
 -- take_lease: ARGV = prefix, lease id, campaign, want, expires_at, day, grow only ('1', or
 -- '0' / absent), holder node (optional: a new lease becomes the node's lease of the campaign,
--- which other instances charge when they settle the node's reservations).
+-- which other instances charge when they settle the node's reservations), ledger id (optional).
 -- Grants min(want, total headroom, today's headroom), counted as reserved,
 -- creating or growing the lease; its expiry only moves forward. With grow only, an unknown
 -- lease is refused instead of created (its holder believes it exists: Redis lost it).
 local id, c = ARGV[2], ARGV[3]
 local want, exp, day = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if want <= 0 then return { 'NonPositiveAmount' } end
+if not ledger_ok(ARGV[9]) then return { 'NoLedger' } end
 local L = load_lease(id)
 if not L and ARGV[7] == '1' then return { 'UnknownLease' } end
 if L and L.state ~= 'open' then return { 'LeaseClosed' } end

@@ -1,7 +1,8 @@
 //! The ledger on Redis as operators run it: a password (`requirepass`) and TLS (`rediss://`
 //! with a CA file), on real redis-servers started here, with certificates made by `openssl`.
 //! A wrong password or an untrusted certificate stops the start with a message that says so,
-//! within the Redis timeout.
+//! within the Redis timeout. A Redis with no ledger (it lost its data) gets no bids until an
+//! operator opens one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -14,7 +15,7 @@ use testkit::{RedisOptions, RedisServer, TempDir};
 /// `[ledger]` lines for `url` (per-bid: every bid and notice is a Redis call).
 fn ledger_toml(url: &str, extra: &str) -> String {
     format!(
-        "[ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = 500\nredis_url = \"{url}\"\n{extra}"
+        "[ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = 500\ncreate_if_missing = true\nredis_url = \"{url}\"\n{extra}"
     )
 }
 
@@ -58,7 +59,7 @@ async fn start_error(ledger: &str) -> String {
 async fn a_password_in_the_url_authenticates_and_a_wrong_one_stops_the_start() {
     let redis = RedisServer::start_with(&RedisOptions {
         password: Some("s3cr@t-pw".into()),
-        tls: None,
+        ..RedisOptions::default()
     })
     .await;
     let port = redis.port;
@@ -88,8 +89,8 @@ async fn tls_with_the_right_ca_works_and_an_untrusted_certificate_stops_the_star
     let good = testkit::tls::generate(certs.path(), "good");
     let other = testkit::tls::generate(certs.path(), "other");
     let redis = RedisServer::start_with(&RedisOptions {
-        password: None,
         tls: Some(good.clone()),
+        ..RedisOptions::default()
     })
     .await;
     let tls_addr = redis.tls_addr().unwrap();
@@ -106,4 +107,38 @@ async fn tls_with_the_right_ca_works_and_an_untrusted_certificate_stops_the_star
     );
     let missing_ca = start_error(&ledger_toml(&url, "")).await;
     assert!(missing_ca.contains("ledger.redis_ca_file"), "{missing_ca}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
+    let redis = RedisServer::start().await;
+    let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
+    for mode in ["per-bid", "lease"] {
+        assert!(redis.raw("FLUSHALL").await.starts_with("+OK"));
+        let toml = format!(
+            "[ledger]\nbackend = \"redis\"\nredis_mode = \"{mode}\"\nlease_report_ms = 50\nredis_url = \"redis://{}\"\n",
+            redis.addr()
+        );
+        let b = TestBidder::start(&campaigns, &toml).await;
+        // Fail closed, and say so: no bid, the gauge at 1, nothing written to Redis.
+        let (status, _) = b.post_bid(&banner_request("q0", 300, 250, 0.5)).await;
+        assert_eq!(status, 204, "{mode}");
+        let (_, metrics) = b.get("/metrics").await;
+        assert!(metrics.contains("gavel_bidder_ledger_missing 1"), "{mode}");
+        assert!(
+            redis.raw("EXISTS gavel:c:c").await.starts_with(":0"),
+            "{mode}"
+        );
+        // Only the admin port, with the token, opens it.
+        let (denied, _) = common::call(b.admin_addr, "POST", "/admin/ledger/open", "").await;
+        assert_eq!(denied, 401);
+        let (status, body) = b.admin_call("POST", "/admin/ledger/open").await;
+        assert_eq!(status, 200, "{body}");
+        testkit::time::eventually(Duration::from_secs(10), "bids resume", || async {
+            b.post_bid(&banner_request("q1", 300, 250, 0.5)).await.0 == 200
+        })
+        .await;
+        let (_, metrics) = b.get("/metrics").await;
+        assert!(metrics.contains("gavel_bidder_ledger_missing 0"), "{mode}");
+    }
 }

@@ -1,0 +1,122 @@
+//! A Redis that lost its data (restart without persistence, failover to an empty replica) must
+//! not reopen full budgets: instances that opened the ledger notice its marker is gone, stop
+//! bidding and re-create nothing, until an operator opens the ledger again.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{LedgerOn, RedisServer, until_leased};
+use ledger::{LeaseConfig, LeasedLedger, RedisLedger, Refusal};
+use pacing::{Limits, Nanos, Timestamp};
+use testkit::time::eventually;
+
+fn config() -> LeaseConfig {
+    LeaseConfig {
+        instance_id: "solo".to_owned(),
+        lease_chunk: Nanos(1_000_000),
+        lease_ttl: Duration::from_millis(1_000),
+        safety_margin: Duration::from_millis(300),
+        report_interval: Duration::from_millis(50),
+        idle_close: Duration::from_secs(30),
+        tombstone_ttl: Duration::from_secs(60),
+    }
+}
+
+fn campaigns() -> Vec<(String, Limits)> {
+    vec![(
+        "c".to_owned(),
+        Limits {
+            total: Nanos(100_000_000),
+            daily: None,
+        },
+    )]
+}
+
+fn handle(server: &RedisServer, create: bool) -> RedisLedger {
+    let redis = server
+        .ledger("gavel:")
+        .with_timeout(Duration::from_millis(500));
+    redis.expect_ledger(create);
+    redis
+}
+
+fn refused(ledger: &LeasedLedger) -> bool {
+    let now = Timestamp::now();
+    let expires = now.saturating_add(Duration::from_secs(5));
+    ledger.reserve("x-1", "c", Nanos(1), expires, now) == Err(Refusal::InsufficientBudget)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_lost_its_data_reopens_nothing_until_an_operator_opens_the_ledger() {
+    let server = RedisServer::start().await;
+    let ledger = LeasedLedger::start(handle(&server, true), config(), campaigns()).await;
+    until_leased(&ledger, "c").await;
+    assert!(!ledger.ledger_missing());
+
+    // Redis restarts empty.
+    assert!(server.raw("FLUSHALL").await.starts_with("+OK"));
+    eventually(Duration::from_secs(10), "the loss noticed", || async {
+        ledger.ledger_missing()
+    })
+    .await;
+    assert!(refused(&ledger), "no bid on a lost ledger");
+    // Rounds go on; nothing is re-created, so no budget reopens.
+    let rounds = ledger.stats().rounds;
+    eventually(Duration::from_secs(10), "more rounds", || async {
+        ledger.stats().rounds >= rounds + 5
+    })
+    .await;
+    let shared = server.ledger("gavel:");
+    assert_eq!(shared.campaigns().await.unwrap(), Vec::<String>::new());
+    assert!(refused(&ledger));
+
+    // The operator opens a new ledger (after restoring what could be restored).
+    let opened = shared.open_ledger(true).await.unwrap();
+    assert!(opened.is_some());
+    eventually(Duration::from_secs(10), "bidding resumes", || async {
+        !ledger.ledger_missing()
+    })
+    .await;
+    until_leased(&ledger, "c").await;
+    ledger.shutdown().await.unwrap();
+    assert_eq!(shared.check_invariants().await.unwrap(), Ok(()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_redis_is_not_a_ledger_unless_creating_is_allowed() {
+    let server = RedisServer::start().await;
+    let ledger = LeasedLedger::start(handle(&server, false), config(), campaigns()).await;
+    assert!(ledger.ledger_missing());
+    assert!(refused(&ledger));
+    assert_eq!(
+        server.ledger("gavel:").campaigns().await.unwrap(),
+        Vec::<String>::new(),
+        "no limits written to a Redis without a ledger"
+    );
+    ledger.shutdown().await.unwrap();
+
+    let created = LeasedLedger::start(handle(&server, true), config(), campaigns()).await;
+    assert!(!created.ledger_missing());
+    until_leased(&created, "c").await;
+    created.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_campaign_is_not_re_created_with_zero_spend() {
+    let server = RedisServer::start().await;
+    let redis = handle(&server, true);
+    assert!(redis.reopen().await.unwrap());
+    let c = Limits {
+        total: Nanos(1_000),
+        daily: None,
+    };
+    redis.set_limits("c", c, Timestamp::now()).await.unwrap();
+    // Evicted (allkeys-lru under memory pressure): the hash is gone, its name still listed.
+    assert!(server.raw("DEL gavel:c:c").await.starts_with(":1"));
+    assert_eq!(
+        redis.set_limits("c", c, Timestamp::now()).await,
+        Err(ledger::LedgerError::NoLedger)
+    );
+}
