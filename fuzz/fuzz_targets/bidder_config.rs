@@ -53,9 +53,14 @@ fn check(c: &BidderConfig) {
     assert!(Duration::ZERO < d.default_tmax && d.default_tmax <= d.max_tmax);
     assert!(d.answer_margin < d.default_tmax);
     assert!(c.http.max_body_bytes > 0);
-    let (address, _db) = c
-        .redis_address()
+    let url = c
+        .redis_url()
         .unwrap_or_else(|e| panic!("validated, yet the Redis URL is refused: {e}"));
+    // The password never shows in the URL's text.
+    if let Some(p) = url.password.as_deref() {
+        assert!(!url.to_string().contains(&format!(":{p}@")), "{url}");
+    }
+    let address = url.addr;
     assert!(
         address
             .rsplit_once(':')

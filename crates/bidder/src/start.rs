@@ -31,6 +31,8 @@ pub enum StartError {
     Security(String),
 }
 
+/// Overrides `ledger.redis_url` (so that a password stays out of the config file).
+pub const REDIS_URL_ENV: &str = "GAVEL_REDIS_URL";
 /// Environment variables holding the notice keys when their files are not set.
 pub const NOTICE_KEY_ENV: &str = "GAVEL_NOTICE_KEY";
 pub const PREVIOUS_NOTICE_KEY_ENV: &str = "GAVEL_PREVIOUS_NOTICE_KEY";
@@ -107,9 +109,14 @@ async fn open_ledger(
     if l.backend == Backend::Memory {
         return Ok(Ledger::memory(reservation_ttl));
     }
-    let url = config
-        .redis_url()
-        .map_err(|e| StartError::Ledger(e.to_string()))?;
+    // The URL may carry a password: the environment keeps it out of the config file.
+    let url = match std::env::var(REDIS_URL_ENV) {
+        Ok(text) => crate::redis_url::parse(&text)
+            .map_err(|e| StartError::Ledger(format!("{REDIS_URL_ENV} {e}")))?,
+        Err(_) => config
+            .redis_url()
+            .map_err(|e| StartError::Ledger(e.to_string()))?,
+    };
     let tls = match (&l.redis_ca_file, url.tls) {
         (Some(ca), true) => Some(
             ledger::RedisTls::from_ca_file(ca, &url.host)
