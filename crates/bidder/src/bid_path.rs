@@ -36,8 +36,26 @@ pub(crate) async fn run(
     read_at: Instant,
 ) -> Result<Option<Vec<u8>>, String> {
     let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
-    let currency = openrtb::validate::auction_currency(&request, "USD").to_owned();
-    openrtb::validate::validate(&request, &currency).map_err(|e| e.to_string())?;
+    let auction = openrtb::validate::auction_currency(&request, "USD");
+    openrtb::validate::validate(&request, auction).map_err(|e| e.to_string())?;
+    // Budgets and CPMs are in one currency: bid only where the request allows it (no `cur`
+    // means USD), never a price in one currency charged to a budget in another.
+    let currency = state.config.currency.clone();
+    let allowed = match request.cur.as_deref() {
+        Some(list) if !list.is_empty() => list.iter().any(|c| c.eq_ignore_ascii_case(&currency)),
+        _ => currency == "USD",
+    } && request.imp.iter().all(|imp| {
+        // A floor in another currency cannot be compared with our CPMs (`bidfloorcur`
+        // defaults to USD).
+        imp.bidfloorcur
+            .as_deref()
+            .unwrap_or("USD")
+            .eq_ignore_ascii_case(&currency)
+    });
+    if !allowed {
+        state.metrics.other_currency.fetch_add(1, Relaxed);
+        return Ok(None);
+    }
     if let Some(imp) = request
         .imp
         .iter()

@@ -72,6 +72,15 @@ pub struct BidderConfig {
     /// `seatbid.seat` of this bidder's answers. Default "gavel".
     #[serde(default = "default_seat")]
     pub seat: String,
+    /// The currency of every campaign's budget and CPMs (ISO 4217). A request that does not
+    /// allow it (`cur`; USD when absent) gets no bid: money is never mixed. Default "USD".
+    #[serde(default = "default_currency")]
+    pub currency: String,
+    /// Notices handled at once, at most; beyond, a notice is answered 503 (the sender retries)
+    /// rather than queued. Notices have this gate of their own, so a flood of them (forged
+    /// ones included) never sheds bid requests. Default 4096.
+    #[serde(default = "default_notices_in_flight")]
+    pub max_notices_in_flight: usize,
     /// How a request's `tmax` becomes its deadline (shared with the exchange).
     #[serde(default)]
     pub deadline: admission::DeadlineConfig,
@@ -299,6 +308,14 @@ fn default_admin_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 9101))
 }
 
+fn default_notices_in_flight() -> usize {
+    4096
+}
+
+fn default_currency() -> String {
+    "USD".to_owned()
+}
+
 fn default_seat() -> String {
     "gavel".to_owned()
 }
@@ -364,6 +381,15 @@ impl BidderConfig {
         }
         if self.seat.is_empty() || self.seat.len() > 64 {
             return Err(invalid("seat", "must be 1-64 characters"));
+        }
+        if !(1..=1_000_000).contains(&self.max_notices_in_flight) {
+            return Err(invalid("max_notices_in_flight", "must be 1..=1000000"));
+        }
+        if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(invalid(
+                "currency",
+                "must be an ISO 4217 code: three capital letters, such as \"USD\"",
+            ));
         }
         let h = &self.http;
         if h.max_body_bytes == 0 || h.max_body_bytes > 64 * 1024 * 1024 {

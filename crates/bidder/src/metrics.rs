@@ -111,6 +111,17 @@ pub fn render_ledger_missing(out: &mut String, missing: bool) {
     );
 }
 
+/// Appends how many notices are being handled now (their gate: `max_notices_in_flight`).
+pub fn render_notices_in_flight(out: &mut String, n: usize) {
+    single(
+        out,
+        "gavel_bidder_notices_in_flight",
+        "gauge",
+        "Notices being handled now.",
+        n,
+    );
+}
+
 /// Appends the lease task's counters and whether its last Redis call succeeded (lease mode
 /// only: `status` is `None` otherwise).
 pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)>) {
@@ -197,6 +208,10 @@ pub struct Metrics {
     pub notice_refusals: ByLabel<{ NoticeRefusal::COUNT }>,
     /// Reservations released by the expiry sweep: no notice came within TTL plus grace.
     pub reservations_expired: AtomicU64,
+    /// Requests not bid on because they do not allow the budgets' currency.
+    pub other_currency: AtomicU64,
+    /// Notices answered 503 because `max_notices_in_flight` were being handled.
+    pub notices_shed: AtomicU64,
     pub decision_latency: Histogram,
     /// Campaigns serving now.
     pub campaigns: AtomicU64,
@@ -336,6 +351,20 @@ impl Metrics {
             expired,
             &[],
             self.reservations_expired.load(Relaxed),
+        );
+        single(
+            &mut o,
+            "gavel_bidder_no_bids_other_currency_total",
+            "counter",
+            "Requests not bid on because they do not allow the currency of the budgets.",
+            self.other_currency.load(Relaxed),
+        );
+        single(
+            &mut o,
+            "gavel_bidder_notices_shed_total",
+            "counter",
+            "Notices answered 503 because max_notices_in_flight were being handled.",
+            self.notices_shed.load(Relaxed),
         );
         let reloads = "gavel_bidder_campaign_reloads_total";
         family(

@@ -96,6 +96,10 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             let mut text = metrics.render();
             crate::metrics::render_leases(&mut text, state.ledger.lease_status());
             crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
+            crate::metrics::render_notices_in_flight(
+                &mut text,
+                state.notices_in_flight.load(Relaxed),
+            );
             state.door.admission().render("gavel_bidder", &mut text);
             state.connections.render("gavel_bidder", &mut text);
             plain(StatusCode::OK, "text/plain; version=0.0.4", text)
@@ -116,8 +120,15 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 }
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
-    // Never shed, and counted against the bid gate's limit: under load, bids make way.
-    let _first = state.door.admission().enter_first();
+    // A gate of their own, apart from the bids': a flood of notices never sheds a bid, and
+    // one past the limit is refused at once (503: the sender retries), never queued.
+    let Some(_place) = NoticePlace::take(state) else {
+        state.metrics.notices_shed.fetch_add(1, Relaxed);
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many notices in flight; retry",
+        );
+    };
     let parsed = match crate::notice::parse(kind, query) {
         Ok(n) => n,
         Err(e) => {
@@ -163,7 +174,7 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
             Refused::Shed => RequestOutcome::Shed,
         });
     };
-    // Notices enter ahead of this gate (`enter_first`): they settle money already promised.
+    // Notices do not pass this gate: they have their own (`max_notices_in_flight`).
     state
         .door
         .take_in(
@@ -188,4 +199,22 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
             },
         )
         .await
+}
+
+/// A place among the notices handled at once; given back on drop.
+struct NoticePlace<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> NoticePlace<'a> {
+    fn take(state: &'a State) -> Option<NoticePlace<'a>> {
+        let counter = &state.notices_in_flight;
+        let before = counter.fetch_add(1, Relaxed);
+        let place = NoticePlace(counter);
+        (before < state.config.max_notices_in_flight).then_some(place)
+    }
+}
+
+impl Drop for NoticePlace<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }

@@ -216,6 +216,7 @@ impl Bidder {
             ledger,
             metrics,
             reload_lock: tokio::sync::Mutex::new(()),
+            notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
         });
         tokio::spawn(pace(Arc::downgrade(&state), interval));

@@ -42,6 +42,8 @@ pub(crate) struct State {
     pub(crate) limits_pending: AtomicBool,
     /// Bid requests come in through it (notices do not: they enter its gate first).
     pub(crate) door: edge::Door,
+    /// Notices being handled now (their own gate: `max_notices_in_flight`).
+    pub(crate) notices_in_flight: std::sync::atomic::AtomicUsize,
     pub(crate) connections: Arc<edge::ConnStats>,
 }
 

@@ -142,3 +142,62 @@ async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
         assert!(metrics.contains("gavel_bidder_ledger_missing 0"), "{mode}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notices_have_their_own_gate_and_never_shed_bids() {
+    let redis = RedisServer::start().await;
+    let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
+    let toml = format!(
+        "max_notices_in_flight = 1\n[ledger]\nbackend = \"redis\"\ncreate_if_missing = true\n\
+         redis_url = \"redis://{}\"\nredis_timeout_ms = 800\nlease_chunk = 1.0\nlease_report_ms = 50\n",
+        redis.addr()
+    );
+    let b = TestBidder::start(&campaigns, &toml).await;
+    let mut wins = Vec::new();
+    for i in 0..500 {
+        if wins.len() == 2 {
+            break;
+        }
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("q{i}"), 300, 250, 0.5))
+            .await;
+        if status == 200 {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let nurl = v["seatbid"][0]["bid"][0]["nurl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            wins.push(nurl.replace("${AUCTION_PRICE}", "1.5"));
+        } else {
+            // The first bids wait for the lease.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    assert_eq!(wins.len(), 2, "no lease");
+    // Redis stops answering: a notice now waits for its claim (up to the Redis timeout).
+    assert!(redis.raw("CLIENT PAUSE 1500 ALL").await.starts_with("+OK"));
+    let addr = b.addr;
+    let first = wins[0].clone();
+    let slow = tokio::spawn(async move { call(addr, "GET", &first, "").await });
+    testkit::time::eventually(
+        Duration::from_secs(5),
+        "the first notice in flight",
+        || async {
+            b.get("/metrics")
+                .await
+                .1
+                .contains("gavel_bidder_notices_in_flight 1")
+        },
+    )
+    .await;
+    // The second notice is refused at once; bids still come from the lease meanwhile.
+    assert_eq!(call(addr, "GET", &wins[1], "").await.0, 503);
+    let (_, m) = b.get("/metrics").await;
+    assert!(m.contains("gavel_bidder_notices_shed_total 1"), "{m}");
+    assert_eq!(
+        b.post_bid(&banner_request("q2", 300, 250, 0.5)).await.0,
+        200
+    );
+    // The held notice still charges (locally, claimed once Redis answers).
+    assert_eq!(slow.await.unwrap().0, 204);
+}

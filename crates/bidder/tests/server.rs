@@ -229,3 +229,46 @@ async fn the_examples_load_and_bid() {
     let (status, body) = common::call(addr, "POST", bidder::BID_PATH, &request).await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_request_that_does_not_allow_the_budget_currency_gets_no_bid() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")), "").await;
+    let request = |cur: &str, floorcur: &str| {
+        banner_request("r", 300, 250, 0.1)
+            .replace("\"cur\": [\"USD\"]", &format!("\"cur\": {cur}"))
+            .replace(
+                "\"bidfloorcur\": \"USD\"",
+                &format!("\"bidfloorcur\": \"{floorcur}\""),
+            )
+    };
+    // EUR only (floor in EUR): valid, but our budgets are USD.
+    let (status, body) = b.post_bid(&request("[\"EUR\"]", "EUR")).await;
+    assert_eq!(status, 204, "{body}");
+    // USD allowed but the floor is in EUR: not comparable, no bid.
+    assert_eq!(
+        b.post_bid(&request("[\"EUR\", \"USD\"]", "EUR")).await.0,
+        204
+    );
+    let (_, metrics) = b.get("/metrics").await;
+    assert!(
+        metrics.contains("gavel_bidder_no_bids_other_currency_total 2"),
+        "{metrics}"
+    );
+    assert_eq!(b.campaign("c1").await["bids"], 0, "nothing reserved");
+    // USD among the allowed ones: a bid, priced in USD.
+    let (status, body) = b.post_bid(&request("[\"USD\", \"EUR\"]", "USD")).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["cur"], "USD");
+    // A bidder whose budgets are in EUR bids on EUR requests only.
+    let eur = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 1.0, 2.0, "asap")),
+        "currency = \"EUR\"\n",
+    )
+    .await;
+    assert_eq!(
+        eur.post_bid(&banner_request("r", 300, 250, 0.1)).await.0,
+        204
+    );
+    assert_eq!(eur.post_bid(&request("[\"EUR\"]", "EUR")).await.0, 200);
+}

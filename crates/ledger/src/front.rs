@@ -23,6 +23,10 @@ use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleE
 use crate::leased::{LeaseStats, LeasedLedger};
 use crate::redis::{LedgerError, RedisLedger};
 
+/// Most sweep batches (of `RedisConfig::sweep_batch`, 1,000 by default) one
+/// [`Ledger::expire`] runs in per-bid mode: 100,000 expiries per call at most.
+const SWEEP_BATCHES_PER_CALL: usize = 100;
+
 /// Why a reservation was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReserveError {
@@ -257,11 +261,22 @@ impl Ledger {
             Store::Memory(book) => Ok(Self::book(book).expire(now)),
             // The lease task sweeps its local book and the shared one on its own.
             Store::Leased(_) => Ok(0),
-            Store::PerBid(redis) => redis
-                .expire(now)
-                .await
-                .map(|swept| swept.total())
-                .map_err(|e| Unavailable(e.to_string())),
+            Store::PerBid(redis) => {
+                // Batch after batch while the sweep is behind (each batch is one short script),
+                // up to a bound per call: a backlog of expiries is cleared, not left to grow.
+                let mut total = 0;
+                for _ in 0..SWEEP_BATCHES_PER_CALL {
+                    let swept = redis
+                        .expire(now)
+                        .await
+                        .map_err(|e| Unavailable(e.to_string()))?;
+                    total += swept.total();
+                    if !swept.more {
+                        break;
+                    }
+                }
+                Ok(total)
+            }
         }
     }
 

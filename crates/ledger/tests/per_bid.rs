@@ -708,3 +708,35 @@ async fn prefixes_keep_ledgers_apart() {
         .unwrap();
     assert!(server.raw("EXISTS {b}:c:c").await.starts_with(":1"));
 }
+
+/// A backlog of expiries larger than one sweep batch is cleared by one `Ledger::expire` call
+/// (batch after batch), not at one batch per tick.
+#[tokio::test]
+async fn the_sweep_keeps_up_with_a_backlog_beyond_one_batch() {
+    let server = RedisServer::start().await;
+    let config = ledger::RedisConfig {
+        sweep_batch: 100,
+        ..server.config("gavel:")
+    };
+    let redis = RedisLedger::new(config);
+    let now = Timestamp::now();
+    let limits = Limits {
+        total: n(1_000_000),
+        daily: None,
+    };
+    redis.set_limits("c", limits, now).await.unwrap();
+    // Reservations whose expiry has already passed (as after an outage of the sweep).
+    let past = Timestamp(now.millis() - 1);
+    for i in 0..350 {
+        let r = redis.reserve(&format!("r{i}"), "c", n(10), past, now).await;
+        assert_eq!(r, Ok(Ok(())));
+    }
+    let front = ledger::Ledger::per_bid(
+        redis.clone(),
+        Duration::from_secs(1),
+        Duration::from_secs(2),
+    );
+    assert_eq!(front.expire().await, Ok(350));
+    let b = redis.balance("c", Timestamp::now()).await.unwrap().unwrap();
+    assert_eq!(b.reserved, Nanos::ZERO);
+}

@@ -143,7 +143,17 @@ pub struct Book {
     /// (a `now` earlier than the last one counts as the last one), so the front is the oldest.
     graveyard: VecDeque<(Timestamp, String)>,
     last_resolved_at: Timestamp,
+    /// Most open reservations; a reserve beyond is refused ([`Refusal::TooManyOpen`]).
+    max_open: usize,
+    /// Most tombstones; beyond, the oldest are forgotten early (counted).
+    max_tombstones: usize,
+    /// Tombstones forgotten before their TTL because of `max_tombstones`.
+    tombstones_dropped: u64,
 }
+
+/// Default caps of [`Book::new`]: about a gigabyte at most, whatever a flood of bids does.
+pub const MAX_OPEN: usize = 2_000_000;
+pub const MAX_TOMBSTONES: usize = 4_000_000;
 
 impl Book {
     /// An empty book that remembers resolved reservations for `tombstone_ttl`. Pick a TTL longer
@@ -157,7 +167,26 @@ impl Book {
             tombstones: HashMap::new(),
             graveyard: VecDeque::new(),
             last_resolved_at: Timestamp(0),
+            max_open: MAX_OPEN,
+            max_tombstones: MAX_TOMBSTONES,
+            tombstones_dropped: 0,
         }
+    }
+
+    /// The same book with other caps on open reservations and on tombstones (each at least 1).
+    /// Memory per entry is about 150 bytes. A full book refuses new reservations (a no-bid);
+    /// a full graveyard forgets its oldest tombstones early, so a duplicate notice older than
+    /// that is unknown (answered 404, never charged twice).
+    #[must_use]
+    pub fn with_caps(mut self, max_open: usize, max_tombstones: usize) -> Book {
+        self.max_open = max_open.max(1);
+        self.max_tombstones = max_tombstones.max(1);
+        self
+    }
+
+    /// Tombstones forgotten before their TTL because the graveyard was full.
+    pub fn tombstones_dropped(&self) -> u64 {
+        self.tombstones_dropped
     }
 
     /// Creates or updates a campaign's limits.
@@ -203,6 +232,9 @@ impl Book {
         }
         if self.open.contains_key(id) || self.tombstones.contains_key(id) {
             return Err(Refusal::DuplicateId);
+        }
+        if self.open.len() >= self.max_open {
+            return Err(Refusal::TooManyOpen);
         }
         let account = self
             .accounts
@@ -428,5 +460,13 @@ impl Book {
             },
         );
         self.graveyard.push_back((resolved_at, id));
+        while self.tombstones.len() > self.max_tombstones {
+            let Some((_, oldest)) = self.graveyard.pop_front() else {
+                break;
+            };
+            if self.tombstones.remove(&oldest).is_some() {
+                self.tombstones_dropped += 1;
+            }
+        }
     }
 }

@@ -45,6 +45,9 @@ pub enum Refusal {
     InsufficientDailyBudget,
     #[error("reservation id already used")]
     DuplicateId,
+    /// The book holds as many open reservations as it may ([`Book::with_caps`](super::Book::with_caps)).
+    #[error("too many open reservations")]
+    TooManyOpen,
 }
 
 impl Refusal {
@@ -56,6 +59,7 @@ impl Refusal {
             Refusal::InsufficientBudget => "insufficient_budget",
             Refusal::InsufficientDailyBudget => "insufficient_daily_budget",
             Refusal::DuplicateId => "duplicate_id",
+            Refusal::TooManyOpen => "too_many_open",
         }
     }
 }

@@ -509,3 +509,36 @@ fn a_balance_serializes_with_its_daily_side() {
     assert_eq!(json["budget"], 1000);
     assert_eq!(json["daily"]["available"], 300);
 }
+
+#[test]
+fn a_full_book_refuses_and_a_full_graveyard_forgets_its_oldest() {
+    let mut b = book(None).with_caps(2, 3);
+    let now = t(10 * DAY);
+    let exp = now.saturating_add(TTL);
+    b.reserve("r1", "c", n(10), exp, now).unwrap();
+    b.reserve("r2", "c", n(10), exp, now).unwrap();
+    assert_eq!(
+        b.reserve("r3", "c", n(10), exp, now),
+        Err(Refusal::TooManyOpen)
+    );
+    checked(&b);
+    // Resolving makes room; tombstones beyond 3 push out the oldest.
+    for i in 0..5 {
+        let id = format!("s{i}");
+        b.release("r1", now).ok();
+        b.reserve(&id, "c", n(10), exp, now).unwrap();
+        b.commit(&id, n(5), now).unwrap();
+    }
+    assert_eq!(b.tombstones(), 3);
+    assert_eq!(b.tombstones_dropped(), 3);
+    // The oldest are forgotten (unknown, never charged again); the newest still dedupe.
+    assert_eq!(
+        b.commit("s0", n(5), now),
+        Err(SettleError::UnknownReservation)
+    );
+    assert_eq!(
+        b.commit("s4", n(5), now),
+        Ok(CommitOutcome::AlreadyCommitted(n(5)))
+    );
+    checked(&b);
+}

@@ -140,7 +140,11 @@ impl Inner {
                 grant,
                 now,
             ),
-            (Step::Sweep, Ok(Answer::Swept(_))) => false,
+            (Step::Sweep, Ok(Answer::Swept(swept))) => {
+                // Behind: sweep again at once rather than one batch per report interval.
+                self.sweep_behind.store(swept.more, Ordering::Relaxed);
+                swept.more
+            }
             (Step::Drain, Ok(Answer::Drained(items))) => {
                 for item in &items {
                     self.apply_settled_elsewhere(local, item, now);

@@ -90,6 +90,8 @@ struct Inner {
     /// Redis holds no ledger under the id this instance opened (it lost its data): no bids,
     /// no grants, no limits written, until an operator opens it again (checked every round).
     ledger_missing: AtomicBool,
+    /// The last sweep batch was full: the next round, even a wake-up one, sweeps again.
+    sweep_behind: AtomicBool,
     task: Mutex<Option<JoinHandle<()>>>,
     /// Lease ids are `<instance>.<incarnation>.<seq>`.
     incarnation: String,
@@ -148,6 +150,7 @@ impl LeasedLedger {
             stopping: AtomicBool::new(false),
             redis_ok: AtomicBool::new(true),
             ledger_missing: AtomicBool::new(false),
+            sweep_behind: AtomicBool::new(false),
             task: Mutex::new(None),
             incarnation,
             seq: AtomicU64::new(0),

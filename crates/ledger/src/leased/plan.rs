@@ -131,8 +131,10 @@ impl Inner {
                 ));
             }
         }
-        if full {
+        if full || self.sweep_behind.swap(false, Ordering::Relaxed) {
             steps.push((Call::Expire, Step::Sweep));
+        }
+        if full {
             steps.push((
                 Call::Drain {
                     node: config.instance_id.clone(),
