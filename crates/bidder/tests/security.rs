@@ -1,7 +1,8 @@
 //! Notices and admin on an open network: forged, replayed, over-priced and expired notices
 //! change nothing and are counted; a loss never erases a win; a reservation no notice settles
 //! is held through its grace, then released and counted; admin lives on its own port, behind
-//! the token, and every mutation is audited. Real loopback sockets, one bidder per test.
+//! the token, and every mutation is audited. Real loopback sockets; one memory bidder per test,
+//! and four lease-mode bidders on a real Redis for forgeries and a replay storm across instances.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -270,4 +271,100 @@ async fn config_refuses_public_admin_and_unsigned_keys_by_mistake() {
             .is_some_and(|e| e.contains("security.notice_key_file") && e.contains("openssl rand")),
         "{e:?}"
     );
+}
+
+/// Sum of a metric line over several bidders.
+async fn metric_sum(bidders: &[TestBidder], line: &str) -> u64 {
+    let mut sum = 0;
+    for b in bidders {
+        sum += metric(b, line).await;
+    }
+    sum
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() {
+    let redis = testkit::RedisServer::start().await;
+    let campaigns = format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap"));
+    let mut bidders = Vec::new();
+    for i in 0..4 {
+        let extra = format!(
+            "node = \"b{i}\"\n[ledger]\nbackend = \"redis\"\ncreate_if_missing = true\n\
+             redis_url = \"redis://{}\"\nredis_timeout_ms = 500\nlease_chunk = 0.05\nlease_report_ms = 50\n",
+            redis.addr()
+        );
+        bidders.push(TestBidder::start(&campaigns, &extra).await);
+    }
+    // One bid on b0 (its first bids wait for a lease).
+    let mut urls = None;
+    for i in 0..500 {
+        let (status, body) = bidders[0]
+            .post_bid(&banner_request(&format!("q{i}"), 300, 250, 0.1))
+            .await;
+        if status == 200 {
+            let v: Value = serde_json::from_str(&body).unwrap();
+            let bid = &v["seatbid"][0]["bid"][0];
+            let url = |k: &str| bid[k].as_str().unwrap().to_owned();
+            urls = Some((url("nurl"), url("burl"), url("lurl")));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (nurl, burl, lurl) = urls.expect("a bid once leased");
+    let win = nurl.replace("${AUCTION_PRICE}", "1.5");
+    let token = param(&win, "t").to_owned();
+    let corpus = [
+        win.replace(&format!("&t={token}"), ""),
+        with_param(&win, "t", "nothex"),
+        with_param(&win, "x", "9000000"),
+        with_param(&win, "c", "c2"),
+        with_param(&win, "t", param(&lurl, "t")),
+        nurl.replace("${AUCTION_PRICE}", "2.000001"),
+        with_param(&lurl.replace("${AUCTION_LOSS}", "102"), "r", "b0-0123"),
+    ];
+    // Every forgery, to every instance.
+    for url in &corpus {
+        for b in &bidders {
+            assert_eq!(b.get(url).await.0, 403, "{url}");
+        }
+    }
+    let mut refused = 0;
+    for reason in [
+        "missing_token",
+        "malformed_token",
+        "bad_signature",
+        "above_bid",
+    ] {
+        let line = format!("gavel_bidder_notices_refused_total{{reason=\"{reason}\"}}");
+        refused += metric_sum(&bidders, &line).await;
+    }
+    assert_eq!(refused, 4 * corpus.len() as u64, "every refusal counted");
+    assert_eq!(money(&bidders[1]).await.0, 0, "nothing charged");
+
+    // The billing notice 1,000 times, round robin over the four, 50 at a time.
+    let bill = burl.replace("${AUCTION_PRICE}", "1.25");
+    let addrs: Vec<_> = bidders.iter().map(|b| b.addr).collect();
+    for batch in 0..20 {
+        let mut calls = tokio::task::JoinSet::new();
+        for k in 0..50 {
+            let (addr, bill) = (addrs[(batch * 50 + k) % 4], bill.clone());
+            calls.spawn(async move { common::call(addr, "GET", &bill, "").await.0 });
+        }
+        while let Some(status) = calls.join_next().await {
+            assert_eq!(status.unwrap(), 204);
+        }
+    }
+    let charged = "gavel_bidder_notices_total{kind=\"bill\",outcome=\"charged\"}";
+    assert_eq!(metric_sum(&bidders, charged).await, 1);
+    let duplicate = "gavel_bidder_notices_total{kind=\"bill\",outcome=\"duplicate\"}";
+    assert_eq!(metric_sum(&bidders, duplicate).await, 999);
+    // The holder reports its spend (or another charged it in Redis): the shared books show it.
+    testkit::time::eventually(Duration::from_secs(10), "the charge in Redis", || async {
+        money(&bidders[3]).await.0 == 1_250_000
+    })
+    .await;
+    // A loss after it, anywhere, changes nothing.
+    let loss = lurl.replace("${AUCTION_LOSS}", "102");
+    assert_eq!(bidders[2].get(&loss).await.0, 409);
+    assert_eq!(money(&bidders[1]).await.0, 1_250_000);
 }
