@@ -218,6 +218,26 @@ async fn drive(
     }
 }
 
+/// `n` load tasks without pauses (seeds 0..n).
+fn drivers(
+    addrs: &Arc<Vec<SocketAddr>>,
+    tally: &Arc<Tally>,
+    stop: &Arc<AtomicBool>,
+    n: u64,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..n)
+        .map(|t| {
+            tokio::spawn(drive(
+                addrs.clone(),
+                tally.clone(),
+                stop.clone(),
+                t,
+                Duration::ZERO,
+            ))
+        })
+        .collect()
+}
+
 /// Sends a notice to instance `to % 4`, or the next live one; if that one is killed under the
 /// call, to the next.
 async fn notify(addrs: &[SocketAddr], tally: &Tally, to: usize, url: &str) -> (u16, String) {
@@ -261,17 +281,7 @@ async fn shared_budget(mode: &str) {
     let admins: Vec<SocketAddr> = fleet.iter().map(|b| b.admin).collect();
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            tokio::spawn(drive(
-                addrs.clone(),
-                tally.clone(),
-                stop.clone(),
-                t,
-                Duration::ZERO,
-            ))
-        })
-        .collect();
+    let tasks = drivers(&addrs, &tally, &stop, 16);
 
     // Watch the shared figures while the load runs: never over budget, until the budget is
     // gone (or a generous bound on time).
@@ -446,17 +456,7 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
     let addrs = Arc::new(fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            tokio::spawn(drive(
-                addrs.clone(),
-                tally.clone(),
-                stop.clone(),
-                t,
-                Duration::ZERO,
-            ))
-        })
-        .collect();
+    let tasks = drivers(&addrs, &tally, &stop, 16);
     let books = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: redis.addr(),
         ..ledger::RedisConfig::default()

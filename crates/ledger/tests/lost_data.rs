@@ -7,22 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{LedgerOn, RedisServer, until_leased};
-use ledger::{LeaseConfig, LeasedLedger, RedisLedger, Refusal};
+use common::{LedgerOn, RedisServer, lease_config, until_leased};
+use ledger::{LeasedLedger, RedisLedger, Refusal};
 use pacing::{Limits, Nanos, Timestamp};
 use testkit::time::eventually;
-
-fn config() -> LeaseConfig {
-    LeaseConfig {
-        instance_id: "solo".to_owned(),
-        lease_chunk: Nanos(1_000_000),
-        lease_ttl: Duration::from_millis(1_000),
-        safety_margin: Duration::from_millis(300),
-        report_interval: Duration::from_millis(50),
-        idle_close: Duration::from_secs(30),
-        tombstone_ttl: Duration::from_secs(60),
-    }
-}
 
 fn campaigns() -> Vec<(String, Limits)> {
     vec![(
@@ -51,7 +39,8 @@ fn refused(ledger: &LeasedLedger) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_that_lost_its_data_reopens_nothing_until_an_operator_opens_the_ledger() {
     let server = RedisServer::start().await;
-    let ledger = LeasedLedger::start(handle(&server, true), config(), campaigns()).await;
+    let ledger =
+        LeasedLedger::start(handle(&server, true), lease_config("solo"), campaigns()).await;
     until_leased(&ledger, "c").await;
     assert!(!ledger.ledger_missing());
 
@@ -87,7 +76,8 @@ async fn a_redis_that_lost_its_data_reopens_nothing_until_an_operator_opens_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_redis_is_not_a_ledger_unless_creating_is_allowed() {
     let server = RedisServer::start().await;
-    let ledger = LeasedLedger::start(handle(&server, false), config(), campaigns()).await;
+    let ledger =
+        LeasedLedger::start(handle(&server, false), lease_config("solo"), campaigns()).await;
     assert!(ledger.ledger_missing());
     assert!(refused(&ledger));
     assert_eq!(
@@ -97,7 +87,8 @@ async fn an_empty_redis_is_not_a_ledger_unless_creating_is_allowed() {
     );
     ledger.shutdown().await.unwrap();
 
-    let created = LeasedLedger::start(handle(&server, true), config(), campaigns()).await;
+    let created =
+        LeasedLedger::start(handle(&server, true), lease_config("solo"), campaigns()).await;
     assert!(!created.ledger_missing());
     until_leased(&created, "c").await;
     created.shutdown().await.unwrap();

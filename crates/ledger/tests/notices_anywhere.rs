@@ -9,24 +9,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{LedgerOn, RedisServer, until_leased};
-use ledger::{CommitOutcome, LeaseConfig, LeasedLedger, RedisLedger, ReleaseOutcome};
+use common::{LedgerOn, RedisServer, lease_config, until_leased};
+use ledger::{CommitOutcome, LeasedLedger, RedisLedger, ReleaseOutcome};
 use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testkit::time::eventually;
-
-fn config(instance: &str) -> LeaseConfig {
-    LeaseConfig {
-        instance_id: instance.to_owned(),
-        lease_chunk: Nanos(1_000_000),
-        lease_ttl: Duration::from_millis(1_000),
-        safety_margin: Duration::from_millis(300),
-        report_interval: Duration::from_millis(50),
-        idle_close: Duration::from_secs(30),
-        tombstone_ttl: Duration::from_secs(60),
-    }
-}
 
 fn redis(server: &RedisServer) -> RedisLedger {
     server
@@ -44,8 +32,12 @@ async fn four(server: &RedisServer, budget: i64) -> Vec<LeasedLedger> {
     )];
     let mut all = Vec::new();
     for i in 0..4 {
-        let ledger =
-            LeasedLedger::start(redis(server), config(&format!("n{i}")), campaigns.clone()).await;
+        let ledger = LeasedLedger::start(
+            redis(server),
+            lease_config(&format!("n{i}")),
+            campaigns.clone(),
+        )
+        .await;
         until_leased(&ledger, "c").await;
         all.push(ledger);
     }

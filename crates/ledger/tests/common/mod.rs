@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ledger::{LeasedLedger, RedisConfig, RedisLedger, Refusal};
+use ledger::{LeaseConfig, LeasedLedger, RedisConfig, RedisLedger, Refusal};
 use pacing::{Nanos, Timestamp};
 pub use testkit::{RedisServer, free_port};
 
@@ -56,5 +56,19 @@ pub async fn until_leased(ledger: &LeasedLedger, campaign: &str) -> Duration {
             "{campaign}: no lease"
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Lease settings for a test instance: quick reports (50 ms), a 1 s lease, chunks of 1,000,000
+/// nanos, no idle close within a test.
+pub fn lease_config(instance: &str) -> LeaseConfig {
+    LeaseConfig {
+        instance_id: instance.to_owned(),
+        lease_chunk: Nanos(1_000_000),
+        lease_ttl: Duration::from_millis(1_000),
+        safety_margin: Duration::from_millis(300),
+        report_interval: Duration::from_millis(50),
+        idle_close: Duration::from_secs(30),
+        tombstone_ttl: Duration::from_secs(60),
     }
 }

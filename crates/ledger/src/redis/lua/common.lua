@@ -156,6 +156,19 @@ local function save_lease(L)
     'node', L.node)
 end
 
+-- Moves `x` of an open lease from reserved to spent (today's part first from what the lease
+-- holds of today's budget).
+local function spend_lease(C, L, x)
+  C.reserved = C.reserved - x
+  local dd = x
+  if dd > L.day_open then dd = L.day_open end
+  C.day_reserved = C.day_reserved - dd
+  C.day_spent = C.day_spent + dd
+  L.day_open = L.day_open - dd
+  C.spent = C.spent + x
+  L.reported = L.reported + x
+end
+
 -- Applies a cumulative spend report: charges what is new since the last report, capped at the
 -- lease's unreported amount and, for a lease no longer open (its remainder already returned),
 -- at what the campaign can still afford. Returns charged, uncharged.
@@ -172,35 +185,23 @@ local function report(C, L, cumulative)
   local x = delta
   if x > room then x = room end
   if L.state == 'open' then
-    C.reserved = C.reserved - x
-    local dd = x
-    if dd > L.day_open then dd = L.day_open end
-    C.day_reserved = C.day_reserved - dd
-    C.day_spent = C.day_spent + dd
-    L.day_open = L.day_open - dd
-  elseif L.day == C.day then
-    C.day_spent = C.day_spent + x
+    spend_lease(C, L, x)
+  else
+    if L.day == C.day then C.day_spent = C.day_spent + x end
+    C.spent = C.spent + x
+    L.reported = L.reported + x
   end
-  C.spent = C.spent + x
-  L.reported = L.reported + x
   L.seen = cumulative
   L.lost = L.lost + (delta - x)
   return x, delta - x
 end
 
 -- Charges `x` against an open lease on behalf of its holder (another instance settled one of
--- the holder's reservations): moved from reserved to spent like a report, and counted in
--- `remote`, which the holder subtracts from what it may spend. `seen` (the holder's own
--- cumulative spend) is untouched. The caller checked `x <= L.amount - L.reported`.
+-- the holder's reservations): spent as by a report, and counted in `remote`, which the holder
+-- subtracts from what it may spend. `seen` (the holder's own cumulative spend) is untouched.
+-- The caller checked `x <= L.amount - L.reported`.
 local function charge_lease(C, L, x)
-  C.reserved = C.reserved - x
-  local dd = x
-  if dd > L.day_open then dd = L.day_open end
-  C.day_reserved = C.day_reserved - dd
-  C.day_spent = C.day_spent + dd
-  L.day_open = L.day_open - dd
-  C.spent = C.spent + x
-  L.reported = L.reported + x
+  spend_lease(C, L, x)
   L.remote = L.remote + x
 end
 
