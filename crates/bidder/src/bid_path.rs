@@ -38,21 +38,8 @@ pub(crate) async fn run(
     let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
     let auction = openrtb::validate::auction_currency(&request, "USD");
     openrtb::validate::validate(&request, auction).map_err(|e| e.to_string())?;
-    // Budgets and CPMs are in one currency: bid only where the request allows it (no `cur`
-    // means USD), never a price in one currency charged to a budget in another.
-    let currency = state.config.currency.clone();
-    let allowed = match request.cur.as_deref() {
-        Some(list) if !list.is_empty() => list.iter().any(|c| c.eq_ignore_ascii_case(&currency)),
-        _ => currency == "USD",
-    } && request.imp.iter().all(|imp| {
-        // A floor in another currency cannot be compared with our CPMs (`bidfloorcur`
-        // defaults to USD).
-        imp.bidfloorcur
-            .as_deref()
-            .unwrap_or("USD")
-            .eq_ignore_ascii_case(&currency)
-    });
-    if !allowed {
+    let currency = state.config.currency.as_str();
+    if !in_currency(&request, currency) {
         state.metrics.other_currency.fetch_add(1, Relaxed);
         return Ok(None);
     }
@@ -104,12 +91,29 @@ pub(crate) async fn run(
             seat: Some(state.config.seat.clone()),
             ..Default::default()
         }]),
-        cur: Some(currency),
+        cur: Some(currency.to_owned()),
         ..Default::default()
     };
     // Encoding owned strings and integers cannot fail; an empty body would read as garbage, so
     // answer no-bid instead.
     Ok(response.to_vec().ok())
+}
+
+/// Whether `request` can be bid on in `currency`, the one of every budget and CPM: the request
+/// allows it (no `cur` means USD) and every floor is in it (`bidfloorcur` defaults to USD; a
+/// floor in another currency cannot be compared with our CPMs). Money is never mixed.
+fn in_currency(request: &BidRequest, currency: &str) -> bool {
+    let allowed = match request.cur.as_deref() {
+        Some(list) if !list.is_empty() => list.iter().any(|c| c.eq_ignore_ascii_case(currency)),
+        _ => currency == "USD",
+    };
+    allowed
+        && request.imp.iter().all(|imp| {
+            imp.bidfloorcur
+                .as_deref()
+                .unwrap_or("USD")
+                .eq_ignore_ascii_case(currency)
+        })
 }
 
 /// Ranks every impression's candidates; synchronous, no await.

@@ -40,7 +40,7 @@ pub(crate) struct State {
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
-    /// Bid requests come in through it (notices do not: they enter its gate first).
+    /// Bid requests come in through it (notices do not: they have their own gate below).
     pub(crate) door: edge::Door,
     /// Notices being handled now (their own gate: `max_notices_in_flight`).
     pub(crate) notices_in_flight: std::sync::atomic::AtomicUsize,

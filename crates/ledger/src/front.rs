@@ -308,7 +308,7 @@ impl Ledger {
     pub fn ledger_missing(&self) -> bool {
         match &self.store {
             Store::Memory(_) => false,
-            Store::PerBid(redis) => redis.needs_open(),
+            Store::PerBid(redis) => redis.ledger_missing(),
             Store::Leased(leased) => leased.ledger_missing(),
         }
     }

@@ -111,3 +111,38 @@ async fn an_evicted_campaign_is_not_re_created_with_zero_spend() {
         Err(ledger::LedgerError::NoLedger)
     );
 }
+
+#[tokio::test]
+async fn per_bid_reservations_stop_when_redis_loses_the_ledger() {
+    let server = RedisServer::start().await;
+    let redis = handle(&server, true);
+    assert!(redis.reopen().await.unwrap());
+    let now = Timestamp::now();
+    let later = now.saturating_add(Duration::from_secs(30));
+    for (name, limits) in campaigns() {
+        redis.set_limits(&name, limits, now).await.unwrap();
+    }
+    assert_eq!(
+        redis.reserve("a-1", "c", Nanos(10), later, now).await,
+        Ok(Ok(()))
+    );
+    assert!(!redis.ledger_missing());
+    assert!(server.raw("FLUSHALL").await.starts_with("+OK"));
+    assert_eq!(
+        redis.reserve("a-2", "c", Nanos(10), later, now).await,
+        Err(ledger::LedgerError::NoLedger)
+    );
+    assert!(redis.ledger_missing(), "the loss shows");
+    // Reopening without the operator does not create it; the operator's open does.
+    assert!(!redis.reopen().await.unwrap());
+    assert!(
+        server
+            .ledger("gavel:")
+            .open_ledger(true)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(redis.reopen().await.unwrap());
+    assert!(!redis.ledger_missing());
+}

@@ -353,11 +353,10 @@ impl LeasedLedger {
                 None => false,
             }
         };
-        let request = self.request(id, campaign, true, price, here);
-        let Some(request) = request else {
+        let Some(request) = self.request(id, campaign, true, price, here) else {
             return Ok(Err(SettleError::UnknownReservation));
         };
-        match self.inner.redis.settle(request.clone(), now).await {
+        match self.inner.redis.settle(request, now).await {
             Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.commit(id, price, now)),
             Ok(Ok(Settlement::Charged(p))) => Ok(Ok(CommitOutcome::Charged(p))),
             Ok(Ok(Settlement::ChargedAfterRelease(p))) => {
@@ -374,8 +373,9 @@ impl LeasedLedger {
                 if matches!(
                     outcome,
                     Ok(CommitOutcome::Charged(_) | CommitOutcome::ChargedAfterRelease(_))
-                ) {
-                    self.inner.mark(&mut local, request);
+                ) && let Some(mark) = self.request(id, campaign, true, price, here)
+                {
+                    self.inner.mark(&mut local, mark);
                 }
                 tracing::debug!(error = %e, "ledger: notice settled locally; claimed once redis answers");
                 Ok(outcome)

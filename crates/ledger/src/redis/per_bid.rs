@@ -143,7 +143,9 @@ struct Shared {
     sweep_batch: String,
     /// The ledger id this handle opened ([`RedisLedger::open_ledger`]); empty: unchecked;
     /// [`NOT_OPEN`]: expected ([`RedisLedger::expect_ledger`]) but not opened yet.
-    ledger_id: std::sync::RwLock<String>,
+    ledger_id: std::sync::RwLock<Arc<str>>,
+    /// A script answered that Redis no longer holds that ledger (cleared when one is opened).
+    lost: std::sync::atomic::AtomicBool,
     /// Whether opening may create a missing ledger (`None`: never opened, unchecked).
     create: std::sync::Mutex<Option<bool>>,
 }
@@ -345,7 +347,8 @@ impl RedisLedger {
                 prefix: config.prefix,
                 tombstone_ms: tombstone_ms.min(MAX_AMOUNT as u64).to_string(),
                 sweep_batch: config.sweep_batch.max(1).to_string(),
-                ledger_id: std::sync::RwLock::new(String::new()),
+                ledger_id: std::sync::RwLock::new(Arc::from("")),
+                lost: std::sync::atomic::AtomicBool::new(false),
                 create: std::sync::Mutex::new(None),
             }),
             timeout: config.timeout,
@@ -379,7 +382,10 @@ impl RedisLedger {
             .shared
             .ledger_id
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = id.clone();
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::from(id.as_str());
+        self.shared
+            .lost
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         Ok(Some(id))
     }
 
@@ -398,13 +404,34 @@ impl RedisLedger {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if id.is_empty() {
-            *id = NOT_OPEN.to_owned();
+            *id = Arc::from(NOT_OPEN);
         }
     }
 
     /// Whether [`RedisLedger::expect_ledger`] was called and no ledger is open yet.
     pub fn needs_open(&self) -> bool {
-        self.ledger_id() == NOT_OPEN
+        &**self
+            .shared
+            .ledger_id
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            == NOT_OPEN
+    }
+
+    /// Whether this handle has no ledger to write to: never opened, or a script found that
+    /// Redis no longer holds it (it lost its data). Cleared when one is opened.
+    pub fn ledger_missing(&self) -> bool {
+        self.needs_open() || self.shared.lost.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes a reply that says Redis no longer holds the ledger.
+    fn note<T>(&self, r: Result<T, LedgerError>) -> Result<T, LedgerError> {
+        if matches!(r, Err(LedgerError::NoLedger)) {
+            self.shared
+                .lost
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
     }
 
     /// Opens the ledger as [`RedisLedger::expect_ledger`] said; true when one is open now (its
@@ -421,12 +448,14 @@ impl RedisLedger {
         Ok(self.open_ledger(create).await?.is_some())
     }
 
-    fn ledger_id(&self) -> String {
-        self.shared
-            .ledger_id
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    fn ledger_id(&self) -> Arc<str> {
+        Arc::clone(
+            &self
+                .shared
+                .ledger_id
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The same ledger (same connections) with another per-call deadline.
@@ -514,6 +543,7 @@ impl RedisLedger {
         // integer's neighbour 2^53, which Lua holds exactly and refuses.
         let amount = amount.get().min(MAX_AMOUNT + 1).to_string();
         let (expires_at, day) = (ms(expires_at), now.day().to_string());
+        let ledger = self.ledger_id();
         let reply = self
             .eval(
                 &scripts::RESERVE,
@@ -523,12 +553,14 @@ impl RedisLedger {
                     amount.as_bytes(),
                     expires_at.as_bytes(),
                     day.as_bytes(),
+                    ledger.as_bytes(),
                 ],
             )
             .await?;
         let items = array(reply)?;
         Ok(match status(&items)? {
             "ok" => Ok(()),
+            "NoLedger" => return self.note(Err(LedgerError::NoLedger)),
             "NonPositiveAmount" => Err(Refusal::NonPositiveAmount),
             "DuplicateId" => Err(Refusal::DuplicateId),
             "UnknownCampaign" => Err(Refusal::UnknownCampaign),
@@ -800,7 +832,7 @@ impl RedisLedger {
             .await?;
         for ((i, _, _), reply) in sent.iter().zip(replies) {
             if let (Some(slot), Some(call)) = (answers.get_mut(*i), calls.get(*i)) {
-                *slot = Some(reply.and_then(|v| decode(call, v)));
+                *slot = Some(self.note(reply.and_then(|v| decode(call, v))));
             }
         }
         Ok(answers
@@ -816,7 +848,7 @@ impl RedisLedger {
             Prepared::Send(script, args) => {
                 let argv: Vec<&[u8]> = args.iter().map(String::as_bytes).collect();
                 let reply = self.eval(script, &argv).await?;
-                decode(call, reply)
+                self.note(decode(call, reply))
             }
         }
     }
@@ -837,7 +869,13 @@ impl RedisLedger {
                 };
                 Prepared::Send(
                     &scripts::SET_LIMITS,
-                    vec![campaign.clone(), total, daily, day, self.ledger_id()],
+                    vec![
+                        campaign.clone(),
+                        total,
+                        daily,
+                        day,
+                        self.ledger_id().to_string(),
+                    ],
                 )
             }
             Call::TakeLease {
@@ -865,7 +903,7 @@ impl RedisLedger {
                         day,
                         grow_only.to_owned(),
                         node.clone(),
-                        self.ledger_id(),
+                        self.ledger_id().to_string(),
                     ],
                 )
             }

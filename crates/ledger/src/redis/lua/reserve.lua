@@ -1,8 +1,9 @@
--- reserve: ARGV = prefix, id, campaign, amount, expires_at, day.
+-- reserve: ARGV = prefix, id, campaign, amount, expires_at, day, ledger id (optional).
 -- Checks in pacing::Book's order, so that both answer the same refusal.
 local id, c = ARGV[2], ARGV[3]
 local amount, exp, day = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if amount <= 0 then return { 'NonPositiveAmount' } end
+if not ledger_ok(ARGV[7]) then return { 'NoLedger' } end
 -- An id is used once: an open reservation or a tombstone both make a second reserve a duplicate.
 if redis.call('EXISTS', rkey(id)) == 1 then return { 'DuplicateId' } end
 local C = load_campaign(c, day)
