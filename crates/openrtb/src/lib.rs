@@ -19,15 +19,18 @@
 //!   accept any value, because OpenRTB requires tolerating codes one does not know.
 //! - **Decoding is strict about shape, lenient about content.** A wrong JSON type, a duplicate
 //!   key, a missing required field or nesting deeper than 128 levels is an error that names the
-//!   JSON path ([`DecodeError`]); semantic checks (at least one imp, floors in range,
-//!   currencies...) are a separate step, [`validate`], which the exchange and the bidder share.
+//!   JSON path ([`DecodeError`]); semantic checks (at least one imp, a media object per imp,
+//!   floors and sizes in range, `0/1` flags, the few code lists the spec closes, the Native 1.2
+//!   request inside `imp.native.request`...) are a separate step, [`validate`], which the
+//!   exchange and the bidder share, and whose errors also name the JSON path.
 //!
 //! # Layout
 //!
 //! [`request`] (with `imp`, `media`, `context`, `device`, `user`), [`response`], [`codec`]
 //! (entry points and errors), [`raw`] (verbatim JSON), [`enums`], [`codes`], [`price`],
 //! [`macros`] (`${AUCTION_PRICE}` and friends), [`query`] (notice URL parameters, exact decimal
-//! prices), [`validate`] (semantic checks of a request). All object types are re-exported at the root.
+//! prices), [`validate`] (semantic checks of a request, OpenRTB 2.6 and Native 1.2). All object
+//! types are re-exported at the root.
 
 mod object;
 

@@ -426,12 +426,15 @@ fn impression(rng: &mut SmallRng, k: usize, p: &Profile) -> Imp {
     }
     if chance(rng, 0.15) {
         let n = rng.random_range(1..=2);
-        let deals = some_of(rng, n, |r| Deal {
+        let mut deals = some_of(rng, n, |r| Deal {
             id: Some(format!("deal-{}", skewed(r, p.deals))),
             bidfloor: price(r.random_range(500_000..5_000_000)),
             at: chance(r, 0.3).then_some(AuctionType::FIXED_PRICE),
             ..Default::default()
         });
+        // Deal ids are unique within an imp (OpenRTB 2.6, 3.2.12); a repeat draw is dropped.
+        let mut seen = std::collections::HashSet::new();
+        deals.retain(|d| seen.insert(d.id.clone()));
         imp.pmp = Some(Pmp {
             private_auction: Some(i32::from(chance(rng, 0.5))),
             deals: Some(deals),

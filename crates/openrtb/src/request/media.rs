@@ -50,7 +50,8 @@ openrtb_object! {
 }
 
 openrtb_object! {
-    /// A video impression (3.2.7). `mimes` is required by the spec, optional here.
+    /// A video impression (3.2.7). `mimes` is required by the spec, optional here:
+    /// decoding accepts its absence, [`validate`](crate::validate) refuses it.
     pub struct Video {
         required {}
         optional {
@@ -101,7 +102,8 @@ openrtb_object! {
 }
 
 openrtb_object! {
-    /// An audio impression (3.2.8). `mimes` is required by the spec, optional here.
+    /// An audio impression (3.2.8). `mimes` is required by the spec, optional here:
+    /// decoding accepts its absence, [`validate`](crate::validate) refuses it.
     pub struct Audio {
         required {}
         optional {
@@ -139,7 +141,8 @@ openrtb_object! {
 
 openrtb_object! {
     /// A native impression (3.2.9). `request` is the Native Ads API payload as a JSON-encoded
-    /// string; it is carried as a string, not parsed.
+    /// string; it is carried and forwarded as the string it came as, and
+    /// [`validate`](crate::validate) parses it to check the Native 1.2 rules.
     pub struct Native {
         required {}
         optional {
