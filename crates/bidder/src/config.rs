@@ -173,6 +173,8 @@ pub struct HttpSection {
     pub max_header_bytes: usize,
     /// On SIGTERM, how long requests in flight may take to finish, in ms. Default 5000.
     pub shutdown_grace_ms: u64,
+    /// Open client connections from one IP address at most. Default 1024.
+    pub max_connections_per_ip: u32,
 }
 
 impl Default for HttpSection {
@@ -184,6 +186,7 @@ impl Default for HttpSection {
             idle_timeout_ms: 60_000,
             max_header_bytes: 16 * 1024,
             shutdown_grace_ms: 5_000,
+            max_connections_per_ip: 1_024,
         }
     }
 }
@@ -518,6 +521,7 @@ impl BidderConfig {
             idle_timeout_ms: h.idle_timeout_ms,
             max_header_bytes: h.max_header_bytes,
             shutdown_grace_ms: h.shutdown_grace_ms,
+            max_connections_per_ip: h.max_connections_per_ip,
         }
     }
 

@@ -27,11 +27,13 @@ pub mod admin;
 mod door;
 pub mod log_limit;
 mod serve;
+pub mod tls;
 
 pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied};
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
-pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve};
+pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve, serve_with_tls};
+pub use tls::ServerTls;
 
 /// The body type of every answer.
 pub type Body = Full<Bytes>;

@@ -24,10 +24,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 use crate::Body;
+use crate::tls::ServerTls;
 
 /// What a server accepts from its clients' connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// On shutdown, how long requests in flight may take before their connections are dropped.
     pub shutdown_grace: Duration,
+    /// Open connections from one IP address at most; more are closed as soon as accepted.
+    pub max_connections_per_ip: u32,
 }
 
 impl Default for Limits {
@@ -52,6 +55,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(60),
             max_header_bytes: 16 * 1024,
             shutdown_grace: Duration::from_secs(5),
+            max_connections_per_ip: 1_024,
         }
     }
 }
@@ -65,6 +69,7 @@ pub struct HttpLimits {
     pub idle_timeout_ms: u64,
     pub max_header_bytes: usize,
     pub shutdown_grace_ms: u64,
+    pub max_connections_per_ip: u32,
 }
 
 impl HttpLimits {
@@ -82,6 +87,9 @@ impl HttpLimits {
         if self.shutdown_grace_ms > 600_000 {
             return Err(("http.shutdown_grace_ms", "must be at most 600000"));
         }
+        if self.max_connections_per_ip == 0 || self.max_connections_per_ip > 1_000_000 {
+            return Err(("http.max_connections_per_ip", "must be 1..=1000000"));
+        }
         Ok(())
     }
 
@@ -93,6 +101,7 @@ impl HttpLimits {
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             max_header_bytes: self.max_header_bytes,
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            max_connections_per_ip: self.max_connections_per_ip,
         }
     }
 }
@@ -107,6 +116,10 @@ pub struct ConnStats {
     pub accepted: AtomicU64,
     /// Closed at once because `max_connections` were open.
     pub refused: AtomicU64,
+    /// Closed at once because `max_connections_per_ip` were open from the same address.
+    pub refused_per_ip: AtomicU64,
+    /// Closed because the TLS handshake failed or did not end within the header timeout.
+    pub tls_failed: AtomicU64,
     /// Closed because a request's headers did not arrive within the header timeout.
     pub header_timeouts: AtomicU64,
     /// Closed after waiting longer than the idle timeout for a request.
@@ -135,6 +148,8 @@ impl ConnStats {
         for (outcome, v) in [
             ("accepted", &self.accepted),
             ("refused", &self.refused),
+            ("refused_per_ip", &self.refused_per_ip),
+            ("tls_failed", &self.tls_failed),
             ("header_timeout", &self.header_timeouts),
             ("idle_closed", &self.idle_closed),
             ("protocol_error", &self.protocol_errors),
@@ -157,7 +172,23 @@ pub async fn serve<H, F>(
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
+    serve_with_tls(listener, None, shutdown, limits, stats, handler).await;
+}
+
+/// [`serve`], over TLS when `tls` is given: the handshake must end within the header timeout.
+pub async fn serve_with_tls<H, F>(
+    listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
+    shutdown: impl Future<Output = ()>,
+    limits: Limits,
+    stats: Arc<ConnStats>,
+    handler: H,
+) where
+    H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let per_ip = Arc::new(PerIp::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
@@ -181,15 +212,35 @@ pub async fn serve<H, F>(
             drop(stream);
             continue;
         };
+        let Some(ip_slot) = PerIp::take(&per_ip, peer.ip(), limits.max_connections_per_ip) else {
+            stats.refused_per_ip.fetch_add(1, Relaxed);
+            drop(stream);
+            continue;
+        };
         stats.accepted.fetch_add(1, Relaxed);
         stats.open.fetch_add(1, Relaxed);
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
         let stats = stats.clone();
         let stop = stop_rx.clone();
+        let acceptor = tls.as_ref().and_then(|t| t.acceptor());
         tokio::spawn(async move {
-            connection(stream, peer, limits, &stats, stop, handler).await;
+            match acceptor {
+                None => connection(stream, peer, limits, &stats, stop, handler).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => {
+                            connection(stream, peer, limits, &stats, stop, handler).await;
+                        }
+                        Ok(Err(_)) | Err(_) => {
+                            stats.tls_failed.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }
             stats.open.fetch_sub(1, Relaxed);
+            drop(ip_slot);
             drop(slot);
         });
     }
@@ -203,11 +254,55 @@ pub async fn serve<H, F>(
     .await;
 }
 
+/// Open connections by peer address. Short critical sections (one map update); an address
+/// leaves the map with its last connection, so the map holds only addresses connected now.
+#[derive(Debug, Default)]
+struct PerIp {
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, u32>>,
+}
+
+/// One connection's place in [`PerIp`], given back when dropped.
+struct IpSlot {
+    table: Arc<PerIp>,
+    ip: std::net::IpAddr,
+}
+
+impl PerIp {
+    fn take(table: &Arc<PerIp>, ip: std::net::IpAddr, max: u32) -> Option<IpSlot> {
+        let mut open = table.open.lock().ok()?;
+        let n = open.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(IpSlot {
+            table: table.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        let Ok(mut open) = self.table.open.lock() else {
+            return;
+        };
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
 /// What one connection publishes to its watchdog. Times are milliseconds since `born`.
 #[derive(Debug)]
 struct Activity {
     born: Instant,
     serving: AtomicU32,
+    /// Requests answered on this connection so far.
+    served: AtomicU32,
     /// When the last request ended (or the connection opened).
     quiet_since_ms: AtomicU64,
     /// No byte has arrived since `quiet_since_ms`.
@@ -243,7 +338,14 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
         };
     }
     if a.quiet.load(Relaxed) {
-        let due = a.quiet_since_ms.load(Relaxed).saturating_add(idle_ms);
+        // A connection that has not sent a first request is not a kept-alive client at rest:
+        // it gets the header timeout, so silent connections cannot hold slots for a minute.
+        let wait_ms = if a.served.load(Relaxed) == 0 {
+            header_ms.min(idle_ms)
+        } else {
+            idle_ms
+        };
+        let due = a.quiet_since_ms.load(Relaxed).saturating_add(wait_ms);
         if now_ms >= due {
             return Verdict::Idle;
         }
@@ -262,20 +364,22 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
     }
 }
 
-async fn connection<H, F>(
-    stream: TcpStream,
+async fn connection<S, H, F>(
+    stream: S,
     peer: SocketAddr,
     limits: Limits,
     stats: &ConnStats,
     mut stop: watch::Receiver<bool>,
     handler: H,
 ) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let activity = Arc::new(Activity {
         born: Instant::now(),
         serving: AtomicU32::new(0),
+        served: AtomicU32::new(0),
         quiet_since_ms: AtomicU64::new(0),
         quiet: AtomicBool::new(true),
         first_byte_ms: AtomicU64::new(0),
@@ -293,6 +397,7 @@ async fn connection<H, F>(
             let response = answer.await;
             activity.quiet_since_ms.store(activity.now_ms(), Relaxed);
             activity.quiet.store(true, Relaxed);
+            activity.served.fetch_add(1, Relaxed);
             activity.serving.fetch_sub(1, Relaxed);
             Ok::<_, Infallible>(response)
         }
@@ -350,13 +455,13 @@ async fn connection<H, F>(
     }
 }
 
-/// A TCP stream that notes when the first byte of a request arrives.
-struct WatchedIo {
-    inner: TcpStream,
+/// A client stream (TCP or TLS) that notes when the first byte of a request arrives.
+struct WatchedIo<S> {
+    inner: S,
     activity: Arc<Activity>,
 }
 
-impl AsyncRead for WatchedIo {
+impl<S: AsyncRead + Unpin> AsyncRead for WatchedIo<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -373,7 +478,7 @@ impl AsyncRead for WatchedIo {
     }
 }
 
-impl AsyncWrite for WatchedIo {
+impl<S: AsyncWrite + Unpin> AsyncWrite for WatchedIo<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -411,6 +516,7 @@ mod tests {
         Activity {
             born: Instant::now(),
             serving: AtomicU32::new(0),
+            served: AtomicU32::new(0),
             quiet_since_ms: AtomicU64::new(0),
             quiet: AtomicBool::new(true),
             first_byte_ms: AtomicU64::new(0),
@@ -425,6 +531,7 @@ mod tests {
             idle_timeout_ms: 1_000,
             max_header_bytes: 8192,
             shutdown_grace_ms: 100,
+            max_connections_per_ip: 1_024,
         };
         assert_eq!(good.check(), Ok(()));
         assert_eq!(good.limits(), LIMITS);
@@ -468,16 +575,51 @@ mod tests {
         idle_timeout: Duration::from_millis(1_000),
         max_header_bytes: 8192,
         shutdown_grace: Duration::from_millis(100),
+        max_connections_per_ip: 1_024,
     };
 
     #[test]
     fn an_idle_connection_lives_until_the_idle_timeout() {
         let a = activity();
+        a.served.store(1, Relaxed);
         a.quiet_since_ms.store(500, Relaxed);
         assert!(
             matches!(judge(&a, &LIMITS, 1_499), Verdict::Healthy { recheck_at } if recheck_at == a.at(1_500))
         );
         assert!(matches!(judge(&a, &LIMITS, 1_500), Verdict::Idle));
+    }
+
+    #[test]
+    fn a_connection_that_never_sent_a_request_has_only_the_header_timeout() {
+        let a = activity();
+        assert!(
+            matches!(judge(&a, &LIMITS, 99), Verdict::Healthy { recheck_at } if recheck_at == a.at(100))
+        );
+        assert!(matches!(judge(&a, &LIMITS, 100), Verdict::Idle));
+    }
+
+    #[test]
+    fn one_address_holds_at_most_its_share_of_connections() {
+        let table = Arc::new(PerIp::default());
+        let (a, b): (std::net::IpAddr, std::net::IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let first = PerIp::take(&table, a, 2).unwrap();
+        let _second = PerIp::take(&table, a, 2).unwrap();
+        assert!(
+            PerIp::take(&table, a, 2).is_none(),
+            "a third from a is refused"
+        );
+        let _other = PerIp::take(&table, b, 2).unwrap();
+        drop(first);
+        assert!(
+            PerIp::take(&table, a, 2).is_some(),
+            "a closed slot is given back"
+        );
+        drop(_other);
+        assert!(
+            !table.open.lock().unwrap().contains_key(&b),
+            "no entry for gone addresses"
+        );
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! TLS on a server's listener (rustls with ring): a certificate chain and its key read from PEM
+//! files, and read again when either file changes, so a renewed certificate is served without a
+//! restart. A renewal that fails to load (half-written, key not matching) is logged and counted,
+//! and the last good certificate keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+
+/// A listener's certificate, reloadable.
+pub struct ServerTls {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    acceptor: Mutex<TlsAcceptor>,
+    /// Reloads that replaced the certificate, and that were refused (the old one kept).
+    pub reloads: AtomicU64,
+    pub reload_failures: AtomicU64,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("cert_file", &self.cert_file)
+            .field("key_file", &self.key_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerTls {
+    /// Reads the PEM certificate chain and private key.
+    ///
+    /// # Errors
+    /// A message naming the file at fault.
+    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTls, String> {
+        Ok(ServerTls {
+            acceptor: Mutex::new(acceptor(cert_file, key_file)?),
+            cert_file: cert_file.to_owned(),
+            key_file: key_file.to_owned(),
+            reloads: AtomicU64::new(0),
+            reload_failures: AtomicU64::new(0),
+        })
+    }
+
+    /// Reads both files again; on any error the current certificate stays.
+    ///
+    /// # Errors
+    /// Why the new files were refused.
+    pub fn reload(&self) -> Result<(), String> {
+        match acceptor(&self.cert_file, &self.key_file) {
+            Ok(new) => {
+                if let Ok(mut current) = self.acceptor.lock() {
+                    *current = new;
+                }
+                self.reloads.fetch_add(1, Relaxed);
+                tracing::info!(cert = %self.cert_file.display(), "TLS certificate reloaded");
+                Ok(())
+            }
+            Err(e) => {
+                self.reload_failures.fetch_add(1, Relaxed);
+                tracing::error!(error = %e, "TLS certificate reload refused; the current one keeps serving");
+                Err(e)
+            }
+        }
+    }
+
+    /// Follows both files, reloading on each settled change, until `this` is dropped.
+    pub fn watch(this: &Arc<ServerTls>) {
+        for path in [this.cert_file.clone(), this.key_file.clone()] {
+            settings::follow(Arc::downgrade(this), path, |tls| async move {
+                let _ = tls.reload();
+            });
+        }
+    }
+
+    /// The acceptor of the certificate now (test servers use it too).
+    pub fn acceptor(&self) -> Option<TlsAcceptor> {
+        self.acceptor.lock().ok().map(|a| a.clone())
+    }
+}
+
+fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
+        .map_err(|e| format!("cannot read certificate file {}: {e}", cert_file.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("certificate file {}: {e}", cert_file.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "certificate file {} holds no certificate",
+            cert_file.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key_file)
+        .map_err(|e| format!("key file {}: {e}", key_file.display()))?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            format!(
+                "{} and {} do not make a certificate and its key: {e}",
+                cert_file.display(),
+                key_file.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
