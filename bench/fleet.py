@@ -1,5 +1,5 @@
 """An exchange on core 0 with a simulated bidder fleet on core 1, for one scenario."""
-import os, tempfile
+import os, subprocess, tempfile
 
 from procs import FLEET_NICE, LOAD_CORE, SERVER_CORE, Proc, free_port, scrape
 
@@ -37,21 +37,38 @@ class Exchange:
     """`with Exchange(bidders) as ex:` starts the fleet and the exchange; `ex.url`,
     `ex.metrics()`, `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
 
-    def __init__(self, bidders, max_connections=256, notices=True, admission="adaptive"):
+    def __init__(self, bidders, max_connections=256, notices=True, admission="adaptive", tls=False):
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")
         open(profiles, "w").write(profiles_toml(bidders))
+        tls_args = []
+        if tls:
+            ca, cert, key = certificates(d)
+            tls_args = ["--tls-cert", cert, "--tls-key", key]
         self.fleet = Proc(["sim", "--profiles", profiles, "--write-bidders", section,
-                           "--duration", "60m"], LOAD_CORE, FLEET_NICE, ready="wrote the [[bidders]]")
+                           "--duration", "60m"] + tls_args, LOAD_CORE, FLEET_NICE,
+                          ready="wrote the [[bidders]]")
         port = free_port()
         fire = "true" if notices else "false"
         config = os.path.join(d, "exchange.toml")
-        bidders_section = open(section).read().replace("max_connections = 64",
-                                                       f"max_connections = {max_connections}")
+        # Only the [[bidders]] tables of what `gavel sim` wrote; the settings come from here.
+        written = open(section).read()
+        bidders_section = written[written.index("[[bidders]]"):].replace(
+            "max_connections = 64", f"max_connections = {max_connections}")
+        if tls:
+            # Every HTTPS bidder (and its notice host) verified against the test CA.
+            bidders_section = bidders_section.replace(
+                f"max_connections = {max_connections}\n",
+                f"max_connections = {max_connections}\nca_file = \"{ca}\"\n")
+        # Loopback load: open to every caller, notices to loopback allowed, and one address
+        # may hold every connection the load generator opens.
         open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+                                'open_to_all_sellers = true\n'
+                                f'\n[http]\nmax_connections_per_ip = 4096\n'
                                 f'\n[admission]\nmode = "{admission}"\n\n'
-                                f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n\n"
+                                f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n"
+                                "allow_private_addresses = true\n\n"
                                 + bidders_section)
         try:
             self.server = Proc(["exchange", "--config", config], SERVER_CORE, ready="listening")
@@ -77,6 +94,20 @@ class Exchange:
         self.server.stop()
         self.fleet.stop()
         self.tmp.cleanup()
+
+
+def certificates(d):
+    """A CA and a certificate it signs for 127.0.0.1, made by openssl: (ca, cert, key)."""
+    ca_key, ca, key, csr, cert, ext = (os.path.join(d, f) for f in
+                                       ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt", "tls.ext"))
+    open(ext, "w").write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=bench-ca",
+        "-keyout", ca_key, "-out", ca)
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", csr)
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
+        "-extfile", ext, "-out", cert)
+    return ca, cert, key
 
 
 def per_bidder(before, after):

@@ -109,13 +109,31 @@ def run_fanout(n, start):
     return scenario
 
 
+def run_tls(args, ctx):
+    """Fan-out 10 to instant bidders over kept-alive HTTPS (bidder calls and notices), beside
+    the same fleet over plain HTTP, alternated in one run: what TLS costs the exchange."""
+    out = {}
+    for label, tls in (("plain", False), ("tls", True), ("plain-again", False), ("tls-again", True)):
+        with Exchange(instant(10), admission="off", tls=tls) as ex:
+            print(f"fan-out 10 over {label}: exchange on core 0, bidders on core 1", flush=True)
+            cap = capacity(ex.url, 500, args, ex.cpu_seconds)
+        out[label] = {"capacity": cap["capacity"], "search": cap,
+                      "server_cpu_us_per_auction": cap.get("server_cpu_us_per_request")}
+        settle()
+    best = lambda a, b: max(filter(None, (out[a]["capacity"], out[b]["capacity"])), default=None)
+    plain, tls = best("plain", "plain-again"), best("tls", "tls-again")
+    return {"runs": out, "plain_capacity": plain, "tls_capacity": tls,
+            "tls_to_plain": tls / plain if plain and tls else None}
+
+
 def run_crosscheck(args, ctx):
     """wrk and gavel load --closed-loop against a target that is the bottleneck: the exchange
     with no bidders decoding and validating the 2.5 KB fixture and answering 204."""
     with tempfile.TemporaryDirectory() as d:
         port = free_port()
         config = os.path.join(d, "exchange.toml")
-        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n')
+        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+                                'open_to_all_sellers = true\n')
         with Proc(["exchange", "--config", config], SERVER_CORE, ready="listening"):
             print("cross-check on the exchange without bidders: closed loop, 16 connections, "
                   "the 2.5 KB fixture, gavel load and wrk alternating", flush=True)
@@ -194,6 +212,7 @@ SCENARIOS = {
     "fanout-1": run_fanout(1, 2000),
     "fanout-10": run_fanout(10, 500),
     "fanout-50": run_fanout(50, 100),
+    "fanout-10-tls": run_tls,
     "realistic-20": run_realistic,
     "silent-bidder": run_silent,
     "bidder": lambda args, ctx: run_bidder(args, ctx, capacity),

@@ -149,6 +149,18 @@ def section(results):
                        f"| {n(p50, 2)} / {n(p99, 2)} | {n(r['server_cpu_us_per_auction'])} µs "
                        f"| {pct(r['fleet_core_share'], 0)} | {trials(r['search'])} |")
         out.append("")
+    tls = load(results, "fanout-10-tls")
+    if tls:
+        out.append("### Fan-out 10 over kept-alive TLS vs plain HTTP (bidder calls and notices)\n")
+        out.append(f"Run `{tls['command'].strip()}`, {tls['date']}; the two alternate (plain, TLS, plain, TLS). "
+                   f"Best TLS over best plain: **{n(tls['tls_to_plain'], 3) if tls['tls_to_plain'] else '–'}**.\n")
+        out.append("| run | capacity/s | p50 / p99 ms at capacity | exchange CPU per auction | trials |")
+        out.append("| --- | ---: | ---: | ---: | --- |")
+        for label, r in tls["runs"].items():
+            p50, p99 = at_capacity(r["search"])
+            out.append(f"| {label} | {n(r['capacity'])} | {n(p50, 2)} / {n(p99, 2)} "
+                       f"| {n(r['server_cpu_us_per_auction'])} µs | {trials(r['search'])} |")
+        out.append("")
     real = load(results, "realistic-20")
     if real:
         out.append(f"### Fan-out 20, bidder latency p50 20 ms / p99 80 ms, tmax {real['tmax_ms']} ms\n")

@@ -75,6 +75,7 @@ fn settle_ten_bidders(c: &mut Criterion) {
         config: &config,
         bidder_names: &names,
         loss_notices: true,
+        markup_hosts: &vec![None; 10],
         now_ms: 1_700_000_000_000,
     };
     let bids = (10 * request.imp.len()) as u64;

@@ -15,6 +15,10 @@ use crate::fanout;
 use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
 use edge::json_error;
 
+use crate::notice_client::NoticeError;
+use crate::notice_plan::{self, Firer};
+use crate::roster::Roster;
+use crate::sellers::Seller;
 use crate::settle::{self, AuctionCtx, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
@@ -33,9 +37,14 @@ fn bad_request(state: &State, message: &str) -> Response<Full<Bytes>> {
 
 /// Runs one auction over a request body read at `read_at`, counting an answer that is ready
 /// only after the request's `tmax` has expired.
-pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Response<Full<Bytes>> {
+pub(crate) async fn run(
+    state: &State,
+    seller: &Seller,
+    body: &[u8],
+    read_at: Instant,
+) -> Response<Full<Bytes>> {
     let mut expires_at = None;
-    let response = auction(state, body, read_at, &mut expires_at).await;
+    let response = auction(state, seller, body, read_at, &mut expires_at).await;
     if expires_at.is_some_and(|at| Instant::now() > at) {
         state
             .metrics
@@ -47,6 +56,7 @@ pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Respons
 
 async fn auction(
     state: &State,
+    seller: &Seller,
     body: &[u8],
     read_at: Instant,
     expires_at: &mut Option<Instant>,
@@ -60,7 +70,12 @@ async fn auction(
     if let Err(e) = validate(&request, &currency) {
         return bad_request(state, &format!("invalid bid request: {e}"));
     }
-    let deadline = match state.policy.deadline(read_at, request.tmax.map(i64::from)) {
+    let tmax = seller_tmax(
+        request.tmax,
+        seller.max_tmax_ms,
+        state.config.config.deadline.default_tmax_ms,
+    );
+    let deadline = match state.policy.deadline(read_at, tmax) {
         Ok(d) => d,
         Err(e) => return bad_request(state, &format!("invalid bid request: tmax: {e}")),
     };
@@ -87,9 +102,10 @@ async fn auction(
         state.metrics.request(RequestOutcome::NoBid);
         return edge::too_late_answer(admission, body);
     }
+    raise_floors(&mut request, seller);
     let auction_id = state.next_auction_id();
     let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-    let seller = enrich(
+    let ids = enrich(
         &mut request,
         auction_id.clone(),
         tmax_ms,
@@ -104,8 +120,14 @@ async fn auction(
         }
     };
 
-    let replies =
-        fanout::fan_out(&roster.bidders, &outgoing, &auction_id, deadline.answer_by).await;
+    let replies = fanout::fan_out(
+        &roster.bidders,
+        |b| seller.allows(&b.name),
+        &outgoing,
+        &auction_id,
+        deadline.answer_by,
+    )
+    .await;
 
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -118,6 +140,7 @@ async fn auction(
         config: &state.auction,
         bidder_names: &roster.table.names,
         loss_notices: n.fire_lurl,
+        markup_hosts: &roster.markup_hosts,
         now_ms,
     };
     let settlement = settle::settle(&ctx, &replies, &roster.table.metrics);
@@ -125,30 +148,48 @@ async fn auction(
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
     let markup_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) / 2;
-    let fetched_nurl = fetch_missing_markup(state, &mut won, markup_by).await;
+    let fetched_nurl = fetch_missing_markup(state, &roster, &mut won, markup_by).await;
 
-    for url in settlement.loss_urls {
-        state.notifier.fire(NoticeKind::Loss, url);
+    for (bidder, url) in settlement.loss_urls {
+        if let Some(b) = roster.bidders.get(bidder as usize) {
+            state.notifier.fire(NoticeKind::Loss, &url, &b.notices);
+        }
     }
     if won.is_empty() {
         state.metrics.request(RequestOutcome::NoBid);
         return no_bid();
     }
-    for (w, fetched) in won.iter().zip(&fetched_nurl) {
-        if let Some(m) = roster.table.metrics.get(w.bidder as usize) {
-            m.wins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let cleared = w.bid.price.micros().max(0).unsigned_abs();
-            m.cleared_micros
-                .fetch_add(cleared, std::sync::atomic::Ordering::Relaxed);
-        }
-        if let Some(url) = w.bid.nurl.as_ref().filter(|_| n.fire_nurl && !fetched) {
-            state.notifier.fire(NoticeKind::Win, url.clone());
-        }
-        if let Some(url) = w.bid.burl.as_ref().filter(|_| n.fire_burl) {
-            state.notifier.fire(NoticeKind::Billing, url.clone());
+    for (w, fetched) in won.iter_mut().zip(&fetched_nurl) {
+        let Some(bidder) = roster.bidders.get(w.bidder as usize) else {
+            continue;
+        };
+        bidder
+            .metrics
+            .wins
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cleared = w.bid.price.micros().max(0).unsigned_abs();
+        bidder
+            .metrics
+            .cleared_micros
+            .fetch_add(cleared, std::sync::atomic::Ordering::Relaxed);
+        let plan = notice_plan::plan(seller, n.fire_nurl, *fetched);
+        for (firer, url, kind) in [
+            (plan.nurl, &mut w.bid.nurl, NoticeKind::Win),
+            (plan.burl, &mut w.bid.burl, NoticeKind::Billing),
+            (plan.lurl, &mut w.bid.lurl, NoticeKind::Loss),
+        ] {
+            match firer {
+                Firer::Seller => {}
+                Firer::Nobody => *url = None,
+                Firer::Exchange => {
+                    if let Some(url) = url.take() {
+                        state.notifier.fire(kind, &url, &bidder.notices);
+                    }
+                }
+            }
         }
     }
-    let response = settle::seller_response(seller.request_id, &auction_id, &currency, won);
+    let response = settle::seller_response(ids.request_id, &auction_id, &currency, won);
     let body = match response.to_vec() {
         Ok(b) => b,
         Err(e) => {
@@ -172,12 +213,18 @@ async fn auction(
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
 }
 
-/// For winners without `adm`, GETs the (macro-replaced) `nurl` and uses its body as the markup,
-/// as OpenRTB allows. A winner whose markup cannot be had by `by` is dropped: an ad without
-/// markup cannot be served. Returns, index-aligned with the remaining winners, whether the
-/// `nurl` was already called.
-async fn fetch_missing_markup(state: &State, won: &mut Vec<Won>, by: Instant) -> Vec<bool> {
-    let needs = |w: &Won| w.bid.adm.is_none() && w.bid.nurl.is_some();
+/// For winners without `adm` (only bidders with `fetch_markup` may send those: see
+/// `settle`), GETs the (macro-replaced) `nurl`, checked against the bidder's notice hosts, and
+/// uses its body as the markup, as OpenRTB allows. A winner whose markup cannot be had by `by`
+/// is dropped: an ad without markup cannot be served. Returns, index-aligned with the
+/// remaining winners, whether the `nurl` was already called.
+async fn fetch_missing_markup(
+    state: &State,
+    roster: &Roster,
+    won: &mut Vec<Won>,
+    by: Instant,
+) -> Vec<bool> {
+    let needs = |w: &Won| w.bid.adm.is_none();
     if !won.iter().any(needs) {
         return vec![false; won.len()];
     }
@@ -186,19 +233,24 @@ async fn fetch_missing_markup(state: &State, won: &mut Vec<Won>, by: Instant) ->
         if !needs(w) {
             return None;
         }
+        let route = &roster.bidders.get(w.bidder as usize)?.notices;
         let url = w.bid.nurl.as_deref().unwrap_or_default();
-        let result =
-            match tokio::time::timeout(timeout, state.notice_client.get(url, MAX_MARKUP_BYTES))
-                .await
-            {
-                Ok(r) => r,
-                Err(_) => Err("timed out".to_owned()),
-            };
+        let target = match route.hosts.check(url) {
+            Ok(t) => t,
+            Err(refusal) => return Some(Err(NoticeError::Refused(refusal))),
+        };
+        let get = state
+            .notice_client
+            .get(&target, route.tls.as_ref(), MAX_MARKUP_BYTES);
+        let result = match tokio::time::timeout(timeout, get).await {
+            Ok(r) => r,
+            Err(_) => Err(NoticeError::Failed("timed out".to_owned())),
+        };
         Some(match result {
             Ok(a) if a.status.is_success() && !a.body.is_empty() => {
                 Ok(String::from_utf8_lossy(&a.body).into_owned())
             }
-            Ok(a) => Err(format!("status {}", a.status)),
+            Ok(a) => Err(NoticeError::Failed(format!("status {}", a.status))),
             Err(e) => Err(e),
         })
     });
@@ -206,27 +258,105 @@ async fn fetch_missing_markup(state: &State, won: &mut Vec<Won>, by: Instant) ->
     let mut kept = Vec::with_capacity(won.len());
     let mut fired = Vec::with_capacity(won.len());
     for (mut w, result) in std::mem::take(won).into_iter().zip(results) {
-        match result {
+        let outcome = match result {
+            None if needs(&w) => {
+                // The bidder left the roster meanwhile: no route, no markup.
+                NoticeOutcome::Failed
+            }
             None => {
                 kept.push(w);
                 fired.push(false);
+                continue;
             }
             Some(Ok(markup)) => {
-                state
-                    .metrics
-                    .notice(NoticeKind::Markup, NoticeOutcome::Sent);
                 w.bid.adm = Some(markup);
+                let bidder = w.bidder;
                 kept.push(w);
                 fired.push(true);
+                count_markup(state, roster, bidder, NoticeOutcome::Sent);
+                continue;
             }
-            Some(Err(e)) => {
+            Some(Err(NoticeError::Refused(refusal))) => {
+                edge::log_limit::warn("markup fetch refused", &refusal);
+                NoticeOutcome::Refused
+            }
+            Some(Err(NoticeError::Failed(e))) => {
                 tracing::debug!(error = %e, "markup fetch failed; winner dropped");
-                state
-                    .metrics
-                    .notice(NoticeKind::Markup, NoticeOutcome::Failed);
+                NoticeOutcome::Failed
             }
-        }
+        };
+        count_markup(state, roster, w.bidder, outcome);
     }
     *won = kept;
     fired
+}
+
+fn count_markup(state: &State, roster: &Roster, bidder: u32, outcome: NoticeOutcome) {
+    state.metrics.notice(NoticeKind::Markup, outcome);
+    if let Some(b) = roster.bidders.get(bidder as usize) {
+        b.metrics.notices.inc(outcome as usize);
+    }
+}
+
+/// The `tmax` the deadline is computed from: the request's (or the default), capped by the
+/// seller's `max_tmax_ms`.
+fn seller_tmax(request: Option<i32>, cap: Option<u32>, default_ms: u64) -> Option<i64> {
+    match (request, cap) {
+        (tmax, None) => tmax.map(i64::from),
+        (Some(t), Some(c)) => Some(i64::from(t).min(i64::from(c))),
+        (None, Some(c)) => Some(i64::try_from(default_ms.min(u64::from(c))).unwrap_or(i64::MAX)),
+    }
+}
+
+/// Applies the seller's floor multiplier to every imp and deal floor, before bidders see them.
+fn raise_floors(request: &mut BidRequest, seller: &Seller) {
+    if seller.floor_permille == 1000 {
+        return;
+    }
+    for imp in &mut request.imp {
+        if let Some(f) = imp.bidfloor.as_mut() {
+            *f = seller.floor(*f);
+        }
+        let deals = imp.pmp.as_mut().and_then(|p| p.deals.as_mut());
+        for deal in deals.into_iter().flatten() {
+            if let Some(f) = deal.bidfloor.as_mut() {
+                *f = seller.floor(*f);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seller_caps_tmax_given_or_defaulted() {
+        assert_eq!(seller_tmax(Some(300), None, 100), Some(300));
+        assert_eq!(seller_tmax(None, None, 100), None);
+        assert_eq!(seller_tmax(Some(300), Some(120), 100), Some(120));
+        assert_eq!(seller_tmax(Some(80), Some(120), 100), Some(80));
+        assert_eq!(seller_tmax(None, Some(50), 100), Some(50));
+        assert_eq!(seller_tmax(None, Some(500), 100), Some(100));
+    }
+
+    #[test]
+    fn floors_of_imps_and_deals_are_raised() {
+        let mut request = BidRequest::from_slice(
+            br#"{"id":"r","imp":[{"id":"1","bidfloor":1.0,"banner":{"w":1,"h":1},
+                "pmp":{"deals":[{"id":"d","bidfloor":2.0},{"id":"e"}]}}]}"#,
+        )
+        .unwrap();
+        let mut seller = Seller::anonymous(false);
+        seller.floor_permille = 1_500;
+        raise_floors(&mut request, &seller);
+        let imp = &request.imp[0];
+        assert_eq!(imp.bidfloor, Some(openrtb::Price::from_micros(1_500_000)));
+        let deals = imp.pmp.as_ref().unwrap().deals.as_ref().unwrap();
+        assert_eq!(
+            deals[0].bidfloor,
+            Some(openrtb::Price::from_micros(3_000_000))
+        );
+        assert_eq!(deals[1].bidfloor, None, "no floor stays no floor");
+    }
 }

@@ -7,12 +7,17 @@
 use std::collections::HashSet;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use admission::DeadlineConfig;
 
 use openrtb::Price;
 use serde::Deserialize;
+
+use crate::outbound::{NoticeHosts, Scheme};
+use crate::sellers::{KeySources, Sellers};
+use crate::tls::ClientTls;
 
 /// Largest accepted configuration file; a bigger one is certainly not a config.
 pub const MAX_CONFIG_BYTES: usize = 4 * 1024 * 1024;
@@ -88,6 +93,26 @@ pub struct Config {
     /// The demand partners every auction fans out to.
     #[serde(default)]
     pub bidders: Vec<BidderConfig>,
+    /// Who may ask for auctions, with their API keys (docs/security.md).
+    #[serde(default)]
+    pub sellers: Vec<crate::sellers::SellerConfig>,
+    /// Serve auctions to callers without a seller key. Needed when no `[[sellers]]` is
+    /// configured; for closed networks, tests and the demo. Default false.
+    #[serde(default)]
+    pub open_to_all_sellers: bool,
+    /// HTTPS on the auction listener. Default: plain HTTP (TLS ended in front).
+    #[serde(default)]
+    pub tls: Option<ListenerTls>,
+}
+
+/// `[tls]`: the auction listener's certificate, read again whenever either file changes.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerTls {
+    /// PEM certificate chain, leaf first (relative to the configuration file).
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
 }
 
 /// Limits on what the server reads.
@@ -112,6 +137,8 @@ pub struct HttpConfig {
     pub max_header_bytes: usize,
     /// On SIGTERM, how long auctions in flight may take to finish, in ms. Default 5000.
     pub shutdown_grace_ms: u64,
+    /// Open client connections from one IP address at most. Default 1024.
+    pub max_connections_per_ip: u32,
 }
 
 impl Default for HttpConfig {
@@ -125,6 +152,7 @@ impl Default for HttpConfig {
             idle_timeout_ms: 60_000,
             max_header_bytes: 16 * 1024,
             shutdown_grace_ms: 5_000,
+            max_connections_per_ip: 1_024,
         }
     }
 }
@@ -168,35 +196,55 @@ impl Default for SchainConfig {
     }
 }
 
-/// Which notices the exchange fires itself, and how.
+/// Which notices the exchange fires itself, and how. Notices wait in one bounded queue per
+/// notice host, sent by that host's own workers, so a host that hangs delays only its own.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NoticeConfig {
-    /// Fire the winner's `nurl` (win notice). Default true.
+    /// Fire the winner's `nurl` (win notice). When false, the seller gets `nurl` in the
+    /// answer and fires it. Default true.
     pub fire_nurl: bool,
-    /// Fire the winner's `burl` at auction end: Gavel treats a won auction as billable, since it
-    /// has no render tracker of its own. Set false when the seller fires `burl` on render.
-    /// Default true.
+    /// Default of each seller's `bill_on_win`: fire the winner's `burl` at auction end. When
+    /// false the seller fires `burl` on render (the IAB's billing definition), so the answer
+    /// carries it. Default false.
     pub fire_burl: bool,
     /// Fire losers' `lurl` with `${AUCTION_LOSS}` set. Default false.
     pub fire_lurl: bool,
-    /// Time allowed for one notice, in milliseconds. Default 2000.
+    /// Time allowed for one attempt of one notice, in milliseconds. Default 2000.
     pub timeout_ms: u64,
-    /// Notices waiting to be sent; beyond this they are dropped and counted. Default 10000.
+    /// Notices waiting per notice host; beyond this that host's notices are dropped and
+    /// counted. Default 10000.
     pub queue: usize,
-    /// Concurrent notice senders. Default 8.
+    /// Concurrent senders per notice host. Default 8.
     pub workers: usize,
+    /// Attempts per notice (1: no retry). A notice that failed to connect, timed out or got a
+    /// 5xx/429 is tried again after a backoff with jitter. Default 3.
+    pub max_attempts: u32,
+    /// First retry after about this long, in milliseconds; doubled each attempt. Default 200.
+    pub retry_base_ms: u64,
+    /// Let notice and markup URLs reach loopback, private, link-local and other internal
+    /// addresses. Only for tests, demos and closed networks. Default false.
+    pub allow_private_addresses: bool,
+    /// An idle connection to a notice host is closed after this long, in ms. Default 30000.
+    pub idle_timeout_ms: u64,
+    /// Idle connections kept per notice host. Default 32.
+    pub max_idle_per_host: usize,
 }
 
 impl Default for NoticeConfig {
     fn default() -> Self {
         NoticeConfig {
             fire_nurl: true,
-            fire_burl: true,
+            fire_burl: false,
             fire_lurl: false,
             timeout_ms: 2_000,
             queue: 10_000,
             workers: 8,
+            max_attempts: 3,
+            retry_base_ms: 200,
+            allow_private_addresses: false,
+            idle_timeout_ms: 30_000,
+            max_idle_per_host: 32,
         }
     }
 }
@@ -220,6 +268,22 @@ pub struct BidderConfig {
     /// it skip this bidder. Default: no cap.
     #[serde(default)]
     pub max_qps: Option<u32>,
+    /// Hosts (`host` or `host:port`) its notice URLs may name besides the endpoint's own host
+    /// and port. A notice to any other host is refused and counted. Default: none.
+    #[serde(default)]
+    pub notice_hosts: Vec<String>,
+    /// A winning bid without `adm` gets its markup by a GET of its `nurl`, whose answer goes
+    /// to the seller. Off, such a bid is invalid. Default false.
+    #[serde(default)]
+    pub fetch_markup: bool,
+    /// PEM file of the CA certificates that verify this bidder's `https` endpoint and notice
+    /// hosts (relative to the configuration file). Default: the system's roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Name sent as SNI and expected in an `https` endpoint's certificate. Default: the
+    /// endpoint's host.
+    #[serde(default)]
+    pub tls_server_name: Option<String>,
 }
 
 fn default_listen() -> SocketAddr {
@@ -241,31 +305,41 @@ fn default_true() -> bool {
 /// A bidder endpoint split into what the connection pool needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    pub scheme: Scheme,
+    /// Host as written (lower case, no brackets): what TLS expects and notice URLs may name.
+    pub host: String,
+    pub port: u16,
     pub addr: SocketAddr,
     /// Value of the `Host` header.
     pub authority: String,
     /// Path and query sent in the request line.
     pub path: String,
+    /// Set for `https` endpoints.
+    pub tls: Option<EndpointTls>,
 }
 
-/// Parses `http://host[:port]/path` and resolves the host (blocking; call at load time only).
+/// How an `https` endpoint is verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointTls {
+    pub client: ClientTls,
+    /// Sent as SNI and expected in the certificate: `tls_server_name`, else the host.
+    pub server_name: rustls_pki_types::ServerName<'static>,
+}
+
+/// Parses `http(s)://host[:port]/path` and resolves the host (blocking; call at load time only).
 pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some(other) => {
-            return Err(format!(
-                "{url:?}: scheme {other:?} is not supported, use http"
-            ));
-        }
+    let scheme = match uri.scheme_str() {
+        Some(s) => Scheme::parse(Some(s))
+            .ok_or_else(|| format!("{url:?}: scheme {s:?} is not supported, use http or https"))?,
         None => {
             return Err(format!(
-                "{url:?}: no scheme, expected http://host:port/path"
+                "{url:?}: no scheme, expected http(s)://host:port/path"
             ));
         }
-    }
+    };
     let authority = uri
         .authority()
         .ok_or_else(|| format!("{url:?}: no host"))?
@@ -274,7 +348,10 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
     if host.is_empty() {
         return Err(format!("{url:?}: empty host"));
     }
-    let port = authority.port_u16().unwrap_or(80);
+    if authority.as_str().contains('@') {
+        return Err(format!("{url:?}: credentials in the URL are not supported"));
+    }
+    let port = authority.port_u16().unwrap_or(scheme.default_port());
     let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (host_for_lookup, port)
         .to_socket_addrs()
@@ -289,10 +366,29 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
         (p, Some(q)) => format!("{p}?{q}"),
     };
     Ok(Endpoint {
+        scheme,
+        host: host_for_lookup.to_ascii_lowercase(),
+        port,
         addr,
         authority: authority.as_str().to_owned(),
         path,
+        tls: None,
     })
+}
+
+/// The verifier of one bidder: its CA file, else the system's roots (`None` if there are none;
+/// only an `https` endpoint makes that an error).
+fn bidder_tls(b: &BidderConfig, dir: Option<&Path>) -> Result<Option<ClientTls>, String> {
+    match &b.ca_file {
+        Some(file) => {
+            let path = match dir {
+                Some(d) if file.is_relative() => d.join(file),
+                _ => file.clone(),
+            };
+            ClientTls::from_ca_file(&path).map(Some)
+        }
+        None => Ok(ClientTls::system().ok()),
+    }
 }
 
 /// A configuration that passed validation, with the derived values the server uses.
@@ -305,6 +401,15 @@ pub struct Validated {
     pub second_price_increment: Price,
     /// Index-aligned with `config.bidders`.
     pub endpoints: Vec<Endpoint>,
+    /// Where each bidder's notices may go; index-aligned with `config.bidders`.
+    pub notice_hosts: Vec<NoticeHosts>,
+    /// What verifies each bidder's `https` notice hosts (its `ca_file`, else the system's
+    /// roots, `None` when the system has none); index-aligned with `config.bidders`.
+    pub bidder_tls: Vec<Option<ClientTls>>,
+    /// Sellers and their keys, read when the file was loaded.
+    pub sellers: Arc<Sellers>,
+    /// The listener's certificate, when `[tls]` is set.
+    pub listener_tls: Option<Arc<edge::ServerTls>>,
 }
 
 impl Validated {
@@ -324,35 +429,47 @@ fn http_limits(h: &HttpConfig) -> edge::HttpLimits {
         idle_timeout_ms: h.idle_timeout_ms,
         max_header_bytes: h.max_header_bytes,
         shutdown_grace_ms: h.shutdown_grace_ms,
+        max_connections_per_ip: h.max_connections_per_ip,
     }
 }
 
 impl Config {
-    /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`.
+    /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`; files it
+    /// names (seller keys, the admin token) are relative to its directory.
     pub fn load(path: &Path) -> Result<Validated, ConfigError> {
-        let mut validated = Config::from_toml(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)?;
-        if let Some(dir) = path.parent() {
-            validated.config.security.resolve_paths(dir);
+        let mut config = Config::parse(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)?;
+        let dir = path.parent();
+        if let Some(dir) = dir {
+            config.security.resolve_paths(dir);
         }
+        let mut validated = config.validate_in(dir)?;
         validated.source = Some(path.to_owned());
         Ok(validated)
     }
 
-    /// Parses and validates a TOML document.
+    /// Parses and validates a TOML document (files it names are relative to the working
+    /// directory).
     pub fn from_toml(text: &str) -> Result<Validated, ConfigError> {
+        Config::parse(text)?.validate()
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
         if text.len() > MAX_CONFIG_BYTES {
             return Err(ConfigError::TooLarge(text.len()));
         }
-        let config: Config =
-            toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
-                Some((old, new)) => ConfigError::Moved { old, new },
-                None => ConfigError::Parse(e.to_string()),
-            })?;
-        config.validate()
+        toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
+            Some((old, new)) => ConfigError::Moved { old, new },
+            None => ConfigError::Parse(e.to_string()),
+        })
     }
 
-    /// Checks every value and resolves bidder endpoints.
+    /// Checks every value, resolves bidder endpoints and reads seller keys.
     pub fn validate(self) -> Result<Validated, ConfigError> {
+        self.validate_in(None)
+    }
+
+    /// [`Config::validate`], with relative files under `dir`.
+    pub fn validate_in(self, dir: Option<&Path>) -> Result<Validated, ConfigError> {
         if self.node.is_empty() || self.node.len() > 64 || !self.node.is_ascii() {
             return Err(invalid("node", "must be 1-64 ASCII characters"));
         }
@@ -420,6 +537,18 @@ impl Config {
         if n.workers == 0 || n.workers > 1024 {
             return Err(invalid("notices.workers", "must be 1..=1024"));
         }
+        if n.max_attempts == 0 || n.max_attempts > 10 {
+            return Err(invalid("notices.max_attempts", "must be 1..=10"));
+        }
+        if n.retry_base_ms == 0 || n.retry_base_ms > 60_000 {
+            return Err(invalid("notices.retry_base_ms", "must be 1..=60000"));
+        }
+        if n.idle_timeout_ms == 0 || n.idle_timeout_ms > 3_600_000 {
+            return Err(invalid("notices.idle_timeout_ms", "must be 1..=3600000"));
+        }
+        if n.max_idle_per_host > 4096 {
+            return Err(invalid("notices.max_idle_per_host", "must be at most 4096"));
+        }
         if self.schain.asi.is_empty() {
             return Err(invalid("schain.asi", "must not be empty"));
         }
@@ -428,6 +557,8 @@ impl Config {
         }
         let mut names = HashSet::new();
         let mut endpoints = Vec::with_capacity(self.bidders.len());
+        let mut notice_hosts = Vec::with_capacity(self.bidders.len());
+        let mut bidder_tls_list = Vec::with_capacity(self.bidders.len());
         for (i, b) in self.bidders.iter().enumerate() {
             let key = |field: &str| format!("bidders[{i}].{field} ({:?})", b.name);
             if b.name.is_empty() || b.name.len() > 64 {
@@ -452,12 +583,62 @@ impl Config {
             if b.max_qps.is_some_and(|q| q == 0 || q > 1_000_000) {
                 return Err(invalid(key("max_qps"), "must be 1..=1000000"));
             }
-            endpoints.push(parse_endpoint(&b.endpoint).map_err(|e| invalid(key("endpoint"), e))?);
+            let mut endpoint =
+                parse_endpoint(&b.endpoint).map_err(|e| invalid(key("endpoint"), e))?;
+            let tls = bidder_tls(b, dir).map_err(|e| invalid(key("ca_file"), e))?;
+            if endpoint.scheme == Scheme::Https {
+                let client = tls.clone().ok_or_else(|| {
+                    invalid(
+                        key("ca_file"),
+                        "no system root certificates: name a ca_file",
+                    )
+                })?;
+                let name = b.tls_server_name.as_deref().unwrap_or(&endpoint.host);
+                let server_name = crate::tls::server_name(name)
+                    .map_err(|e| invalid(key("tls_server_name"), e))?;
+                endpoint.tls = Some(EndpointTls {
+                    client,
+                    server_name,
+                });
+            } else if b.tls_server_name.is_some() {
+                return Err(invalid(key("tls_server_name"), "only for https endpoints"));
+            }
+            bidder_tls_list.push(tls);
+            notice_hosts.push(
+                NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
+                    .map_err(|e| invalid(key("notice_hosts"), e))?,
+            );
+            endpoints.push(endpoint);
         }
+        let env = |var: &str| std::env::var(var).ok();
+        let sellers = Sellers::build(
+            &self.sellers,
+            self.open_to_all_sellers,
+            self.notices.fire_burl,
+            &names,
+            &KeySources { dir, env: &env },
+        )
+        .map_err(|(key, problem)| invalid(key, problem))?;
+        let listener_tls = match &self.tls {
+            None => None,
+            Some(t) => {
+                let at = |p: &Path| match dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p.to_owned(),
+                };
+                let tls = edge::ServerTls::load(&at(&t.cert_file), &at(&t.key_file))
+                    .map_err(|e| invalid("tls", e))?;
+                Some(Arc::new(tls))
+            }
+        };
         Ok(Validated {
+            listener_tls,
             source: None,
             second_price_increment: increment,
             endpoints,
+            notice_hosts,
+            bidder_tls: bidder_tls_list,
+            sellers: Arc::new(sellers),
             config: self,
         })
     }
@@ -469,6 +650,7 @@ mod tests {
 
     const EXAMPLE: &str = r#"
 listen = "127.0.0.1:8080"
+open_to_all_sellers = true
 [deadline]
 default_tmax_ms = 100
 max_tmax_ms = 1000
@@ -508,10 +690,51 @@ max_connections = 64
     }
 
     #[test]
-    fn an_empty_file_is_a_valid_exchange_without_bidders() {
-        let v = Config::from_toml("").unwrap();
+    fn an_exchange_without_sellers_must_say_it_is_open_to_all() {
+        let e = error_of("");
+        assert!(
+            e.starts_with("sellers:") && e.contains("open_to_all_sellers"),
+            "{e}"
+        );
+        let v = Config::from_toml("open_to_all_sellers = true").unwrap();
         assert!(v.config.bidders.is_empty());
         assert_eq!(v.config.deadline.default_tmax_ms, 100);
+        assert!(
+            !v.config.notices.fire_burl,
+            "billing is on render unless a seller says"
+        );
+    }
+
+    #[test]
+    fn https_endpoints_and_notice_hosts_are_checked() {
+        let bidder = |extra: &str| {
+            format!("open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\n{extra}\n")
+        };
+        let v = Config::from_toml(&bidder(
+            "endpoint = \"http://127.0.0.1:9001/\"\nnotice_hosts = [\"n.example\", \"m.example:81\"]",
+        ))
+        .unwrap();
+        assert!(v.notice_hosts[0].check("http://127.0.0.1:9001/w").is_ok());
+        assert!(v.notice_hosts[0].check("http://n.example/w").is_ok());
+        assert!(v.notice_hosts[0].check("http://m.example:81/w").is_ok());
+        assert!(v.notice_hosts[0].check("http://127.0.0.1:9002/w").is_err());
+        let e = error_of(&bidder(
+            "endpoint = \"http://127.0.0.1:9001/\"\nnotice_hosts = [\"http://x/\"]",
+        ));
+        assert!(e.contains("bidders[0].notice_hosts"), "{e}");
+        let e = error_of(&bidder(
+            "endpoint = \"http://127.0.0.1:9001/\"\ntls_server_name = \"x\"",
+        ));
+        assert!(e.contains("bidders[0].tls_server_name"), "{e}");
+        let e = error_of(&bidder(
+            "endpoint = \"https://127.0.0.1:9001/\"\nca_file = \"/nonexistent/ca.pem\"",
+        ));
+        assert!(
+            e.contains("bidders[0].ca_file") && e.contains("/nonexistent/ca.pem"),
+            "{e}"
+        );
+        let e = error_of(&bidder("endpoint = \"http://u:p@127.0.0.1:9001/\""));
+        assert!(e.contains("credentials"), "{e}");
     }
 
     #[test]
@@ -597,9 +820,14 @@ max_connections = 64
 mod example_file {
     #[test]
     fn the_shipped_example_loads() {
-        let text = include_str!("../../../examples/exchange.toml");
-        let v = super::Config::from_toml(text).unwrap();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/exchange.toml");
+        let v = super::Config::load(&path).unwrap();
         assert_eq!(v.config.bidders.len(), 3);
         assert!(!v.config.bidders[2].enabled);
+        let key = b"Bearer example-only-pub-a-0123456789abcdef";
+        let seller = v.sellers.authenticate(Some(key)).unwrap();
+        assert_eq!(seller.name, "pub-a");
+        assert!(v.sellers.authenticate(None).is_err(), "not open to all");
     }
 }

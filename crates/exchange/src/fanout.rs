@@ -91,11 +91,12 @@ struct Slot<'a> {
     reply: Option<Reply>,
 }
 
-/// Calls every enabled bidder at once with the same body and waits until all have answered or
+/// Calls every enabled bidder the seller allows at once with the same body and waits until all have answered or
 /// `answer_by` has come, whichever is first. One task and one timer serve the whole fan-out;
 /// calls still in flight at the deadline are detached to drain (see `pool`).
 pub(crate) async fn fan_out(
     bidders: &[Bidder],
+    allowed: impl Fn(&Bidder) -> bool,
     body: &Bytes,
     auction_id: &str,
     answer_by: Instant,
@@ -104,7 +105,7 @@ pub(crate) async fn fan_out(
     let mut slots: Vec<Slot<'_>> = bidders
         .iter()
         .zip(0u32..)
-        .filter(|(b, _)| b.serving())
+        .filter(|(b, _)| b.serving() && allowed(b))
         .map(|(bidder, index)| {
             let metrics = &*bidder.metrics;
             let (call, reply) = match start_call(bidder, body, started) {

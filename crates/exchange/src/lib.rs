@@ -19,14 +19,18 @@ pub mod enrich;
 pub mod fanout;
 pub mod metrics;
 pub mod notice_client;
+pub mod notice_plan;
 pub mod notices;
+pub mod outbound;
 pub mod pool;
 pub mod reload;
 pub mod report;
 pub mod roster;
+pub mod sellers;
 pub mod server;
 pub mod settle;
 mod state;
+pub mod tls;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).
 pub use openrtb::validate;
 

@@ -20,6 +20,7 @@ labelled_counters! {
         MethodNotAllowed => "method_not_allowed",
         NotFound => "not_found",
         InternalError => "internal_error",
+        Unauthorized => "unauthorized",
     }
 }
 
@@ -64,11 +65,20 @@ labelled_counters! {
 }
 
 labelled_counters! {
+    /// Why a request's seller key was refused.
+    KeyRefusalLabel {
+        Missing => "missing_key",
+        Unknown => "unknown_key",
+    }
+}
+
+labelled_counters! {
     /// What happened to a notice.
     NoticeOutcome {
         Sent => "sent",
         Failed => "failed",
         Dropped => "dropped",
+        Refused => "refused",
     }
 }
 
@@ -112,6 +122,8 @@ pub struct BidderMetrics {
     pub wins: AtomicU64,
     /// Sum of clearing prices of won imps, CPM micros.
     pub cleared_micros: AtomicU64,
+    /// This bidder's notices (markup fetches included) by outcome.
+    pub notices: ByLabel<{ NoticeOutcome::COUNT }>,
 }
 
 impl BidderMetrics {
@@ -185,6 +197,12 @@ pub struct Metrics {
     /// bidders; none of them reaches a bidder.
     pub no_time_left: AtomicU64,
     pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
+    /// Notice attempts that failed and were queued again, by kind.
+    pub notice_retries: ByLabel<{ NoticeKind::COUNT }>,
+    /// Requests refused for a missing or unknown seller key, by reason.
+    pub unauthorized: ByLabel<{ KeyRefusalLabel::COUNT }>,
+    /// The sellers configured now (name, requests taken); replaced whole by a reload.
+    sellers: ArcSwap<crate::sellers::Sellers>,
     /// Configuration reloads by outcome (the reason, when refused).
     pub config_reloads: ByLabel<{ ReloadOutcome::COUNT }>,
     /// The bidders configured now; replaced whole by a reload.
@@ -224,6 +242,9 @@ impl Metrics {
             late_answers: AtomicU64::new(0),
             no_time_left: AtomicU64::new(0),
             notices: std::array::from_fn(|_| ByLabel::default()),
+            notice_retries: ByLabel::default(),
+            unauthorized: ByLabel::default(),
+            sellers: ArcSwap::from_pointee(crate::sellers::Sellers::empty()),
             config_reloads: ByLabel::default(),
             bidders: ArcSwap::from_pointee(BidderTable::new(bidder_names)),
         }
@@ -264,6 +285,28 @@ impl Metrics {
 
     pub fn notice(&self, kind: NoticeKind, o: NoticeOutcome) {
         self.notices[kind as usize].inc(o as usize);
+    }
+
+    pub(crate) fn set_sellers(&self, sellers: Arc<crate::sellers::Sellers>) {
+        self.sellers.store(sellers);
+    }
+
+    pub fn notice_retried(&self, kind: NoticeKind) {
+        self.notice_retries.inc(kind as usize);
+    }
+
+    pub fn unauthorized_count(&self, why: KeyRefusalLabel) -> u64 {
+        self.unauthorized.get(why as usize)
+    }
+
+    /// Requests taken from the seller named `name` (`-`: anonymous).
+    pub fn seller_requests(&self, name: &str) -> Option<u64> {
+        let sellers = self.sellers.load();
+        let seller = match name {
+            "-" => sellers.anonymous(),
+            _ => sellers.named(name),
+        }?;
+        Some(seller.requests.load(Relaxed))
     }
 
     pub fn notice_count(&self, kind: NoticeKind, o: NoticeOutcome) -> u64 {
@@ -313,6 +356,52 @@ impl Metrics {
                 let labels = [("kind", k.label()), ("outcome", n.label())];
                 sample(o, notices, &labels, self.notice_count(*k, *n));
             }
+        }
+        let retries = "gavel_exchange_notice_retries_total";
+        family(
+            o,
+            retries,
+            "counter",
+            "Notice attempts that failed and were queued again.",
+        );
+        for k in NoticeKind::ALL {
+            sample(
+                o,
+                retries,
+                &[("kind", k.label())],
+                self.notice_retries.get(*k as usize),
+            );
+        }
+        let unauthorized = "gavel_exchange_unauthorized_total";
+        family(
+            o,
+            unauthorized,
+            "counter",
+            "Auction requests refused (401) for a missing or unknown seller key.",
+        );
+        for r in KeyRefusalLabel::ALL {
+            sample(
+                o,
+                unauthorized,
+                &[("reason", r.label())],
+                self.unauthorized_count(*r),
+            );
+        }
+        let sellers = "gavel_exchange_seller_requests_total";
+        family(
+            o,
+            sellers,
+            "counter",
+            "Auction requests taken per seller (\"-\": without a key, open_to_all_sellers).",
+        );
+        let table = self.sellers.load();
+        for seller in table.iter().chain(table.anonymous()) {
+            sample(
+                o,
+                sellers,
+                &[("seller", seller.name.as_str())],
+                seller.requests.load(Relaxed),
+            );
         }
         let reloads = "gavel_exchange_config_reloads_total";
         family(
@@ -438,6 +527,19 @@ impl Metrics {
             "Imps won per bidder.",
             &|b| b.wins.load(Relaxed).to_string(),
         );
+        let notices = "gavel_exchange_bidder_notices_total";
+        family(
+            o,
+            notices,
+            "counter",
+            "Each bidder's notices (markup fetches included) by outcome.",
+        );
+        for (bidder, b) in table.iter() {
+            for n in NoticeOutcome::ALL {
+                let labels = [("bidder", bidder), ("outcome", n.label())];
+                sample(o, notices, &labels, b.notices.get(*n as usize));
+            }
+        }
         per_bidder(
             o,
             "gavel_exchange_cleared_cpm_micros_total",

@@ -1,105 +1,203 @@
 //! Kept-alive GETs to the hosts named in bidders' notice URLs: win, billing and loss notices,
-//! and markup fetched from a winner's `nurl`. These hosts come from bidders' answers, not from
-//! the configuration, so connections are cached per host, with bounds on hosts and on idle
-//! connections per host. A connection per notice would exhaust ephemeral ports within a minute
+//! and markup fetched from a winner's `nurl`. A URL arrives already checked against its
+//! bidder's allowlist ([`crate::outbound::Target`]); here its host is resolved, every address
+//! checked against the ranges the exchange does not call, and the connection made to a checked
+//! address only, so a name that resolves elsewhere the second time (DNS rebinding) changes
+//! nothing. Connections are cached per scheme and host, a bounded number per host, each closed
+//! after an idle timeout: a connection per notice would exhaust ephemeral ports within a minute
 //! at a few thousand wins per second.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, Uri, header};
+use http::{Request, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::SendRequest;
 
+use crate::outbound::{Refusal, Scheme, Target, address_allowed};
 use crate::pool::{Answer, connect};
+use crate::tls::{ClientTls, server_name};
 
-/// Notice hosts kept; past this the cache starts afresh (bounded memory).
-const MAX_HOSTS: usize = 1024;
-/// Idle connections kept per host.
-const MAX_IDLE_PER_HOST: usize = 32;
+/// Notice hosts kept; past this the cache starts afresh (bounded memory). Hosts come from
+/// allowlists, so this is only a backstop.
+const MAX_HOSTS: usize = 4096;
+
+/// Why a notice GET produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoticeError {
+    /// The URL or its addresses are not ones the exchange calls: nothing was sent.
+    #[error("refused: {0}")]
+    Refused(Refusal),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What the client is allowed and how long it keeps connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientSettings {
+    pub allow_private_addresses: bool,
+    pub idle_timeout: Duration,
+    pub max_idle_per_host: usize,
+}
+
+struct Idle {
+    conn: SendRequest<Full<Bytes>>,
+    since: Instant,
+}
 
 /// Connection cache shared by the notice workers and the auction path.
-#[derive(Default)]
 pub struct NoticeClient {
-    idle: Mutex<HashMap<String, Vec<SendRequest<Full<Bytes>>>>>,
+    settings: ClientSettings,
+    idle: Mutex<HashMap<(Scheme, String), Vec<Idle>>>,
 }
 
 impl std::fmt::Debug for NoticeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let hosts = self.idle.lock().map_or(0, |m| m.len());
         f.debug_struct("NoticeClient")
+            .field("settings", &self.settings)
             .field("hosts", &hosts)
             .finish()
     }
 }
 
 impl NoticeClient {
-    /// GETs `url` (http only) and reads at most `max_bytes` of the answer. The caller bounds the
-    /// time; dropping the future drops the connection.
-    pub async fn get(&self, url: &str, max_bytes: usize) -> Result<Answer, String> {
-        let uri: Uri = url.parse().map_err(|e| format!("bad notice URL: {e}"))?;
-        if uri.scheme_str() != Some("http") {
-            return Err("only http:// notice URLs are supported".to_owned());
+    pub fn new(settings: ClientSettings) -> NoticeClient {
+        NoticeClient {
+            settings,
+            idle: Mutex::new(HashMap::new()),
         }
-        let authority = uri
-            .authority()
-            .ok_or("notice URL has no host")?
-            .as_str()
-            .to_owned();
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        if let Some(mut conn) = self.take(&authority) {
+    }
+
+    /// GETs `target` and reads at most `max_bytes` of the answer; `tls` verifies an `https`
+    /// host. The caller bounds the time; dropping the future drops the connection.
+    ///
+    /// # Errors
+    /// [`NoticeError::Refused`] when no address of the host may be called (nothing is sent),
+    /// [`NoticeError::Failed`] for transport failures.
+    pub async fn get(
+        &self,
+        target: &Target,
+        tls: Option<&ClientTls>,
+        max_bytes: usize,
+    ) -> Result<Answer, NoticeError> {
+        let key = (target.scheme, target.authority.clone());
+        if let Some(mut conn) = self.take(&key) {
             // A cached connection may have been closed by the host since; then the request
             // never left, and one try on a fresh connection is safe.
-            if let Ok(answer) = send(&mut conn, &authority, path, max_bytes).await {
-                self.put(authority, conn);
+            if let Ok(answer) = send(&mut conn, target, max_bytes).await {
+                self.put(key, conn);
                 return Ok(answer);
             }
         }
-        let host = uri.host().ok_or("notice URL has no host")?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let mut conn = connect((host, uri.port_u16().unwrap_or(80)))
+        let addr = self.resolve(target).await?;
+        let tls = match target.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let client = tls.ok_or_else(|| {
+                    NoticeError::Failed("https notice host, but no CA roots are known".to_owned())
+                })?;
+                let name = server_name(&target.host).map_err(NoticeError::Failed)?;
+                Some((client, name))
+            }
+        };
+        let mut conn = connect(addr, tls)
             .await
-            .map_err(|e| format!("{authority}: {e}"))?;
-        let answer = send(&mut conn, &authority, path, max_bytes).await?;
-        self.put(authority, conn);
+            .map_err(|e| NoticeError::Failed(format!("{}: {e}", target.authority)))?;
+        let answer = send(&mut conn, target, max_bytes)
+            .await
+            .map_err(NoticeError::Failed)?;
+        self.put(key, conn);
         Ok(answer)
     }
 
-    fn take(&self, authority: &str) -> Option<SendRequest<Full<Bytes>>> {
+    /// The first address of `target`'s host that the exchange may call.
+    async fn resolve(&self, target: &Target) -> Result<SocketAddr, NoticeError> {
+        let allow = self.settings.allow_private_addresses;
+        // An address literal needs no lookup.
+        if let Ok(ip) = target.host.parse::<std::net::IpAddr>() {
+            return if address_allowed(ip, allow) {
+                Ok(SocketAddr::new(ip, target.port))
+            } else {
+                Err(NoticeError::Refused(Refusal::Address(ip)))
+            };
+        }
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((target.host.as_str(), target.port))
+            .await
+            .map_err(|e| NoticeError::Failed(format!("cannot resolve {}: {e}", target.host)))?
+            .collect();
+        match addrs.iter().find(|a| address_allowed(a.ip(), allow)) {
+            Some(addr) => Ok(*addr),
+            None => Err(NoticeError::Refused(match addrs.first() {
+                Some(a) => Refusal::Address(a.ip()),
+                None => Refusal::NoAddress(target.host.clone()),
+            })),
+        }
+    }
+
+    fn take(&self, key: &(Scheme, String)) -> Option<SendRequest<Full<Bytes>>> {
         let mut idle = self.idle.lock().ok()?;
-        let conns = idle.get_mut(authority)?;
-        while let Some(conn) = conns.pop() {
-            if !conn.is_closed() {
-                return Some(conn);
+        let conns = idle.get_mut(key)?;
+        let fresh_after = Instant::now().checked_sub(self.settings.idle_timeout);
+        while let Some(c) = conns.pop() {
+            let stale = fresh_after.is_some_and(|t| c.since < t);
+            if !stale && !c.conn.is_closed() {
+                return Some(c.conn);
             }
         }
         None
     }
 
-    fn put(&self, authority: String, conn: SendRequest<Full<Bytes>>) {
+    fn put(&self, key: (Scheme, String), conn: SendRequest<Full<Bytes>>) {
         let Ok(mut idle) = self.idle.lock() else {
             return;
         };
-        if idle.len() >= MAX_HOSTS && !idle.contains_key(&authority) {
+        if idle.len() >= MAX_HOSTS && !idle.contains_key(&key) {
             idle.clear();
         }
-        let conns = idle.entry(authority).or_default();
-        if conns.len() < MAX_IDLE_PER_HOST {
-            conns.push(conn);
+        let conns = idle.entry(key).or_default();
+        if conns.len() < self.settings.max_idle_per_host {
+            conns.push(Idle {
+                conn,
+                since: Instant::now(),
+            });
         }
+    }
+
+    /// Closes connections idle longer than the idle timeout. Called every few seconds by the
+    /// notice dispatcher, so a host that sees no more notices does not keep sockets open.
+    pub fn close_idle(&self) {
+        let Ok(mut idle) = self.idle.lock() else {
+            return;
+        };
+        let Some(fresh_after) = Instant::now().checked_sub(self.settings.idle_timeout) else {
+            return;
+        };
+        idle.retain(|_, conns| {
+            conns.retain(|c| c.since >= fresh_after && !c.conn.is_closed());
+            !conns.is_empty()
+        });
+    }
+
+    /// Idle connections cached now (all hosts).
+    pub fn idle_connections(&self) -> usize {
+        self.idle
+            .lock()
+            .map_or(0, |m| m.values().map(Vec::len).sum())
     }
 }
 
 async fn send(
     conn: &mut SendRequest<Full<Bytes>>,
-    authority: &str,
-    path: &str,
+    target: &Target,
     max_bytes: usize,
 ) -> Result<Answer, String> {
     conn.ready().await.map_err(|e| e.to_string())?;
-    let request = Request::get(path)
-        .header(header::HOST, authority)
+    let request = Request::get(target.path_and_query.as_str())
+        .header(header::HOST, target.authority.as_str())
         .body(Full::new(Bytes::new()))
         .map_err(|e| e.to_string())?;
     let response = conn

@@ -1,72 +1,140 @@
 //! Win, billing and loss notices, fired after the answer has gone out so they never delay it.
 //!
-//! Notices wait in one bounded queue served by a fixed set of workers; when the queue is full a
-//! notice is dropped and counted rather than letting memory grow. The workers send through the
-//! shared [`NoticeClient`], which keeps connections to notice hosts alive.
+//! Each notice host has its own bounded queue and its own senders, so a host that hangs or
+//! refuses delays and drops only the notices addressed to it: another bidder's win and billing
+//! notices never wait behind it. A URL is checked against its bidder's allowlist before it is
+//! queued ([`crate::outbound`]); a refused one is counted and never sent.
+//!
+//! A notice that failed to connect, timed out or got 5xx/429 is tried again, up to
+//! `notices.max_attempts`, after a backoff that doubles each time with jitter, so that a host
+//! coming back is not hit by every retry at once. The retry waits outside the host's senders,
+//! then queues again (and is dropped if the queue is full). Retrying is safe because notices
+//! are idempotent on the bidder's side (docs/security.md has the table per kind).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 
-use crate::metrics::{Metrics, NoticeKind, NoticeOutcome};
-use crate::notice_client::NoticeClient;
+use crate::metrics::{BidderMetrics, Metrics, NoticeKind, NoticeOutcome};
+use crate::notice_client::{NoticeClient, NoticeError};
+use crate::outbound::{NoticeHosts, Scheme, Target};
+use crate::tls::ClientTls;
 
 /// Answers to notices are read and discarded; a win notice may return markup, so allow some.
 const MAX_NOTICE_ANSWER: usize = 64 * 1024;
+/// Host queues kept at most; hosts come from allowlists, so this is only a backstop.
+const MAX_HOST_QUEUES: usize = 4096;
+/// Longest wait before a retry.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often idle notice connections are looked at.
+const IDLE_SWEEP: Duration = Duration::from_secs(1);
+
+/// Where one bidder's notices may go, how they are verified, and whose figures they count in.
+#[derive(Debug)]
+pub struct NoticeRoute {
+    pub hosts: NoticeHosts,
+    pub tls: Option<ClientTls>,
+    pub metrics: Arc<BidderMetrics>,
+}
+
+/// Sizes and timings of the notice queues (`[notices]`).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSettings {
+    /// Notices waiting per host.
+    pub queue: usize,
+    /// Concurrent senders per host.
+    pub workers: usize,
+    /// Time allowed for one attempt.
+    pub timeout: Duration,
+    pub max_attempts: u32,
+    pub retry_base: Duration,
+}
 
 #[derive(Debug)]
 struct Job {
     kind: NoticeKind,
-    url: String,
+    target: Target,
+    route: Arc<NoticeRoute>,
+    attempt: u32,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: QueueSettings,
+    client: Arc<NoticeClient>,
+    metrics: Arc<Metrics>,
+    hosts: Mutex<HashMap<(Scheme, String), mpsc::Sender<Job>>>,
+    /// Notices queued, being sent or waiting to be retried.
+    pending: AtomicU64,
+    /// Seeds the retry jitter.
+    jitter: AtomicU64,
 }
 
 /// Handle used by the auction path to queue notices.
 #[derive(Debug, Clone)]
 pub struct Notifier {
-    queue: mpsc::Sender<Job>,
-    metrics: Arc<Metrics>,
-    /// Notices queued or being sent.
-    pending: Arc<AtomicU64>,
+    inner: Arc<Inner>,
 }
 
 impl Notifier {
-    /// Starts `workers` notice senders on the current runtime.
+    /// Must run inside a tokio runtime: host queues start their senders when first used, and
+    /// one task closes idle connections until the notifier is dropped.
     pub fn start(
-        workers: usize,
-        queue: usize,
-        timeout: Duration,
+        settings: QueueSettings,
         client: Arc<NoticeClient>,
         metrics: Arc<Metrics>,
     ) -> Notifier {
-        let (tx, rx) = mpsc::channel(queue);
-        let rx = Arc::new(Mutex::new(rx));
-        let pending = Arc::new(AtomicU64::new(0));
-        for _ in 0..workers {
-            let (rx, client, metrics) = (rx.clone(), client.clone(), metrics.clone());
-            let pending = pending.clone();
-            tokio::spawn(async move { worker(rx, timeout, client, metrics, &pending).await });
-        }
-        Notifier {
-            queue: tx,
+        let inner = Arc::new(Inner {
+            settings,
+            client,
             metrics,
-            pending,
+            hosts: Mutex::new(HashMap::new()),
+            pending: AtomicU64::new(0),
+            jitter: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
+        });
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(IDLE_SWEEP).await;
+                let Some(inner) = weak.upgrade() else { return };
+                inner.client.close_idle();
+            }
+        });
+        Notifier { inner }
+    }
+
+    /// Checks `url` against `route`'s hosts and queues it on its host's queue; never waits. A
+    /// refused URL or a full queue is counted, for the kind and for the bidder.
+    pub fn fire(&self, kind: NoticeKind, url: &str, route: &Arc<NoticeRoute>) {
+        match route.hosts.check(url) {
+            Ok(target) => {
+                self.inner.pending.fetch_add(1, Relaxed);
+                let job = Job {
+                    kind,
+                    target,
+                    route: route.clone(),
+                    attempt: 1,
+                };
+                push(&self.inner, job);
+            }
+            Err(refusal) => {
+                edge::log_limit::warn("notice refused", &refusal);
+                count(
+                    &self.inner.metrics,
+                    kind,
+                    &route.metrics,
+                    NoticeOutcome::Refused,
+                );
+            }
         }
     }
 
-    /// Queues one notice; never waits.
-    pub fn fire(&self, kind: NoticeKind, url: String) {
-        self.pending.fetch_add(1, Relaxed);
-        if self.queue.try_send(Job { kind, url }).is_err() {
-            self.pending.fetch_sub(1, Relaxed);
-            self.metrics.notice(kind, NoticeOutcome::Dropped);
-        }
-    }
-
-    /// Notices queued or being sent now.
+    /// Notices queued, being sent or waiting for a retry now.
     pub fn pending(&self) -> u64 {
-        self.pending.load(Relaxed)
+        self.inner.pending.load(Relaxed)
     }
 
     /// Waits until every queued notice has been sent (or has failed), or `within` has passed;
@@ -80,31 +148,150 @@ impl Notifier {
     }
 }
 
-async fn worker(
-    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
-    timeout: Duration,
-    client: Arc<NoticeClient>,
-    metrics: Arc<Metrics>,
-    pending: &AtomicU64,
-) {
+fn count(metrics: &Metrics, kind: NoticeKind, bidder: &BidderMetrics, outcome: NoticeOutcome) {
+    metrics.notice(kind, outcome);
+    bidder.notices.inc(outcome as usize);
+}
+
+/// Queues a job already counted in `pending` on its host's queue, starting the host's senders
+/// on first use. A full queue drops the job.
+fn push(inner: &Arc<Inner>, job: Job) {
+    let sender = queue_for(inner, &job.target);
+    let rejected = match sender {
+        Some(tx) => tx.try_send(job).err().map(|e| match e {
+            mpsc::error::TrySendError::Full(job) | mpsc::error::TrySendError::Closed(job) => job,
+        }),
+        None => Some(job),
+    };
+    if let Some(job) = rejected {
+        inner.pending.fetch_sub(1, Relaxed);
+        count(
+            &inner.metrics,
+            job.kind,
+            &job.route.metrics,
+            NoticeOutcome::Dropped,
+        );
+    }
+}
+
+fn queue_for(inner: &Arc<Inner>, target: &Target) -> Option<mpsc::Sender<Job>> {
+    let mut hosts = inner.hosts.lock().ok()?;
+    let key = (target.scheme, target.authority.clone());
+    if let Some(tx) = hosts.get(&key) {
+        return Some(tx.clone());
+    }
+    if hosts.len() >= MAX_HOST_QUEUES {
+        return None;
+    }
+    let (tx, rx) = mpsc::channel(inner.settings.queue);
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    for _ in 0..inner.settings.workers {
+        tokio::spawn(sender(rx.clone(), Arc::downgrade(inner)));
+    }
+    hosts.insert(key, tx.clone());
+    Some(tx)
+}
+
+/// One of a host's senders. It holds the notifier weakly: when the exchange is dropped, the
+/// host's queue closes and the sender ends.
+async fn sender(rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>, inner: Weak<Inner>) {
     loop {
         // The lock is held only while waiting for the next job, never while sending.
         let job = { rx.lock().await.recv().await };
         let Some(job) = job else { return };
-        let outcome =
-            match tokio::time::timeout(timeout, client.get(&job.url, MAX_NOTICE_ANSWER)).await {
-                Ok(Ok(answer)) if answer.status.is_success() => NoticeOutcome::Sent,
-                Ok(Ok(answer)) => {
-                    tracing::debug!(url = %job.url, status = %answer.status, "notice refused");
-                    NoticeOutcome::Failed
+        let Some(inner) = inner.upgrade() else { return };
+        let s = inner.settings;
+        let attempt = tokio::time::timeout(
+            s.timeout,
+            inner
+                .client
+                .get(&job.target, job.route.tls.as_ref(), MAX_NOTICE_ANSWER),
+        )
+        .await;
+        let (outcome, retry) = match attempt {
+            Ok(Ok(answer)) if answer.status.is_success() => (NoticeOutcome::Sent, false),
+            Ok(Ok(answer)) => {
+                let status = answer.status;
+                tracing::debug!(host = %job.target.authority, %status, "notice refused by its host");
+                let transient = status.is_server_error() || status.as_u16() == 429;
+                (NoticeOutcome::Failed, transient)
+            }
+            Ok(Err(NoticeError::Refused(refusal))) => {
+                edge::log_limit::warn("notice refused", &refusal);
+                (NoticeOutcome::Refused, false)
+            }
+            Ok(Err(NoticeError::Failed(e))) => {
+                tracing::debug!(host = %job.target.authority, error = %e, "notice failed");
+                (NoticeOutcome::Failed, true)
+            }
+            Err(_) => (NoticeOutcome::Failed, true),
+        };
+        if retry && job.attempt < s.max_attempts {
+            inner.metrics.notice_retried(job.kind);
+            let delay = backoff(
+                s.retry_base,
+                job.attempt,
+                inner.jitter.fetch_add(1, Relaxed),
+            );
+            let weak = Arc::downgrade(&inner);
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                if let Some(inner) = weak.upgrade() {
+                    let next = Job {
+                        attempt: job.attempt + 1,
+                        ..job
+                    };
+                    push(&inner, next);
                 }
-                Ok(Err(e)) => {
-                    tracing::debug!(url = %job.url, error = %e, "notice failed");
-                    NoticeOutcome::Failed
-                }
-                Err(_) => NoticeOutcome::Failed,
-            };
-        metrics.notice(job.kind, outcome);
-        pending.fetch_sub(1, Relaxed);
+            });
+            continue;
+        }
+        count(&inner.metrics, job.kind, &job.route.metrics, outcome);
+        inner.pending.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Wait before attempt `attempt + 1`: `base` doubled per attempt made, capped, then a random
+/// point in its upper half (from `seed`), so retries of many notices spread out.
+fn backoff(base: Duration, attempt: u32, seed: u64) -> Duration {
+    let doubled = base.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+    let full = doubled.min(MAX_BACKOFF);
+    let half = full / 2;
+    let spread = u64::try_from(half.as_micros()).unwrap_or(u64::MAX).max(1);
+    half + Duration::from_micros(mix(seed) % spread)
+}
+
+/// splitmix64: a well-spread number from a counter (jitter needs no better randomness).
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_its_upper_half_and_is_capped() {
+        let base = Duration::from_millis(200);
+        for seed in 0..1_000 {
+            let first = backoff(base, 1, seed);
+            assert!(
+                first >= Duration::from_millis(100) && first < base,
+                "{first:?}"
+            );
+            let second = backoff(base, 2, seed);
+            assert!(second >= base && second < base * 2, "{second:?}");
+            let late = backoff(base, 30, seed);
+            assert!(late >= MAX_BACKOFF / 2 && late < MAX_BACKOFF, "{late:?}");
+        }
+        let spread: std::collections::HashSet<_> = (0..100).map(|s| backoff(base, 1, s)).collect();
+        assert!(
+            spread.len() > 90,
+            "jitter spreads retries: {}",
+            spread.len()
+        );
     }
 }

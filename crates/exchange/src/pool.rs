@@ -12,6 +12,7 @@
 //! connection instead of costing a new TCP handshake on every late answer; one that never answers
 //! loses the connection after `drain`, and its pool, not anyone else's, runs dry meanwhile.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 use crate::config::Endpoint;
+use crate::tls::ClientTls;
+use rustls_pki_types::ServerName;
 
 /// Why a call to a bidder produced no answer body.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +35,8 @@ pub enum CallError {
     PoolExhausted(u32),
     #[error("connect failed: {0}")]
     Connect(std::io::Error),
+    #[error("TLS handshake failed: {0}")]
+    Tls(std::io::Error),
     #[error("HTTP error: {0}")]
     Http(#[from] hyper::Error),
     #[error("response body larger than {0} bytes")]
@@ -46,6 +51,7 @@ impl CallError {
         match self {
             CallError::PoolExhausted(_) => "pool_exhausted",
             CallError::Connect(_) => "connect",
+            CallError::Tls(_) => "tls",
             CallError::Http(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
@@ -212,18 +218,38 @@ impl BidderPool {
     }
 
     async fn dial(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
-        connect(self.endpoint.addr).await
+        let tls = self
+            .endpoint
+            .tls
+            .as_ref()
+            .map(|t| (&t.client, t.server_name.clone()));
+        connect(self.endpoint.addr, tls).await
     }
 }
 
-/// Opens a kept-alive HTTP/1.1 connection; its I/O runs on a task of its own that ends when the
-/// returned sender is dropped or the peer closes.
+/// Opens a kept-alive HTTP/1.1 connection to `addr`, over TLS when `tls` names the verifier and
+/// the name the peer's certificate must carry; its I/O runs on a task of its own that ends when
+/// the returned sender is dropped or the peer closes.
 pub(crate) async fn connect(
-    addr: impl tokio::net::ToSocketAddrs,
+    addr: SocketAddr,
+    tls: Option<(&ClientTls, ServerName<'static>)>,
 ) -> Result<SendRequest<Full<Bytes>>, CallError> {
     let stream = TcpStream::connect(addr).await.map_err(CallError::Connect)?;
     // Bid requests and notices are small and latency-bound: never wait for Nagle.
     stream.set_nodelay(true).map_err(CallError::Connect)?;
+    match tls {
+        None => handshake(stream).await,
+        Some((client, name)) => {
+            let stream = client.connect(name, stream).await.map_err(CallError::Tls)?;
+            handshake(stream).await
+        }
+    }
+}
+
+async fn handshake<S>(stream: S) -> Result<SendRequest<Full<Bytes>>, CallError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(async move {
         // Its error, if any, surfaces as the error of the request in flight.

@@ -5,7 +5,8 @@
 //! configuration serving: the reason is logged and counted in
 //! `gavel_exchange_config_reloads_total{outcome="unreadable"|"invalid"}`.
 //!
-//! Only `[[bidders]]` changes take effect. The other sections size things built once at start
+//! Only `[[bidders]]` and `[[sellers]]` (with their keys, so a key is rotated without a
+//! restart) and `open_to_all_sellers` take effect. The other sections size things built once at start
 //! (the listener, pools' limits, the admission gate, the notice workers); a reload that changes
 //! them still applies the bidders, and names the sections that wait for a restart.
 //!
@@ -19,6 +20,7 @@ use std::time::Instant;
 use crate::config::{Config, ConfigError, Validated};
 use crate::metrics::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
+use crate::sellers::Sellers;
 use crate::state::{Exchange, State};
 
 /// What an applied reload did.
@@ -47,6 +49,21 @@ impl ReloadError {
             ReloadError::Unreadable(_) | ReloadError::NoFile => ReloadOutcome::Unreadable,
             ReloadError::Invalid { .. } => ReloadOutcome::Invalid,
         }
+    }
+}
+
+/// A seller kept by name keeps counting where it was.
+fn carry_seller_counts(old: &Sellers, new: &Sellers) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for seller in new.iter() {
+        if let Some(before) = old.named(&seller.name) {
+            seller
+                .requests
+                .store(before.requests.load(Relaxed), Relaxed);
+        }
+    }
+    if let (Some(before), Some(now)) = (old.anonymous(), new.anonymous()) {
+        now.requests.store(before.requests.load(Relaxed), Relaxed);
     }
 }
 
@@ -84,6 +101,9 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.security != new.security {
         sections.push("[security]");
     }
+    if running.tls != new.tls {
+        sections.push("[tls]");
+    }
     sections
 }
 
@@ -117,6 +137,9 @@ impl Exchange {
     /// Follows the file the configuration was loaded from, reloading it on each change, until
     /// the exchange is dropped. Does nothing for a configuration built from text.
     pub fn watch(&self) {
+        if let Some(tls) = &self.state.config.listener_tls {
+            edge::ServerTls::watch(tls);
+        }
         let Some(path) = self.state.config.source.clone() else {
             return;
         };
@@ -166,15 +189,12 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
 
 fn apply(state: &State, new: &Validated) -> ReloadReport {
     let previous = state.roster.load();
-    let (roster, change) = Roster::build(
-        &new.config.bidders,
-        &new.endpoints,
-        &state.pool_settings,
-        &previous,
-        Instant::now(),
-    );
+    let (roster, change) = Roster::build(new, &state.pool_settings, &previous, Instant::now());
     state.metrics.set_bidders(roster.table.clone());
     state.roster.store(Arc::new(roster));
+    carry_seller_counts(&state.sellers.load(), &new.sellers);
+    state.metrics.set_sellers(new.sellers.clone());
+    state.sellers.store(new.sellers.clone());
     ReloadReport {
         bidders: change,
         restart_needed: restart_only_changes(&state.config.config, &new.config),
@@ -187,14 +207,14 @@ mod tests {
 
     #[test]
     fn sections_that_need_a_restart_are_named() {
-        let base = "[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
+        let base = "open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
         let running = Config::from_toml(base).unwrap().config;
         let same = Config::from_toml(&format!("listen = \"127.0.0.1:1\"\n{base}"))
             .unwrap()
             .config;
         assert!(restart_only_changes(&running, &same).is_empty());
         let other = Config::from_toml(
-            "node = \"n2\"\n[http]\nmax_body_bytes = 1000\n[breaker]\nprobes = 5\n\
+            "node = \"n2\"\nopen_to_all_sellers = true\n[http]\nmax_body_bytes = 1000\n[breaker]\nprobes = 5\n\
              [admission]\nmode = \"off\"\n",
         )
         .unwrap()

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::{Breaker, BreakerConfig, RateCap};
-use crate::config::{BidderConfig, Endpoint, HttpConfig};
+use crate::config::{BidderConfig, Endpoint, HttpConfig, Validated};
 use crate::metrics::{BidderMetrics, BidderTable};
+use crate::notices::NoticeRoute;
 use crate::pool::BidderPool;
 
 /// One configured bidder with its own pool, breaker and optional rate cap.
@@ -31,6 +32,10 @@ pub(crate) struct Bidder {
     pub(crate) breaker: Arc<Mutex<Breaker>>,
     pub(crate) rate_cap: Option<Arc<Mutex<RateCap>>>,
     pub(crate) metrics: Arc<BidderMetrics>,
+    /// Where its notices may go (its metrics count them).
+    pub(crate) notices: Arc<NoticeRoute>,
+    /// A winning bid without `adm` may have its markup fetched from `nurl`.
+    pub(crate) fetch_markup: bool,
 }
 
 /// The bidders of one configuration, in file order. An auction's replies index into it.
@@ -40,6 +45,9 @@ pub(crate) struct Roster {
     /// Names and metrics, index-aligned with `bidders`: what settlement reads, and the very
     /// table `/metrics` renders (shared, not copied).
     pub(crate) table: Arc<BidderTable>,
+    /// Index-aligned with `bidders`: for those with `fetch_markup`, where their `nurl` may
+    /// point (what settlement reads).
+    pub(crate) markup_hosts: Vec<Option<crate::outbound::NoticeHosts>>,
 }
 
 /// What a reload did to the bidder list, by bidder name.
@@ -47,7 +55,8 @@ pub(crate) struct Roster {
 pub struct RosterChange {
     pub added: Vec<String>,
     pub removed: Vec<String>,
-    /// Kept, with a new endpoint, connection cap, `max_qps` or `enabled`.
+    /// Kept, with a new endpoint, connection cap, `max_qps`, `enabled`, notice hosts, CA or
+    /// `fetch_markup`.
     pub changed: Vec<String>,
     /// Kept exactly as they were.
     pub unchanged: usize,
@@ -78,20 +87,32 @@ impl PoolSettings {
 }
 
 impl Roster {
-    /// Builds the roster of `configs` (index-aligned with their validated `endpoints`), taking
-    /// over from `previous` what each kept bidder may keep.
+    /// Builds the roster of a validated configuration's bidders, taking over from `previous`
+    /// what each kept bidder may keep.
     pub(crate) fn build(
-        configs: &[BidderConfig],
-        endpoints: &[Endpoint],
+        validated: &Validated,
         settings: &PoolSettings,
         previous: &Roster,
         now: Instant,
     ) -> (Roster, RosterChange) {
+        let configs = &validated.config.bidders;
         let mut change = RosterChange::default();
         let mut bidders = Vec::with_capacity(configs.len());
-        for (config, endpoint) in configs.iter().zip(endpoints) {
+        for (i, config) in configs.iter().enumerate() {
+            let (Some(endpoint), Some(hosts), Some(tls)) = (
+                validated.endpoints.get(i),
+                validated.notice_hosts.get(i),
+                validated.bidder_tls.get(i),
+            ) else {
+                continue;
+            };
             let old = previous.bidders.iter().find(|b| b.name == config.name);
-            let bidder = Bidder::carried_over(config, endpoint, settings, old, now);
+            let mut bidder = Bidder::carried_over(config, endpoint, settings, old, now);
+            bidder.notices = Arc::new(NoticeRoute {
+                hosts: hosts.clone(),
+                tls: tls.clone(),
+                metrics: bidder.metrics.clone(),
+            });
             match old {
                 None => change.added.push(config.name.clone()),
                 Some(old) if old.same_settings(&bidder) => change.unchanged += 1,
@@ -127,6 +148,10 @@ impl Roster {
             metrics: bidders.iter().map(|b| b.metrics.clone()).collect(),
         };
         Roster {
+            markup_hosts: bidders
+                .iter()
+                .map(|b| b.fetch_markup.then(|| b.notices.hosts.clone()))
+                .collect(),
             bidders,
             table: Arc::new(table),
         }
@@ -171,7 +196,14 @@ impl Bidder {
                 .max_qps
                 .map(|q| Arc::new(Mutex::new(RateCap::new(q, now)))),
         };
+        let metrics: Arc<BidderMetrics> = old.map_or_else(Arc::default, |o| o.metrics.clone());
         Bidder {
+            notices: Arc::new(NoticeRoute {
+                hosts: crate::outbound::NoticeHosts::default(),
+                tls: None,
+                metrics: metrics.clone(),
+            }),
+            fetch_markup: config.fetch_markup,
             name: config.name.clone(),
             enabled: config.enabled,
             paused: old.map_or_else(Arc::default, |o| o.paused.clone()),
@@ -180,7 +212,7 @@ impl Bidder {
             pool,
             breaker,
             rate_cap,
-            metrics: old.map_or_else(Arc::default, |o| o.metrics.clone()),
+            metrics,
         }
     }
 
@@ -189,6 +221,9 @@ impl Bidder {
             && self.max_connections == other.max_connections
             && self.max_qps == other.max_qps
             && self.pool.endpoint() == other.pool.endpoint()
+            && self.fetch_markup == other.fetch_markup
+            && self.notices.hosts == other.notices.hosts
+            && self.notices.tls == other.notices.tls
     }
 }
 
@@ -198,15 +233,9 @@ mod tests {
     use crate::Config;
 
     fn roster_of(text: &str, previous: &Roster) -> (Roster, RosterChange) {
-        let v = Config::from_toml(text).unwrap();
+        let v = Config::from_toml(&format!("open_to_all_sellers = true\n{text}")).unwrap();
         let settings = PoolSettings::new(&v.config.http, &v.config.breaker);
-        Roster::build(
-            &v.config.bidders,
-            &v.endpoints,
-            &settings,
-            previous,
-            Instant::now(),
-        )
+        Roster::build(&v, &settings, previous, Instant::now())
     }
 
     fn bidder(name: &str, port: u16, extra: &str) -> String {

@@ -8,12 +8,14 @@ use std::sync::Arc;
 use admission::Admission;
 use bytes::Bytes;
 use edge::{ConnStats, Refused, json_error, method_not_allowed, plain};
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
+use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpListener;
 
-use crate::metrics::{Metrics, RequestOutcome};
+use crate::metrics::{KeyRefusalLabel, Metrics, RequestOutcome};
+use crate::sellers::KeyRefusal;
 use crate::state::{Exchange, State};
 
 /// Path of the auction endpoint.
@@ -28,6 +30,11 @@ impl Exchange {
     /// waiting at most `within`; returns how many could not be sent in time.
     pub async fn flush_notices(&self, within: std::time::Duration) -> u64 {
         self.state.notifier.flush(within).await
+    }
+
+    /// The auction listener's certificate, when `[tls]` is configured.
+    pub fn listener_tls(&self) -> Option<Arc<edge::ServerTls>> {
+        self.state.config.listener_tls.clone()
     }
 
     /// The admission gate, for tests and reports.
@@ -47,8 +54,9 @@ impl Exchange {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
-        edge::serve(
+        edge::serve_with_tls(
             listener,
+            state.config.listener_tls.clone(),
             shutdown,
             limits,
             connections,
@@ -93,6 +101,16 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 
 async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let metrics = &state.metrics;
+    // Before the body is read: an unknown caller costs a header lookup, and no bidder sees it.
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let seller = match state.sellers.load().authenticate(authorization) {
+        Ok(seller) => seller.clone(),
+        Err(why) => return unauthorized(metrics, why),
+    };
+    seller.requests.fetch_add(1, Relaxed);
     let refused = |why| {
         metrics.request(match why {
             Refused::TooLarge => RequestOutcome::TooLarge,
@@ -106,7 +124,28 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
             req,
             &metrics.auction_latency,
             refused,
-            |body, read_at| async move { crate::auction_path::run(state, &body, read_at).await },
+            |body, read_at| async move {
+                crate::auction_path::run(state, &seller, &body, read_at).await
+            },
         )
         .await
+}
+
+/// 401 for a request without a seller key the exchange knows; counted, body never read.
+fn unauthorized(metrics: &Metrics, why: KeyRefusal) -> Response<Full<Bytes>> {
+    metrics.request(RequestOutcome::Unauthorized);
+    let (label, message) = match why {
+        KeyRefusal::Missing => (
+            KeyRefusalLabel::Missing,
+            "a seller key is required: send Authorization: Bearer <key>",
+        ),
+        KeyRefusal::Unknown => (KeyRefusalLabel::Unknown, "unknown seller key"),
+    };
+    metrics.unauthorized.inc(label as usize);
+    let mut response = json_error(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"gavel\""),
+    );
+    response
 }

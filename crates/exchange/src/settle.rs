@@ -11,6 +11,7 @@ use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid}
 
 use crate::fanout::Reply;
 use crate::metrics::BidderMetrics;
+use crate::outbound::NoticeHosts;
 
 /// Everything one auction's settlement reads (one context instead of many parameters).
 #[derive(Debug)]
@@ -23,6 +24,11 @@ pub struct AuctionCtx<'a> {
     pub bidder_names: &'a [String],
     /// Prepare `lurl` notices for losing and rejected bids.
     pub loss_notices: bool,
+    /// Index-aligned with `bidder_names`: for a bidder whose markup may be fetched from
+    /// `nurl` (`fetch_markup`), the hosts that `nurl` may name. A bid without `adm` that is not
+    /// from such a bidder, with such an `nurl`, cannot be served and is dropped before the
+    /// auction (`no_markup`), so the next bid can win.
+    pub markup_hosts: &'a [Option<NoticeHosts>],
     /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}`.
     pub now_ms: i64,
 }
@@ -40,8 +46,8 @@ pub struct Won {
 #[derive(Debug, Default)]
 pub struct Settlement {
     pub won: Vec<Won>,
-    /// Loss notice URLs with macros replaced.
-    pub loss_urls: Vec<String>,
+    /// Loss notice URLs with macros replaced, with the index of the bidder they go to.
+    pub loss_urls: Vec<(u32, String)>,
 }
 
 fn empty() -> &'static [String] {
@@ -107,7 +113,21 @@ pub fn settle(
         let currency = response.cur.as_deref().unwrap_or("USD");
         for seatbid in response.seatbid.as_deref().unwrap_or(&[]) {
             let seat = seatbid.seat.as_deref().unwrap_or(bidder_name);
+            let markup_hosts = ctx
+                .markup_hosts
+                .get(*bidder as usize)
+                .and_then(Option::as_ref);
             for bid in &seatbid.bid {
+                let fetchable = || match (markup_hosts, &bid.nurl) {
+                    (Some(hosts), Some(nurl)) => hosts.allows_host_of(nurl),
+                    _ => false,
+                };
+                if bid.adm.is_none() && !fetchable() {
+                    if let Some(m) = metrics.get(*bidder as usize) {
+                        m.rejected("no_markup");
+                    }
+                    continue;
+                }
                 candidates.push(Candidate {
                     bidder: *bidder,
                     seat,
@@ -163,9 +183,10 @@ pub fn settle(
                 None,
             );
             if let Some(lurl) = &bid.lurl {
-                settlement
-                    .loss_urls
-                    .push(substitute(lurl, &values).into_owned());
+                settlement.loss_urls.push((
+                    candidates[rejected.candidate].bidder,
+                    substitute(lurl, &values).into_owned(),
+                ));
             }
         }
     }
@@ -186,9 +207,10 @@ pub fn settle(
                     Some(loser.min_to_win),
                 );
                 if let Some(lurl) = &l_bid.lurl {
-                    settlement
-                        .loss_urls
-                        .push(substitute(lurl, &values).into_owned());
+                    settlement.loss_urls.push((
+                        candidates[loser.candidate].bidder,
+                        substitute(lurl, &values).into_owned(),
+                    ));
                 }
             }
         }

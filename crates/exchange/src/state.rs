@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use admission::{Admission, DeadlinePolicy};
 use arc_swap::ArcSwap;
@@ -13,9 +13,10 @@ use edge::{ConnStats, Door};
 
 use crate::config::Validated;
 use crate::metrics::Metrics;
-use crate::notice_client::NoticeClient;
-use crate::notices::Notifier;
+use crate::notice_client::{ClientSettings, NoticeClient};
+use crate::notices::{Notifier, QueueSettings};
 use crate::roster::{PoolSettings, Roster};
+use crate::sellers::Sellers;
 
 /// Shared state of a running exchange; immutable but for atomics.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(crate) struct State {
     pub(crate) auction: AuctionConfig,
     /// The bidders now; `config.bidders` is only the list the exchange started with.
     pub(crate) roster: ArcSwap<Roster>,
+    /// The sellers and their keys now (a reload replaces them: key rotation).
+    pub(crate) sellers: ArcSwap<Sellers>,
     /// What a reload builds the roster with: the startup values, which only a restart changes.
     pub(crate) pool_settings: PoolSettings,
     /// Serializes reloads (the watcher and SIGHUP) so two never race to swap.
@@ -59,21 +62,25 @@ impl Exchange {
     /// [`Exchange::watch`] is called.
     pub fn new(config: Validated) -> Exchange {
         let pool_settings = PoolSettings::new(&config.config.http, &config.config.breaker);
-        let (roster, _) = Roster::build(
-            &config.config.bidders,
-            &config.endpoints,
-            &pool_settings,
-            &Roster::default(),
-            Instant::now(),
-        );
+        let (roster, _) =
+            Roster::build(&config, &pool_settings, &Roster::default(), Instant::now());
         let metrics = Arc::new(Metrics::new(Vec::new()));
         metrics.set_bidders(roster.table.clone());
+        metrics.set_sellers(config.sellers.clone());
         let n = &config.config.notices;
-        let notice_client = Arc::new(NoticeClient::default());
+        let notice_client = Arc::new(NoticeClient::new(ClientSettings {
+            allow_private_addresses: n.allow_private_addresses,
+            idle_timeout: Duration::from_millis(n.idle_timeout_ms),
+            max_idle_per_host: n.max_idle_per_host,
+        }));
         let notifier = Notifier::start(
-            n.workers,
-            n.queue,
-            std::time::Duration::from_millis(n.timeout_ms),
+            QueueSettings {
+                queue: n.queue,
+                workers: n.workers,
+                timeout: Duration::from_millis(n.timeout_ms),
+                max_attempts: n.max_attempts,
+                retry_base: Duration::from_millis(n.retry_base_ms),
+            },
             notice_client.clone(),
             metrics.clone(),
         );
@@ -94,6 +101,7 @@ impl Exchange {
             },
             id_prefix: format!("{}-{started_ms:x}", config.config.node),
             roster: ArcSwap::from_pointee(roster),
+            sellers: ArcSwap::new(config.sellers.clone()),
             pool_settings,
             reload_lock: tokio::sync::Mutex::new(()),
             metrics,

@@ -114,14 +114,15 @@ async fn operators_pause_a_bidder_reload_and_every_mutation_is_audited() {
 
 #[test]
 fn a_public_admin_address_is_refused_unless_asked_for() {
-    let e = exchange::Config::from_toml("admin_listen = \"0.0.0.0:8081\"")
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let e =
+        exchange::Config::from_toml("open_to_all_sellers = true\nadmin_listen = \"0.0.0.0:8081\"")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
     assert!(e.starts_with("admin_listen:"), "{e}");
     assert!(
         exchange::Config::from_toml(
-            "admin_listen = \"0.0.0.0:8081\"\n[security]\nadmin_remote = true"
+            "open_to_all_sellers = true\nadmin_listen = \"0.0.0.0:8081\"\n[security]\nadmin_remote = true"
         )
         .is_ok()
     );

@@ -306,14 +306,26 @@ async fn win_and_billing_notices_are_fired_with_macros_replaced() {
     })
     .await;
     let b = fixed_bidder("b", 1.25).await;
-    let ex = exchange("", &[("a", a.endpoint()), ("b", b.endpoint())]).await;
+    // Billing on win (the seller default here), and a's notices go to the sink it lists.
+    let ex = exchange_from_toml(&format!(
+        "[notices]\nfire_burl = true\n\
+         [[bidders]]\nname = \"a\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\n\
+         [[bidders]]\nname = \"b\"\nendpoint = \"{}\"\n",
+        a.endpoint(),
+        b.endpoint()
+    ))
+    .await;
     let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);
     let body = body.unwrap();
     let bid = &body["seatbid"][0]["bid"][0];
     assert_eq!(bid["adm"], "<img src='http://a/imp?p=1.26'>");
-    let nurl = bid["nurl"].as_str().unwrap();
-    assert!(!nurl.contains("${"), "{nurl}");
+    for fired in ["nurl", "burl", "lurl"] {
+        assert!(
+            bid.get(fired).is_none(),
+            "the exchange fires {fired}: not handed on ({bid})"
+        );
+    }
     let notices = sink.wait_notices(2).await;
     let win = notices
         .iter()
@@ -335,13 +347,22 @@ async fn bid_without_adm_gets_markup_from_its_win_notice() {
         bids(r, "b", |imp| json!({"id": "x", "impid": imp, "price": 1.0, "nurl": format!("http://{host}/win?p=${{AUCTION_PRICE}}")}))
     })
     .await;
-    let ex = exchange("", &[("a", a.endpoint()), ("b", b.endpoint())]).await;
+    // b's notices go to a's host, which b's configuration lists; b may have its markup fetched.
+    let ex = exchange_from_toml(&format!(
+        "[[bidders]]\nname = \"a\"\nendpoint = \"{}\"\n\
+         [[bidders]]\nname = \"b\"\nendpoint = \"{}\"\nfetch_markup = true\nnotice_hosts = [\"{host}\"]\n",
+        a.endpoint(),
+        b.endpoint()
+    ))
+    .await;
     let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);
     let body = body.unwrap();
-    assert_eq!(
-        body["seatbid"][0]["bid"][0]["adm"],
-        "<div>markup from nurl</div>"
+    let bid = &body["seatbid"][0]["bid"][0];
+    assert_eq!(bid["adm"], "<div>markup from nurl</div>");
+    assert!(
+        bid.get("nurl").is_none(),
+        "an nurl already called is not handed on: {bid}"
     );
     let notices = a.wait_notices(1).await;
     assert_eq!(
@@ -393,7 +414,7 @@ async fn bad_requests_get_clear_errors() {
         ),
         (
             "POST",
-            r#"{"id":"x","imp":[{"id":"1"},{"id":"1"}]}"#,
+            r#"{"id":"x","imp":[{"id":"1","banner":{"w":1,"h":1}},{"id":"1","banner":{"w":1,"h":1}}]}"#,
             400,
             "imp[1].id",
         ),
@@ -405,13 +426,13 @@ async fn bad_requests_get_clear_errors() {
         ),
         (
             "POST",
-            r#"{"id":"x","tmax":0,"imp":[{"id":"1"}]}"#,
+            r#"{"id":"x","tmax":0,"imp":[{"id":"1","banner":{"w":1,"h":1}}]}"#,
             400,
             "tmax",
         ),
         (
             "POST",
-            r#"{"id":"x","imp":[{"id":"1","bidfloor":1,"bidfloorcur":"EUR"}]}"#,
+            r#"{"id":"x","imp":[{"id":"1","bidfloor":1,"bidfloorcur":"EUR","banner":{"w":1,"h":1}}]}"#,
             400,
             "bidfloorcur",
         ),
@@ -474,14 +495,15 @@ async fn loss_notices_carry_the_loss_reason_when_enabled() {
         bids(r, "u", |imp| json!({"id": "u", "impid": imp, "price": 0.05, "lurl": format!("http://{host}/loss?r=${{AUCTION_LOSS}}")}))
     })
     .await;
-    let ex = exchange(
-        "[notices]\nfire_lurl = true\n",
-        &[
-            ("w", winner.endpoint()),
-            ("l", loser.endpoint()),
-            ("u", under_floor.endpoint()),
-        ],
-    )
+    let ex = exchange_from_toml(&format!(
+        "[notices]\nfire_lurl = true\n\
+         [[bidders]]\nname = \"w\"\nendpoint = \"{}\"\n\
+         [[bidders]]\nname = \"l\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\n\
+         [[bidders]]\nname = \"u\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\n",
+        winner.endpoint(),
+        loser.endpoint(),
+        under_floor.endpoint()
+    ))
     .await;
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);

@@ -137,7 +137,11 @@ async fn notices_reuse_kept_alive_connections() {
         })
     })
     .await;
-    let ex = exchange("", &[("a", a.endpoint())]).await;
+    let ex = exchange_from_toml(&format!(
+        "[notices]\nfire_burl = true\n[[bidders]]\nname = \"a\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\n",
+        a.endpoint()
+    ))
+    .await;
     for i in 1..=10 {
         let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
         assert_eq!(status, 200);

@@ -82,8 +82,13 @@ async fn wait_reloads(ex: &RunningExchange, outcome: ReloadOutcome, n: u64) {
     .await;
 }
 
+/// Writes a configuration, as [`support::loopback_test_config`] completes it when it is text.
 fn write(path: &Path, bytes: impl AsRef<[u8]>) {
-    std::fs::write(path, bytes).unwrap();
+    let bytes = bytes.as_ref();
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::fs::write(path, support::loopback_test_config(text)).unwrap(),
+        Err(_) => std::fs::write(path, bytes).unwrap(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -92,6 +92,12 @@ pub struct SimArgs {
     /// Write a `[[bidders]]` section for the exchange config here.
     #[arg(long)]
     pub write_bidders: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Stop after this long (e.g. 30s, 5m); default: until Ctrl-C.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -152,6 +158,11 @@ pub struct LoadArgs {
     /// Check every 200 answer: bid-response (must decode as an OpenRTB 2.6 BidResponse).
     #[arg(long, value_enum)]
     pub check: Option<CheckArg>,
+    /// Environment variable holding a seller key, sent as `Authorization: Bearer <key>` (an
+    /// exchange with [[sellers]] answers 401 without one). Read from the environment so the
+    /// key stays out of the process list.
+    #[arg(long)]
+    pub seller_key_env: Option<String>,
     /// Search for the highest rate whose p99 stays within --slo-p99 with at least
     /// --min-success answered 2xx.
     #[arg(long, requires = "slo_p99")]

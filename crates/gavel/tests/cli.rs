@@ -77,7 +77,9 @@ fn sim_writes_a_bidders_section_the_exchange_accepts() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("http://127.0.0.1:"), "{stdout}");
     let section = std::fs::read_to_string(&path).unwrap();
+    // A complete configuration for a local exchange, as the README uses it.
     let config = exchange::Config::from_toml(&section).unwrap();
+    assert!(config.config.open_to_all_sellers && config.config.notices.allow_private_addresses);
     assert_eq!(config.config.bidders.len(), 2);
 }
 
@@ -102,15 +104,24 @@ fn bad_arguments_are_named() {
 
 #[test]
 fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
-    // An exchange with no bidders answers every valid request 204 at once.
+    // An exchange with no bidders answers every valid request 204 at once, to its one seller,
+    // whose key the load generator reads from the environment.
     let dir = TempDir::new("load");
+    let key = "cli-test-seller-0123456789abcdef";
+    std::fs::write(dir.join("seller.key"), format!("{key}\n")).unwrap();
     let config = dir.join("exchange.toml");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    std::fs::write(&config, format!("listen = \"127.0.0.1:{port}\"\n")).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\n[[sellers]]\nname = \"cli\"\nkey_file = \"seller.key\"\n"
+        ),
+    )
+    .unwrap();
     let mut exchange = gavel()
         .args(["exchange", "--config", config.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
@@ -129,21 +140,35 @@ fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
     );
     let url = format!("http://127.0.0.1:{port}/openrtb2/auction");
     let json = dir.join("out.json");
-    let (ok, stdout, stderr) = run(&[
-        "load",
-        "--url",
-        &url,
-        "--rate",
-        "200",
-        "--duration",
-        "1s",
-        "--warmup",
-        "200ms",
-        "--slo",
-        "100ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    // Without the key every request is refused, before the exchange reads a body.
+    let (_, refused, _) = run(&["load", "--url", &url, "--rate", "50", "--duration", "200ms"]);
+    assert!(refused.contains("401: 10"), "{refused}");
+    let out = gavel()
+        .env("GAVEL_TEST_SELLER_KEY", key)
+        .args([
+            "load",
+            "--seller-key-env",
+            "GAVEL_TEST_SELLER_KEY",
+            "--url",
+            &url,
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--slo",
+            "100ms",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let (ok, stdout, stderr) = (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
     exchange.kill().unwrap();
     let _ = exchange.wait();
     assert!(ok, "{stderr}");

@@ -75,7 +75,9 @@ async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
     std::fs::write(
         &config,
         format!(
-            "[deadline]\nmax_tmax_ms = 2000\n[[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n"
+            "open_to_all_sellers = true\n[deadline]\nmax_tmax_ms = 2000\n\
+             [notices]\nfire_burl = true\nallow_private_addresses = true\n\
+             [[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n"
         ),
     )
     .unwrap();

@@ -102,7 +102,9 @@ async fn sighup_reloads_the_exchange_bidder_list() {
     let dir = TempDir::new("exchange");
     let config = dir.join("exchange.toml");
     let text = |name: &str, addr: SocketAddr| {
-        format!("[[bidders]]\nname = \"{name}\"\nendpoint = \"http://{addr}/bid\"\n")
+        format!(
+            "open_to_all_sellers = true\n[[bidders]]\nname = \"{name}\"\nendpoint = \"http://{addr}/bid\"\n"
+        )
     };
     std::fs::write(&config, text("one", first)).unwrap();
     let (child, addr, _) = common::spawn_listening("exchange", &config);

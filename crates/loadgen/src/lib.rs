@@ -136,6 +136,10 @@ pub async fn run_with_progress(
         queue: Arc::clone(&queue),
         timeout: spec.timeout,
         check: spec.check,
+        authorization: spec
+            .authorization
+            .as_deref()
+            .and_then(|a| http::HeaderValue::from_str(a).ok()),
         progress: Arc::clone(&progress),
         finished,
     });

@@ -142,6 +142,9 @@ pub struct LoadSpec {
     pub warmup_rate: Option<f64>,
     /// What to check in answers beyond their status.
     pub check: ResponseCheck,
+    /// Sent as the `Authorization` header of every request (`Bearer <seller key>` for a
+    /// Gavel exchange with `[[sellers]]`). At most 1024 visible ASCII characters.
+    pub authorization: Option<String>,
 }
 
 impl LoadSpec {
@@ -157,12 +160,23 @@ impl LoadSpec {
             warmup: Duration::ZERO,
             warmup_rate: None,
             check: ResponseCheck::None,
+            authorization: None,
         }
     }
 
     /// Checks every field; the error names the first field out of range.
     pub fn validate(&self) -> Result<(), LoadError> {
         let bad = |field: &'static str, reason: String| LoadError::InvalidSpec { field, reason };
+        if let Some(a) = &self.authorization
+            && (a.is_empty()
+                || a.len() > 1024
+                || !a.bytes().all(|b| b == b' ' || b.is_ascii_graphic()))
+        {
+            return Err(bad(
+                "authorization",
+                "must be 1..=1024 visible ASCII characters".to_owned(),
+            ));
+        }
         let rate_ok = |r: f64| r.is_finite() && r > 0.0 && r <= MAX_RATE;
         let rate_err = |what: &str, r: f64| {
             bad(

@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     pub queue: Arc<JobQueue>,
     pub timeout: Duration,
     pub check: ResponseCheck,
+    /// The `Authorization` header of every request, if any.
+    pub authorization: Option<HeaderValue>,
     pub progress: Arc<Progress>,
     /// Turns true once every request of the run has ended; workers keep their connections
     /// open until then (see [`linger`]).
@@ -373,5 +375,8 @@ fn build_request(shared: &Shared, seq: u64) -> Request<Body> {
     let headers = req.headers_mut();
     headers.insert(HOST, shared.target.host_header.clone());
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(a) = &shared.authorization {
+        headers.insert(http::header::AUTHORIZATION, a.clone());
+    }
     req
 }

@@ -99,6 +99,8 @@ pub struct FleetConfig {
     /// Address every listener binds, with port 0. Normally 127.0.0.1.
     pub bind: IpAddr,
     pub profiles: Vec<BidderProfile>,
+    /// Serve HTTPS with this certificate (endpoints and notice URLs become `https://`).
+    pub tls: Option<Arc<edge::ServerTls>>,
 }
 
 impl FleetConfig {
@@ -108,6 +110,7 @@ impl FleetConfig {
             seed,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             profiles,
+            tls: None,
         }
     }
 }
@@ -119,6 +122,9 @@ pub struct RunningBidder {
     pub addr: SocketAddr,
     /// `http://127.0.0.1:PORT/openrtb2`: where to POST bid requests.
     pub endpoint: String,
+    /// Some of its bids carry no `adm`: their markup is the answer to the win notice, so the
+    /// exchange must be told it may fetch it (`fetch_markup`).
+    pub markup_on_win_notice: bool,
 }
 
 /// A running fleet. Cheap to clone (the state is shared). The servers run until the shutdown
@@ -177,11 +183,17 @@ pub async fn start(
             IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
             ip => ip,
         };
-        let base_url = format!("http://{}", SocketAddr::new(host, addr.port()));
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let base_url = format!("{scheme}://{}", SocketAddr::new(host, addr.port()));
         bidders.push(RunningBidder {
             name: profile.name.clone(),
             addr,
             endpoint: format!("{base_url}/openrtb2"),
+            markup_on_win_notice: profile.markup != profile::Markup::Inline,
         });
         let ctx = Arc::new(BidderCtx {
             index,
@@ -192,7 +204,11 @@ pub async fn start(
             notices: notices.clone(),
             shutdown: rx.clone(),
         });
-        handles.push(tokio::spawn(server::accept_loop(listener, ctx.clone())));
+        handles.push(tokio::spawn(server::accept_loop(
+            listener,
+            config.tls.clone(),
+            ctx.clone(),
+        )));
         ctxs.push(ctx);
     }
     let signal = tx.clone();
@@ -243,7 +259,9 @@ impl Fleet {
     }
 
     /// A `[[bidders]]` section for the exchange configuration (name, endpoint,
-    /// max_connections), one block per bidder, blank-line separated.
+    /// max_connections, and `fetch_markup` for a bidder that serves markup on the win notice),
+    /// one block per bidder, blank-line separated. Its notices go to its own endpoint's host
+    /// and port, the exchange's default allowlist.
     pub fn exchange_bidders_toml(&self, max_connections: u32) -> String {
         let mut out = String::new();
         for (i, b) in self.bidders.iter().enumerate() {
@@ -255,6 +273,9 @@ impl Fleet {
                 toml_string(&b.name),
                 toml_string(&b.endpoint),
             ));
+            if b.markup_on_win_notice {
+                out.push_str("fetch_markup = true\n");
+            }
         }
         out
     }

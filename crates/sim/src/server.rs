@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::bidder::{self, Decision, GARBAGE, PlannedBid};
@@ -51,7 +51,11 @@ pub(crate) async fn shutdown_signalled(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
-pub(crate) async fn accept_loop(listener: TcpListener, ctx: Arc<BidderCtx>) {
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<Arc<edge::ServerTls>>,
+    ctx: Arc<BidderCtx>,
+) {
     let stop = shutdown_signalled(ctx.shutdown.clone());
     tokio::pin!(stop);
     loop {
@@ -62,7 +66,24 @@ pub(crate) async fn accept_loop(listener: TcpListener, ctx: Arc<BidderCtx>) {
         };
         match accepted {
             Ok((stream, peer)) => {
-                tokio::spawn(serve_connection(stream, peer, ctx.clone()));
+                // Small request/response exchanges: Nagle would add delay for nothing.
+                let _ = stream.set_nodelay(true);
+                match tls.as_ref().and_then(|t| t.acceptor()) {
+                    None => {
+                        tokio::spawn(serve_connection(stream, peer, ctx.clone()));
+                    }
+                    Some(acceptor) => {
+                        let ctx = ctx.clone();
+                        tokio::spawn(async move {
+                            match acceptor.accept(stream).await {
+                                Ok(stream) => serve_connection(stream, peer, ctx).await,
+                                Err(e) => {
+                                    tracing::debug!(%peer, error = %e, "TLS handshake failed")
+                                }
+                            }
+                        });
+                    }
+                }
             }
             Err(e) => {
                 // E.g. EMFILE: back off instead of spinning; the listener stays usable.
@@ -74,9 +95,10 @@ pub(crate) async fn accept_loop(listener: TcpListener, ctx: Arc<BidderCtx>) {
     tracing::debug!(bidder = %ctx.profile.name, "listener closed");
 }
 
-async fn serve_connection(stream: TcpStream, peer: SocketAddr, ctx: Arc<BidderCtx>) {
-    // Small request/response exchanges: Nagle would add delay for nothing.
-    let _ = stream.set_nodelay(true);
+async fn serve_connection<S>(stream: S, peer: SocketAddr, ctx: Arc<BidderCtx>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let svc_ctx = ctx.clone();
     let service = service_fn(move |req| handle(svc_ctx.clone(), req));
     let conn = http1::Builder::new()

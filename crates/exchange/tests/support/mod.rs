@@ -39,6 +39,21 @@ pub struct ScriptedBidder {
 
 impl ScriptedBidder {
     pub async fn start(answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static) -> Self {
+        Self::start_with(None, answer).await
+    }
+
+    /// [`ScriptedBidder::start`], serving HTTPS with `tls`'s certificate.
+    pub async fn start_tls(
+        tls: Arc<edge::ServerTls>,
+        answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_with(Some(tls), answer).await
+    }
+
+    async fn start_with(
+        tls: Option<Arc<edge::ServerTls>>,
+        answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let answer: Arc<Answer> = Arc::new(answer);
@@ -59,6 +74,7 @@ impl ScriptedBidder {
                 connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (answer, notices, requests) =
                     (answer.clone(), notices.clone(), requests.clone());
+                let acceptor = tls.as_ref().and_then(|t| t.acceptor());
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<Incoming>| {
                         let (answer, notices, requests) =
@@ -85,9 +101,21 @@ impl ScriptedBidder {
                             Ok(r)
                         }
                     });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    match acceptor {
+                        None => {
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        }
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        }
+                    }
                 });
             }
         });
@@ -111,8 +139,19 @@ impl ScriptedBidder {
 }
 
 /// Answers with one bid per imp of the request, each built by `bid(imp_id)` as a JSON object.
+/// A bid with neither `adm` nor `nurl` gets a small `adm`: a bid must carry its markup.
 pub fn bids(request: &BidRequest, seat: &str, bid: impl Fn(&str) -> serde_json::Value) -> Script {
-    let bids: Vec<_> = request.imp.iter().map(|imp| bid(&imp.id)).collect();
+    let bids: Vec<_> = request
+        .imp
+        .iter()
+        .map(|imp| {
+            let mut b = bid(&imp.id);
+            if b.get("adm").is_none() && b.get("nurl").is_none() {
+                b["adm"] = serde_json::Value::from("<div>ad</div>");
+            }
+            b
+        })
+        .collect();
     let body = serde_json::json!({ "id": request.id, "seatbid": [{ "seat": seat, "bid": bids }] });
     Script {
         delay: Duration::ZERO,
@@ -156,13 +195,38 @@ pub async fn exchange_with_cap(
     exchange_from_toml(&text).await
 }
 
-/// Starts an exchange from a whole configuration text.
+/// Starts an exchange from a whole configuration text, open to every caller and allowed to
+/// send notices to loopback (where every test bidder lives), unless the text says otherwise.
 pub async fn exchange_from_toml(text: &str) -> RunningExchange {
-    start(Config::from_toml(text).unwrap()).await
+    start(Config::from_toml(&loopback_test_config(text)).unwrap()).await
+}
+
+/// `text` with `open_to_all_sellers = true` when it configures no seller, and
+/// `notices.allow_private_addresses = true` when it does not set it.
+pub fn loopback_test_config(text: &str) -> String {
+    let mut text = text.to_owned();
+    if !text.contains("allow_private_addresses") {
+        text = if text.contains("[notices]\n") {
+            text.replacen(
+                "[notices]\n",
+                "[notices]\nallow_private_addresses = true\n",
+                1,
+            )
+        } else {
+            format!("{text}\n[notices]\nallow_private_addresses = true\n")
+        };
+    }
+    if !text.contains("[[sellers]]") && !text.contains("open_to_all_sellers") {
+        text = format!("open_to_all_sellers = true\n{text}");
+    }
+    text
 }
 
 /// Starts an exchange from the configuration file at `path` (so that it can follow it).
+/// The file is first rewritten through [`loopback_test_config`].
 pub async fn exchange_from_file(path: &std::path::Path) -> RunningExchange {
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::write(path, loopback_test_config(&text)).unwrap();
     start(Config::load(path).unwrap()).await
 }
 

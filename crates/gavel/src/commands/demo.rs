@@ -35,6 +35,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             seed: args.seed,
             bind: std::net::IpAddr::from([127, 0, 0, 1]),
             profiles: sim::demo_profiles(args.bidders),
+            tls: None,
         },
         stopped(stop_rx.clone()),
     )
@@ -48,9 +49,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let per_bidder = (in_flight * 2).clamp(16, 4096);
     // Loss notices: the real bidder's lost bids then return their reserved price to their
     // campaign at once instead of when the reservation expires.
+    // One seller, the load generator, with a fresh key; it bills on win, since nothing here
+    // renders the ads. Every bidder is on loopback, and so is every connection of the load.
+    let (seller_key_file, seller_key) = real_bidder.seller_key()?;
     let config_text = format!(
-        "node = \"demo\"\n[deadline]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
-         [notices]\nfire_lurl = true\n\n{bidders}\n{real}",
+        "node = \"demo\"\n[http]\nmax_connections_per_ip = 8192\n\
+         [deadline]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
+         [notices]\nfire_lurl = true\nallow_private_addresses = true\n\n\
+         [[sellers]]\nname = \"demo-load\"\nkey_file = {key_file:?}\nbill_on_win = true\n\n\
+         {bidders}\n{real}",
+        key_file = seller_key_file.display().to_string(),
         tmax = args.tmax,
         bidders = fleet.exchange_bidders_toml(per_bidder),
         real = real_bidder.exchange_toml(per_bidder),
@@ -86,6 +94,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         warmup: Duration::ZERO,
         warmup_rate: None,
         check: ResponseCheck::None,
+        authorization: Some(format!("Bearer {seller_key}")),
     };
     let corpus = Arc::new(Corpus::generated(args.seed, 1000, args.tmax));
     let report = loadgen::run(&spec, corpus).await?;

@@ -140,6 +140,15 @@ impl DemoBidder {
         })
     }
 
+    /// A fresh random seller key, written (owner-only) beside the bidder's files, which are
+    /// removed with it: the demo's exchange authenticates its one seller, the load generator.
+    pub fn seller_key(&self) -> anyhow::Result<(PathBuf, String)> {
+        let key = random_hex_key()?;
+        let path = self.dir.join("seller.key");
+        write_private(&path, &key)?;
+        Ok((path, key))
+    }
+
     /// The exchange's `[[bidders]]` entry for this bidder.
     pub fn exchange_toml(&self, max_connections: u32) -> String {
         format!(

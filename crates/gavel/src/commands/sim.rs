@@ -4,6 +4,18 @@ use anyhow::Context;
 
 use crate::cli::SimArgs;
 
+/// What makes the written `[[bidders]]` section a complete exchange configuration for a local
+/// test: the simulated bidders live on loopback, and so does whoever sends the auctions.
+const LOCAL_EXCHANGE_HEADER: &str = "\
+# Written by `gavel sim`: a complete exchange configuration for a local test. Any caller is
+# served (no [[sellers]]) and notices may go to loopback, where the simulated bidders live.
+open_to_all_sellers = true
+
+[notices]
+allow_private_addresses = true
+
+";
+
 /// Largest accepted profile file.
 const MAX_PROFILE_BYTES: usize = 1024 * 1024;
 
@@ -16,10 +28,17 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         None => sim::demo_profiles(args.bidders),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(std::sync::Arc::new(
+            edge::ServerTls::load(cert, key).map_err(anyhow::Error::msg)?,
+        )),
+        _ => None,
+    };
     let config = sim::FleetConfig {
         seed: args.seed,
         bind: std::net::IpAddr::from([127, 0, 0, 1]),
         profiles,
+        tls,
     };
     let fleet = sim::start(config, async {
         let _ = stop_rx.await;
@@ -31,7 +50,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let section = fleet.exchange_bidders_toml(64);
     match &args.write_bidders {
         Some(path) => {
-            std::fs::write(path, &section)
+            std::fs::write(path, format!("{LOCAL_EXCHANGE_HEADER}{section}"))
                 .with_context(|| format!("cannot write {}", path.display()))?;
             println!("wrote the [[bidders]] section to {}", path.display());
         }

@@ -104,6 +104,15 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
             Some(CheckArg::BidResponse) => ResponseCheck::BidResponse,
             None => ResponseCheck::None,
         },
+        authorization: match &args.seller_key_env {
+            Some(var) => Some(format!(
+                "Bearer {}",
+                std::env::var(var)
+                    .map_err(|_| anyhow::anyhow!("--seller-key-env: {var} is not set"))?
+                    .trim()
+            )),
+            None => None,
+        },
     };
     spec.validate()?;
     Ok(spec)

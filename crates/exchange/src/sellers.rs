@@ -1,0 +1,533 @@
+//! Who may ask for auctions: sellers (publishers, SSPs) and their API keys, with the few
+//! settings an exchange keeps per seller. A seller sends `Authorization: Bearer <key>`; the key
+//! is looked up before the body is read, and an unknown or missing one is answered 401 and
+//! counted, so no bidder ever sees the request.
+//!
+//! Keys come from a file (`key_file`, one key per line) or the environment (`key_env`,
+//! separated by commas or whitespace): several at once, so a key is rotated by adding the new
+//! one, moving the seller over, then removing the old one. They are read when the
+//! configuration loads (start and every reload) and kept only as SHA-256 digests, so a lookup
+//! compares digests of equal length and the keys themselves are never logged or shown.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+/// Most sellers one configuration may name.
+pub const MAX_SELLERS: usize = 4096;
+/// Shortest accepted key: guessing one must be hopeless.
+pub const MIN_KEY_CHARS: usize = 16;
+/// Longest accepted key.
+pub const MAX_KEY_CHARS: usize = 256;
+/// Most keys one seller may have at once (rotation needs two).
+pub const MAX_KEYS_PER_SELLER: usize = 8;
+/// Largest key file read.
+const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
+
+/// One seller as the configuration file writes it (`[[sellers]]`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SellerConfig {
+    /// Unique name, used in metrics and logs.
+    pub name: String,
+    /// File holding the seller's keys, one per line (`#` comments and blank lines ignored);
+    /// relative to the configuration file.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// Environment variable holding the seller's keys, separated by commas or whitespace.
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// Bidders this seller's auctions go to, by name. Default: every bidder.
+    #[serde(default)]
+    pub bidders: Option<Vec<String>>,
+    /// Factor applied to every floor of this seller's requests (imp and deal), as a decimal:
+    /// 1.1 raises floors by 10%. Default 1.0; 0.01..=100.
+    #[serde(default)]
+    pub floor_multiplier: Option<f64>,
+    /// Cap on this seller's `tmax`, in milliseconds (below `deadline.max_tmax_ms`).
+    #[serde(default)]
+    pub max_tmax_ms: Option<u32>,
+    /// The exchange fires the winner's `burl` at auction end: the seller bills on win. Default
+    /// `notices.fire_burl` (false: the seller fires `burl` on render, so it is in the answer).
+    #[serde(default)]
+    pub bill_on_win: Option<bool>,
+    /// The seller fires the winners' notices itself: the answer keeps `nurl`, `burl` and `lurl`
+    /// and the exchange fires none of them. Default false.
+    #[serde(default)]
+    pub fires_notices: bool,
+}
+
+/// A seller's settings as an auction reads them.
+#[derive(Debug)]
+pub struct Seller {
+    pub name: String,
+    /// Allowed bidder names; `None`: all.
+    pub bidders: Option<HashSet<String>>,
+    /// Floors are multiplied by this many thousandths (1000: unchanged).
+    pub floor_permille: u32,
+    pub max_tmax_ms: Option<u32>,
+    pub bill_on_win: bool,
+    pub fires_notices: bool,
+    /// Requests taken from this seller (authenticated).
+    pub requests: AtomicU64,
+}
+
+impl Seller {
+    /// The seller of every request when `open_to_all_sellers` is set and no key matched.
+    pub fn anonymous(bill_on_win: bool) -> Seller {
+        Seller {
+            name: "-".to_owned(),
+            bidders: None,
+            floor_permille: 1000,
+            max_tmax_ms: None,
+            bill_on_win,
+            fires_notices: false,
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// May this seller's auctions call the bidder named `name`?
+    pub fn allows(&self, name: &str) -> bool {
+        self.bidders.as_ref().is_none_or(|b| b.contains(name))
+    }
+
+    /// `floor` raised by the seller's multiplier, rounded to the nearest micro.
+    pub fn floor(&self, floor: openrtb::Price) -> openrtb::Price {
+        if self.floor_permille == 1000 {
+            return floor;
+        }
+        let scaled = (i128::from(floor.micros()) * i128::from(self.floor_permille) + 500) / 1000;
+        openrtb::Price::from_micros(i64::try_from(scaled).unwrap_or(i64::MAX))
+    }
+}
+
+/// Why a request's key was not accepted (bounded: metrics labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRefusal {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// A key no seller has.
+    Unknown,
+}
+
+/// Every seller and its keys: what the auction route asks before reading a body.
+#[derive(Debug)]
+pub struct Sellers {
+    by_digest: HashMap<[u8; 32], usize>,
+    sellers: Vec<Arc<Seller>>,
+    /// Set when `open_to_all_sellers`: a request without a known key is this seller's.
+    anonymous: Option<Arc<Seller>>,
+}
+
+impl Sellers {
+    /// No seller at all: every request is refused.
+    pub fn empty() -> Sellers {
+        Sellers {
+            by_digest: HashMap::new(),
+            sellers: Vec::new(),
+            anonymous: None,
+        }
+    }
+
+    /// The seller a request's `Authorization` header names.
+    ///
+    /// # Errors
+    /// [`KeyRefusal`] when the header is missing or names no seller (and the exchange is not
+    /// open to all sellers).
+    pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<&Arc<Seller>, KeyRefusal> {
+        let key = authorization.and_then(bearer);
+        let found = key.and_then(|k| self.by_digest.get(&digest(k)));
+        match (found, &self.anonymous) {
+            (Some(&i), _) => self.sellers.get(i).ok_or(KeyRefusal::Unknown),
+            (None, Some(anyone)) => Ok(anyone),
+            (None, None) if key.is_none() => Err(KeyRefusal::Missing),
+            (None, None) => Err(KeyRefusal::Unknown),
+        }
+    }
+
+    /// Configured sellers, in file order (the anonymous one excluded).
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Seller>> {
+        self.sellers.iter()
+    }
+
+    /// The seller named `name`.
+    pub fn named(&self, name: &str) -> Option<&Arc<Seller>> {
+        self.sellers.iter().find(|s| s.name == name)
+    }
+
+    /// Builds the table, reading every key (blocking: at load time only). `dir` resolves
+    /// relative key files; `fire_burl` is the default of `bill_on_win`.
+    ///
+    /// # Errors
+    /// `(key, problem)` naming the seller's key at fault.
+    pub fn build(
+        configs: &[SellerConfig],
+        open_to_all: bool,
+        fire_burl: bool,
+        bidder_names: &HashSet<&str>,
+        files: &KeySources<'_>,
+    ) -> Result<Sellers, (String, String)> {
+        if configs.is_empty() && !open_to_all {
+            return Err((
+                "sellers".to_owned(),
+                "no [[sellers]] configured: add sellers with keys, or set open_to_all_sellers = true to serve anyone who can reach the port".to_owned(),
+            ));
+        }
+        if configs.len() > MAX_SELLERS {
+            return Err((
+                "sellers".to_owned(),
+                format!("at most {MAX_SELLERS} sellers"),
+            ));
+        }
+        let mut by_digest = HashMap::new();
+        let mut sellers = Vec::with_capacity(configs.len());
+        let mut names = HashSet::new();
+        for (i, c) in configs.iter().enumerate() {
+            let key = |field: &str| format!("sellers[{i}].{field} ({:?})", c.name);
+            if c.name.is_empty()
+                || c.name.len() > 64
+                || c.name == "-"
+                || !c
+                    .name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+            {
+                return Err((
+                    key("name"),
+                    "must be 1-64 ASCII letters, digits, '-', '_' or '.'".to_owned(),
+                ));
+            }
+            if !names.insert(c.name.as_str()) {
+                return Err((key("name"), "duplicate seller name".to_owned()));
+            }
+            let keys = read_keys(c, files).map_err(|(field, problem)| (key(field), problem))?;
+            for k in keys {
+                if by_digest.insert(digest(&k), i).is_some() {
+                    return Err((
+                        key("key_file"),
+                        "a key is also another seller's (or listed twice): each key names one seller".to_owned(),
+                    ));
+                }
+            }
+            if let Some(allowed) = &c.bidders
+                && let Some(unknown) = allowed.iter().find(|b| !bidder_names.contains(b.as_str()))
+            {
+                return Err((key("bidders"), format!("no bidder is named {unknown:?}")));
+            }
+            let floor_permille = match c.floor_multiplier {
+                None => 1000,
+                Some(m) if (0.01..=100.0).contains(&m) => (m * 1000.0).round() as u32,
+                Some(_) => {
+                    return Err((key("floor_multiplier"), "must be 0.01..=100".to_owned()));
+                }
+            };
+            if c.max_tmax_ms.is_some_and(|t| t == 0 || t > 60_000) {
+                return Err((key("max_tmax_ms"), "must be 1..=60000".to_owned()));
+            }
+            let bill_on_win = c.bill_on_win.unwrap_or(fire_burl);
+            if bill_on_win && c.fires_notices {
+                return Err((
+                    key("bill_on_win"),
+                    "the seller fires notices itself (fires_notices), so the exchange firing burl on win would bill twice".to_owned(),
+                ));
+            }
+            sellers.push(Arc::new(Seller {
+                name: c.name.clone(),
+                bidders: c.bidders.as_ref().map(|b| b.iter().cloned().collect()),
+                floor_permille,
+                max_tmax_ms: c.max_tmax_ms,
+                bill_on_win,
+                fires_notices: c.fires_notices,
+                requests: AtomicU64::new(0),
+            }));
+        }
+        Ok(Sellers {
+            by_digest,
+            sellers,
+            anonymous: open_to_all.then(|| Arc::new(Seller::anonymous(fire_burl))),
+        })
+    }
+
+    /// The anonymous seller, when the exchange is open to all.
+    pub fn anonymous(&self) -> Option<&Arc<Seller>> {
+        self.anonymous.as_ref()
+    }
+}
+
+fn digest(key: &[u8]) -> [u8; 32] {
+    Sha256::digest(key).into()
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
+fn bearer(header: &[u8]) -> Option<&[u8]> {
+    let header = header.trim_ascii();
+    let (scheme, rest) = header.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Where keys are read from: relative key files are under `dir`; `env` reads a variable
+/// (`std::env::var` in production, a table in tests).
+pub struct KeySources<'a> {
+    pub dir: Option<&'a Path>,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl std::fmt::Debug for KeySources<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeySources")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// A seller's keys, from its file or its environment variable (exactly one of them).
+fn read_keys(
+    c: &SellerConfig,
+    sources: &KeySources<'_>,
+) -> Result<Vec<Vec<u8>>, (&'static str, String)> {
+    let (field, text) = match (&c.key_file, &c.key_env) {
+        (Some(file), None) => {
+            let path = match sources.dir {
+                Some(d) if file.is_relative() => d.join(file),
+                _ => file.clone(),
+            };
+            let text = settings::read_bounded(&path, MAX_KEY_FILE_BYTES)
+                .map_err(|e| ("key_file", e.to_string()))?;
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .collect();
+            ("key_file", lines.join("\n"))
+        }
+        (None, Some(var)) => {
+            let value = (sources.env)(var).ok_or_else(|| {
+                (
+                    "key_env",
+                    format!("environment variable {var} is not set (or not UTF-8)"),
+                )
+            })?;
+            ("key_env", value.replace(',', " "))
+        }
+        _ => {
+            return Err((
+                "key_file",
+                "give exactly one of key_file and key_env".to_owned(),
+            ));
+        }
+    };
+    let keys: Vec<Vec<u8>> = text
+        .split_ascii_whitespace()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    if keys.is_empty() {
+        return Err((field, "holds no key".to_owned()));
+    }
+    if keys.len() > MAX_KEYS_PER_SELLER {
+        return Err((
+            field,
+            format!("holds {} keys; at most {MAX_KEYS_PER_SELLER}", keys.len()),
+        ));
+    }
+    for (n, k) in keys.iter().enumerate() {
+        if !(MIN_KEY_CHARS..=MAX_KEY_CHARS).contains(&k.len())
+            || !k.iter().all(u8::is_ascii_graphic)
+        {
+            return Err((
+                field,
+                format!(
+                    "key {} must be {MIN_KEY_CHARS}..={MAX_KEY_CHARS} visible ASCII characters (the key itself is not shown)",
+                    n + 1
+                ),
+            ));
+        }
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY_A: &str = "pub-a-0123456789abcdef";
+    const KEY_A2: &str = "pub-a-rotated-fedcba9876543210";
+    const KEY_B: &str = "pub-b-0123456789abcdef";
+
+    fn seller(name: &str, env: &str) -> SellerConfig {
+        SellerConfig {
+            name: name.to_owned(),
+            key_file: None,
+            key_env: Some(env.to_owned()),
+            bidders: None,
+            floor_multiplier: None,
+            max_tmax_ms: None,
+            bill_on_win: None,
+            fires_notices: false,
+        }
+    }
+
+    fn dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gavel-sellers-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn env(var: &str) -> Option<String> {
+        (var == "GAVEL_SELLER_PUB_A").then(|| format!(" {KEY_A},{KEY_A2} "))
+    }
+
+    fn build(configs: &[SellerConfig], open: bool) -> Result<Sellers, (String, String)> {
+        let names: HashSet<&str> = ["dsp-a", "dsp-b"].into();
+        let d = dir();
+        let sources = KeySources {
+            dir: Some(&d),
+            env: &env,
+        };
+        Sellers::build(configs, open, false, &names, &sources)
+    }
+
+    #[test]
+    fn keys_from_a_file_name_their_seller_and_several_are_valid_at_once() {
+        let d = dir();
+        std::fs::write(
+            d.join("a.key"),
+            format!("# pub-a, rotating\n{KEY_A}\n\n  {KEY_A2}  \n"),
+        )
+        .unwrap();
+        std::fs::write(d.join("b.key"), KEY_B).unwrap();
+        let mut a = seller("pub-a", "");
+        (a.key_env, a.key_file) = (None, Some("a.key".into()));
+        let mut b = seller("pub-b", "");
+        (b.key_env, b.key_file) = (None, Some(d.join("b.key")));
+        let s = build(&[a, b], false).unwrap();
+        let who = |h: &str| s.authenticate(Some(h.as_bytes())).map(|s| s.name.clone());
+        assert_eq!(who(&format!("Bearer {KEY_A}")), Ok("pub-a".into()));
+        assert_eq!(who(&format!("bearer   {KEY_A2} ")), Ok("pub-a".into()));
+        assert_eq!(who(&format!("Bearer {KEY_B}")), Ok("pub-b".into()));
+        assert_eq!(
+            who("Bearer pub-a-0123456789abcdeX"),
+            Err(KeyRefusal::Unknown)
+        );
+        assert_eq!(who(&format!("Basic {KEY_A}")), Err(KeyRefusal::Missing));
+        assert_eq!(who("Bearer "), Err(KeyRefusal::Missing));
+        assert_eq!(s.authenticate(None).map(|_| ()), Err(KeyRefusal::Missing));
+    }
+
+    #[test]
+    fn keys_from_the_environment() {
+        let s = build(&[seller("pub-a", "GAVEL_SELLER_PUB_A")], false).unwrap();
+        for key in [KEY_A, KEY_A2] {
+            let found = s.authenticate(Some(format!("Bearer {key}").as_bytes()));
+            assert_eq!(found.map(|s| s.name.as_str()), Ok("pub-a"));
+        }
+        let e = build(&[seller("pub-a", "GAVEL_UNSET")], false).unwrap_err();
+        assert_eq!(e.0, "sellers[0].key_env (\"pub-a\")");
+        assert!(e.1.contains("GAVEL_UNSET"), "{e:?}");
+    }
+
+    #[test]
+    fn no_sellers_needs_the_explicit_open_flag() {
+        let e = build(&[], false).unwrap_err();
+        assert_eq!(e.0, "sellers");
+        let open = build(&[], true).unwrap();
+        let anyone = open.authenticate(None).unwrap();
+        assert_eq!(anyone.name, "-");
+        assert!(anyone.allows("dsp-a"));
+    }
+
+    #[test]
+    fn bad_seller_settings_are_named() {
+        let d = dir();
+        std::fs::write(d.join("short.key"), "tooshort").unwrap();
+        std::fs::write(d.join("empty.key"), "# nothing\n").unwrap();
+        std::fs::write(d.join("dup.key"), format!("{KEY_A}\n")).unwrap();
+        let with_file = |name: &str, file: &str| {
+            let mut c = seller(name, "");
+            (c.key_env, c.key_file) = (None, Some(file.into()));
+            c
+        };
+        let cases: Vec<(Vec<SellerConfig>, &str)> = vec![
+            (vec![with_file("a", "short.key")], "sellers[0].key_file"),
+            (vec![with_file("a", "empty.key")], "sellers[0].key_file"),
+            (vec![with_file("a", "missing.key")], "sellers[0].key_file"),
+            (
+                vec![with_file("a", "dup.key"), with_file("b", "dup.key")],
+                "sellers[1].key_file",
+            ),
+            (
+                vec![with_file("a", "dup.key"), with_file("a", "dup.key")],
+                "sellers[1].name",
+            ),
+            (vec![with_file("a b", "dup.key")], "sellers[0].name"),
+            (
+                vec![SellerConfig {
+                    bidders: Some(vec!["nobody".into()]),
+                    ..with_file("a", "dup.key")
+                }],
+                "sellers[0].bidders",
+            ),
+            (
+                vec![SellerConfig {
+                    floor_multiplier: Some(0.0),
+                    ..with_file("a", "dup.key")
+                }],
+                "sellers[0].floor_multiplier",
+            ),
+            (
+                vec![SellerConfig {
+                    max_tmax_ms: Some(0),
+                    ..with_file("a", "dup.key")
+                }],
+                "sellers[0].max_tmax_ms",
+            ),
+            (
+                vec![SellerConfig {
+                    bill_on_win: Some(true),
+                    fires_notices: true,
+                    ..with_file("a", "dup.key")
+                }],
+                "sellers[0].bill_on_win",
+            ),
+            (
+                vec![SellerConfig {
+                    key_env: Some("X".into()),
+                    ..with_file("a", "dup.key")
+                }],
+                "sellers[0].key_file",
+            ),
+        ];
+        for (configs, key) in cases {
+            let e = build(&configs, false).unwrap_err();
+            assert!(e.0.starts_with(key), "{key}: got {e:?}");
+            assert!(!e.1.contains(KEY_A), "a key is never shown: {e:?}");
+        }
+    }
+
+    #[test]
+    fn floors_scale_by_the_multiplier_in_integer_micros() {
+        let mut s = Seller::anonymous(false);
+        let p = openrtb::Price::from_micros;
+        assert_eq!(s.floor(p(1_234_567)), p(1_234_567));
+        s.floor_permille = 1_100;
+        assert_eq!(s.floor(p(1_000_000)), p(1_100_000));
+        assert_eq!(s.floor(p(5)), p(6), "5.5 micros rounds half up");
+        s.floor_permille = 100_000;
+        assert_eq!(s.floor(p(i64::MAX)), p(i64::MAX), "saturates, no overflow");
+    }
+
+    #[test]
+    fn allowed_bidders_are_by_name() {
+        let mut s = Seller::anonymous(false);
+        s.bidders = Some(["dsp-a".to_owned()].into());
+        assert!(s.allows("dsp-a"));
+        assert!(!s.allows("dsp-b"));
+    }
+}
