@@ -340,14 +340,19 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
     if a.quiet.load(Relaxed) {
         // A connection that has not sent a first request is not a kept-alive client at rest:
         // it gets the header timeout, so silent connections cannot hold slots for a minute.
-        let wait_ms = if a.served.load(Relaxed) == 0 {
+        let first = a.served.load(Relaxed) == 0;
+        let wait_ms = if first {
             header_ms.min(idle_ms)
         } else {
             idle_ms
         };
         let due = a.quiet_since_ms.load(Relaxed).saturating_add(wait_ms);
         if now_ms >= due {
-            return Verdict::Idle;
+            return if first {
+                Verdict::HeaderTimeout
+            } else {
+                Verdict::Idle
+            };
         }
         // A request may start at any moment without waking the watchdog: look again within a
         // header timeout, so a slow header is cut within twice that.
@@ -595,7 +600,7 @@ mod tests {
         assert!(
             matches!(judge(&a, &LIMITS, 99), Verdict::Healthy { recheck_at } if recheck_at == a.at(100))
         );
-        assert!(matches!(judge(&a, &LIMITS, 100), Verdict::Idle));
+        assert!(matches!(judge(&a, &LIMITS, 100), Verdict::HeaderTimeout));
     }
 
     #[test]

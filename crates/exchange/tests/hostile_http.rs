@@ -260,6 +260,54 @@ async fn connections_beyond_the_cap_are_closed_at_once_and_others_still_served()
 }
 
 #[tokio::test]
+async fn a_connection_that_never_sends_a_request_is_closed_at_the_header_timeout() {
+    // The idle timeout (60 s) is for kept-alive clients between requests, not for sockets
+    // opened to hold a slot.
+    let ex = exchange(
+        "[http]\nread_timeout_ms = 200\nidle_timeout_ms = 60000\n",
+        &[],
+    )
+    .await;
+    let mut s = TcpStream::connect(ex.addr).await.unwrap();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+        .await
+        .expect("closed long before the idle timeout")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without an answer");
+    assert_eq!(ex.exchange.connections().header_timeouts.load(Relaxed), 1);
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let ex = exchange(
+        "[http]\nmax_connections = 100\nmax_connections_per_ip = 5\n",
+        &[],
+    )
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        held.push(TcpStream::connect(ex.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (text, closed) = raw(ex.addr, SMUGGLED.as_bytes(), Duration::from_secs(1)).await;
+    assert!(
+        closed && text.is_empty(),
+        "a sixth from 127.0.0.1: {text:?}"
+    );
+    assert_eq!(ex.exchange.connections().refused_per_ip.load(Relaxed), 1);
+    assert_eq!(
+        ex.exchange.connections().refused.load(Relaxed),
+        0,
+        "the overall cap is far"
+    );
+    held.pop();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 204, "a slot given back is taken again");
+}
+
+#[tokio::test]
 async fn an_idle_connection_is_closed_after_the_idle_timeout_but_not_before() {
     let ex = exchange(
         "[http]\nidle_timeout_ms = 300\nread_timeout_ms = 5000\n",

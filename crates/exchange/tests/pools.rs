@@ -229,3 +229,36 @@ async fn a_rate_capped_bidder_sees_at_most_its_rate_and_the_others_see_every_auc
     assert_eq!(open.requests.lock().unwrap().len(), auctions);
     assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
 }
+
+#[tokio::test]
+async fn idle_notice_connections_are_bounded_and_closed_after_their_timeout() {
+    use exchange::notice_client::{ClientSettings, NoticeClient};
+    use exchange::outbound::NoticeHosts;
+    let sink = ScriptedBidder::start(|_| no_bid()).await;
+    let hosts = NoticeHosts::new("127.0.0.1", sink.addr.port(), &[]).unwrap();
+    let target = hosts.check(&format!("http://{}/win", sink.addr)).unwrap();
+    let settings = |max_idle_per_host| ClientSettings {
+        allow_private_addresses: true,
+        idle_timeout: Duration::from_millis(200),
+        max_idle_per_host,
+    };
+    let client = NoticeClient::new(settings(4));
+    client.get(&target, None, 1024).await.unwrap();
+    assert_eq!(client.idle_connections(), 1, "kept for the next notice");
+    client.close_idle();
+    assert_eq!(client.idle_connections(), 1, "not idle long enough yet");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.close_idle();
+    assert_eq!(
+        client.idle_connections(),
+        0,
+        "closed after the idle timeout"
+    );
+    let none_kept = NoticeClient::new(settings(0));
+    none_kept.get(&target, None, 1024).await.unwrap();
+    assert_eq!(
+        none_kept.idle_connections(),
+        0,
+        "max_idle_per_host = 0 keeps none"
+    );
+}
