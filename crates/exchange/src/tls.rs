@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -68,16 +67,10 @@ impl ClientTls {
     pub fn from_ca_file(ca_file: &Path) -> Result<ClientTls, String> {
         let shown = ca_file.display();
         let mut roots = RootCertStore::empty();
-        let certs = CertificateDer::pem_file_iter(ca_file)
-            .map_err(|e| format!("cannot read CA file {shown}: {e}"))?;
-        for cert in certs {
-            let cert = cert.map_err(|e| format!("CA file {shown}: {e}"))?;
+        for cert in settings::read_certificates(ca_file)? {
             roots
                 .add(cert)
                 .map_err(|e| format!("CA file {shown}: {e}"))?;
-        }
-        if roots.is_empty() {
-            return Err(format!("CA file {shown} holds no certificate"));
         }
         ClientTls::with_roots(roots, &shown.to_string())
     }

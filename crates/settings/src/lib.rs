@@ -1,7 +1,8 @@
 //! Configuration files, the same way for every server: read within a size limit
 //! ([`read_bounded`]), refuse a key that moved with a message that says where it went
 //! ([`moved_key`]), follow the file while serving ([`follow`], over [`watch_file`]), and read
-//! keys and tokens from their own files or the environment ([`load_secret`]).
+//! keys and tokens from their own files or the environment ([`load_secret`]), and read CA
+//! certificate files ([`read_certificates`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
 //! naming the key); how it is read and watched is written once here, so that the exchange's
@@ -10,11 +11,13 @@
 //! last good one (the caller keeps serving what it has).
 
 mod moved;
+mod pem;
 mod read;
 mod secret;
 mod watch;
 
 pub use moved::moved_key;
+pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes};
 pub use secret::{MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret};
 pub use watch::{POLL_INTERVAL, follow, stamp, watch_file};

@@ -7,8 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -43,16 +42,10 @@ impl RedisTls {
     pub fn from_ca_file(ca_file: &Path, server_name: &str) -> Result<RedisTls, String> {
         let shown = ca_file.display();
         let mut roots = RootCertStore::empty();
-        let certs = CertificateDer::pem_file_iter(ca_file)
-            .map_err(|e| format!("cannot read CA file {shown}: {e}"))?;
-        for cert in certs {
-            let cert = cert.map_err(|e| format!("CA file {shown}: {e}"))?;
+        for cert in settings::read_certificates(ca_file)? {
             roots
                 .add(cert)
                 .map_err(|e| format!("CA file {shown}: {e}"))?;
-        }
-        if roots.is_empty() {
-            return Err(format!("CA file {shown} holds no certificate"));
         }
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let config = ClientConfig::builder_with_provider(provider)
