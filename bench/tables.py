@@ -154,12 +154,14 @@ def section(results):
         out.append("### Fan-out 10 over kept-alive TLS vs plain HTTP (bidder calls and notices)\n")
         out.append(f"Run `{tls['command'].strip()}`, {tls['date']}; the two alternate (plain, TLS, plain, TLS). "
                    f"Best TLS over best plain: **{n(tls['tls_to_plain'], 3) if tls['tls_to_plain'] else '–'}**.\n")
-        out.append("| run | capacity/s | p50 / p99 ms at capacity | exchange CPU per auction | trials |")
-        out.append("| --- | ---: | ---: | ---: | --- |")
+        out.append("| run | capacity/s | p50 / p99 ms at capacity | exchange CPU per auction | bidder calls answered with bids | trials |")
+        out.append("| --- | ---: | ---: | ---: | ---: | --- |")
         for label, r in tls["runs"].items():
             p50, p99 = at_capacity(r["search"])
-            out.append(f"| {label} | {n(r['capacity'])} | {n(p50, 2)} / {n(p99, 2)} "
-                       f"| {n(r['server_cpu_us_per_auction'])} µs | {trials(r['search'])} |")
+            mark = "" if r.get("valid", True) else " (not counted: calls failed)"
+            out.append(f"| {label}{mark} | {n(r['capacity'])} | {n(p50, 2)} / {n(p99, 2)} "
+                       f"| {n(r['server_cpu_us_per_auction'])} µs | {pct(r.get('bid_share_of_calls'))} "
+                       f"| {trials(r['search'])} |")
         out.append("")
     real = load(results, "realistic-20")
     if real:
