@@ -173,16 +173,10 @@ impl AdminDoor {
         let Some(expected) = self.token_digest else {
             return Err(Denied::NoTokenConfigured);
         };
-        let presented = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let Some(presented) = presented else {
+        let Some(presented) = bearer_token(req.headers()) else {
             return Err(Denied::NoToken);
         };
-        let got = digest(presented.as_bytes());
+        let got = digest(presented);
         // Constant time: every byte is compared whatever the first difference.
         let differs = got
             .iter()
@@ -223,6 +217,19 @@ impl AdminDoor {
             }
         }
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case, spaces
+/// around the token ignored); `None` when the header is missing, of another scheme, or empty.
+/// What both servers' admin doors and the exchange's seller check read.
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes().trim_ascii();
+    let (scheme, rest) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
 }
 
 #[cfg(test)]

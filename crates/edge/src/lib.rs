@@ -29,7 +29,7 @@ pub mod log_limit;
 mod serve;
 pub mod tls;
 
-pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied};
+pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied, bearer_token};
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
 pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve, serve_with_tls};

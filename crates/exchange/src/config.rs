@@ -825,7 +825,7 @@ mod example_file {
         let v = super::Config::load(&path).unwrap();
         assert_eq!(v.config.bidders.len(), 3);
         assert!(!v.config.bidders[2].enabled);
-        let key = b"Bearer example-only-pub-a-0123456789abcdef";
+        let key = b"example-only-pub-a-0123456789abcdef";
         let seller = v.sellers.authenticate(Some(key)).unwrap();
         assert_eq!(seller.name, "pub-a");
         assert!(v.sellers.authenticate(None).is_err(), "not open to all");

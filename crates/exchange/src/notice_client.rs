@@ -7,7 +7,6 @@
 //! after an idle timeout: a connection per notice would exhaust ephemeral ports within a minute
 //! at a few thousand wins per second.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use http::{Request, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::SendRequest;
 
-use crate::outbound::{Refusal, Scheme, Target, address_allowed};
+use crate::outbound::{ByOrigin, Refusal, Scheme, Target, address_allowed};
 use crate::pool::{Answer, connect};
 use crate::tls::{ClientTls, server_name};
 
@@ -51,7 +50,7 @@ struct Idle {
 /// Connection cache shared by the notice workers and the auction path.
 pub struct NoticeClient {
     settings: ClientSettings,
-    idle: Mutex<HashMap<(Scheme, String), Vec<Idle>>>,
+    idle: Mutex<ByOrigin<Vec<Idle>>>,
 }
 
 impl std::fmt::Debug for NoticeClient {
@@ -68,7 +67,7 @@ impl NoticeClient {
     pub fn new(settings: ClientSettings) -> NoticeClient {
         NoticeClient {
             settings,
-            idle: Mutex::new(HashMap::new()),
+            idle: Mutex::new(ByOrigin::default()),
         }
     }
 
@@ -84,12 +83,11 @@ impl NoticeClient {
         tls: Option<&ClientTls>,
         max_bytes: usize,
     ) -> Result<Answer, NoticeError> {
-        let key = (target.scheme, target.authority.clone());
-        if let Some(mut conn) = self.take(&key) {
+        if let Some(mut conn) = self.take(target) {
             // A cached connection may have been closed by the host since; then the request
             // never left, and one try on a fresh connection is safe.
             if let Ok(answer) = send(&mut conn, target, max_bytes).await {
-                self.put(key, conn);
+                self.put(target, conn);
                 return Ok(answer);
             }
         }
@@ -110,7 +108,7 @@ impl NoticeClient {
         let answer = send(&mut conn, target, max_bytes)
             .await
             .map_err(NoticeError::Failed)?;
-        self.put(key, conn);
+        self.put(target, conn);
         Ok(answer)
     }
 
@@ -138,9 +136,9 @@ impl NoticeClient {
         }
     }
 
-    fn take(&self, key: &(Scheme, String)) -> Option<SendRequest<Full<Bytes>>> {
+    fn take(&self, target: &Target) -> Option<SendRequest<Full<Bytes>>> {
         let mut idle = self.idle.lock().ok()?;
-        let conns = idle.get_mut(key)?;
+        let conns = idle.get_mut(target)?;
         let fresh_after = Instant::now().checked_sub(self.settings.idle_timeout);
         while let Some(c) = conns.pop() {
             let stale = fresh_after.is_some_and(|t| c.since < t);
@@ -151,14 +149,14 @@ impl NoticeClient {
         None
     }
 
-    fn put(&self, key: (Scheme, String), conn: SendRequest<Full<Bytes>>) {
+    fn put(&self, target: &Target, conn: SendRequest<Full<Bytes>>) {
         let Ok(mut idle) = self.idle.lock() else {
             return;
         };
-        if idle.len() >= MAX_HOSTS && !idle.contains_key(&key) {
+        if idle.len() >= MAX_HOSTS && !idle.contains(target) {
             idle.clear();
         }
-        let conns = idle.entry(key).or_default();
+        let conns = idle.entry(target, Vec::new);
         if conns.len() < self.settings.max_idle_per_host {
             conns.push(Idle {
                 conn,
@@ -176,7 +174,7 @@ impl NoticeClient {
         let Some(fresh_after) = Instant::now().checked_sub(self.settings.idle_timeout) else {
             return;
         };
-        idle.retain(|_, conns| {
+        idle.retain(|conns| {
             conns.retain(|c| c.since >= fresh_after && !c.conn.is_closed());
             !conns.is_empty()
         });

@@ -11,16 +11,15 @@
 //! then queues again (and is dropped if the queue is full). Retrying is safe because notices
 //! are idempotent on the bidder's side (docs/security.md has the table per kind).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use crate::metrics::{BidderMetrics, Metrics, NoticeKind, NoticeOutcome};
 use crate::notice_client::{NoticeClient, NoticeError};
-use crate::outbound::{NoticeHosts, Scheme, Target};
+use crate::outbound::{ByOrigin, NoticeHosts, Target};
 use crate::tls::ClientTls;
 
 /// Answers to notices are read and discarded; a win notice may return markup, so allow some.
@@ -66,7 +65,8 @@ struct Inner {
     settings: QueueSettings,
     client: Arc<NoticeClient>,
     metrics: Arc<Metrics>,
-    hosts: Mutex<HashMap<(Scheme, String), mpsc::Sender<Job>>>,
+    /// Read on every notice; written only when a host is seen for the first time.
+    hosts: RwLock<ByOrigin<mpsc::Sender<Job>>>,
     /// Notices queued, being sent or waiting to be retried.
     pending: AtomicU64,
     /// Seeds the retry jitter.
@@ -91,7 +91,7 @@ impl Notifier {
             settings,
             client,
             metrics,
-            hosts: Mutex::new(HashMap::new()),
+            hosts: RwLock::new(ByOrigin::default()),
             pending: AtomicU64::new(0),
             jitter: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
         });
@@ -175,21 +175,22 @@ fn push(inner: &Arc<Inner>, job: Job) {
 }
 
 fn queue_for(inner: &Arc<Inner>, target: &Target) -> Option<mpsc::Sender<Job>> {
-    let mut hosts = inner.hosts.lock().ok()?;
-    let key = (target.scheme, target.authority.clone());
-    if let Some(tx) = hosts.get(&key) {
+    if let Some(tx) = inner.hosts.read().ok()?.get(target) {
         return Some(tx.clone());
     }
-    if hosts.len() >= MAX_HOST_QUEUES {
+    let mut hosts = inner.hosts.write().ok()?;
+    if !hosts.contains(target) && hosts.len() >= MAX_HOST_QUEUES {
         return None;
     }
-    let (tx, rx) = mpsc::channel(inner.settings.queue);
-    let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    for _ in 0..inner.settings.workers {
-        tokio::spawn(sender(rx.clone(), Arc::downgrade(inner)));
-    }
-    hosts.insert(key, tx.clone());
-    Some(tx)
+    let tx = hosts.entry(target, || {
+        let (tx, rx) = mpsc::channel(inner.settings.queue);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..inner.settings.workers {
+            tokio::spawn(sender(rx.clone(), Arc::downgrade(inner)));
+        }
+        tx
+    });
+    Some(tx.clone())
 }
 
 /// One of a host's senders. It holds the notifier weakly: when the exchange is dropped, the

@@ -8,12 +8,13 @@
 //! Pure: parsing and decisions only; the notice client does the lookup and the connecting.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::collections::HashMap;
 
 /// How the exchange talks to a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scheme {
-    Http,
-    Https,
+    Http = 0,
+    Https = 1,
 }
 
 impl Scheme {
@@ -45,6 +46,71 @@ pub struct Target {
     pub authority: String,
     /// Origin-form request target.
     pub path_and_query: String,
+}
+
+/// Values kept per notice host (scheme and authority), looked up from a [`Target`] without
+/// building a key: the notice queues and the connection cache, both reached once per notice.
+#[derive(Debug)]
+pub struct ByOrigin<T> {
+    /// Index 0: `http`, 1: `https`; keyed by authority.
+    maps: [HashMap<String, T>; 2],
+}
+
+impl<T> Default for ByOrigin<T> {
+    fn default() -> Self {
+        ByOrigin {
+            maps: [HashMap::new(), HashMap::new()],
+        }
+    }
+}
+
+impl<T> ByOrigin<T> {
+    fn map(&self, scheme: Scheme) -> &HashMap<String, T> {
+        &self.maps[scheme as usize]
+    }
+
+    pub fn get(&self, target: &Target) -> Option<&T> {
+        self.map(target.scheme).get(target.authority.as_str())
+    }
+
+    pub fn get_mut(&mut self, target: &Target) -> Option<&mut T> {
+        self.maps[target.scheme as usize].get_mut(target.authority.as_str())
+    }
+
+    /// The value for `target`'s host, inserted from `new` if absent.
+    pub fn entry(&mut self, target: &Target, new: impl FnOnce() -> T) -> &mut T {
+        self.maps[target.scheme as usize]
+            .entry(target.authority.clone())
+            .or_insert_with(new)
+    }
+
+    pub fn contains(&self, target: &Target) -> bool {
+        self.get(target).is_some()
+    }
+
+    /// Hosts held.
+    pub fn len(&self) -> usize {
+        self.maps.iter().map(HashMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.maps.iter_mut().for_each(HashMap::clear);
+    }
+
+    /// Keeps the hosts whose value `keep` says to keep.
+    pub fn retain(&mut self, mut keep: impl FnMut(&mut T) -> bool) {
+        for map in &mut self.maps {
+            map.retain(|_, v| keep(v));
+        }
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.maps.iter().flat_map(HashMap::values)
+    }
 }
 
 /// Why the exchange will not call a URL. Labels are bounded (metrics, logs).

@@ -133,13 +133,12 @@ impl Sellers {
         }
     }
 
-    /// The seller a request's `Authorization` header names.
+    /// The seller whose key a request's bearer token (`edge::bearer_token`) is.
     ///
     /// # Errors
-    /// [`KeyRefusal`] when the header is missing or names no seller (and the exchange is not
+    /// [`KeyRefusal`] when there is no token or it names no seller (and the exchange is not
     /// open to all sellers).
-    pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<&Arc<Seller>, KeyRefusal> {
-        let key = authorization.and_then(bearer);
+    pub fn authenticate(&self, key: Option<&[u8]>) -> Result<&Arc<Seller>, KeyRefusal> {
         let found = key.and_then(|k| self.by_digest.get(&digest(k)));
         match (found, &self.anonymous) {
             (Some(&i), _) => self.sellers.get(i).ok_or(KeyRefusal::Unknown),
@@ -262,17 +261,6 @@ fn digest(key: &[u8]) -> [u8; 32] {
     Sha256::digest(key).into()
 }
 
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
-fn bearer(header: &[u8]) -> Option<&[u8]> {
-    let header = header.trim_ascii();
-    let (scheme, rest) = header.split_at_checked(7)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return None;
-    }
-    let token = rest.trim_ascii();
-    (!token.is_empty()).then_some(token)
-}
-
 /// Where keys are read from: relative key files are under `dir`; `env` reads a variable
 /// (`std::env::var` in production, a table in tests).
 pub struct KeySources<'a> {
@@ -374,6 +362,13 @@ mod tests {
         }
     }
 
+    /// Headers holding `Authorization: {value}`.
+    fn header(value: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+        h
+    }
+
     fn dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!("gavel-sellers-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
@@ -408,7 +403,11 @@ mod tests {
         let mut b = seller("pub-b", "");
         (b.key_env, b.key_file) = (None, Some(d.join("b.key")));
         let s = build(&[a, b], false).unwrap();
-        let who = |h: &str| s.authenticate(Some(h.as_bytes())).map(|s| s.name.clone());
+        let who = |h: &str| {
+            let headers = header(h);
+            s.authenticate(edge::bearer_token(&headers))
+                .map(|s| s.name.clone())
+        };
         assert_eq!(who(&format!("Bearer {KEY_A}")), Ok("pub-a".into()));
         assert_eq!(who(&format!("bearer   {KEY_A2} ")), Ok("pub-a".into()));
         assert_eq!(who(&format!("Bearer {KEY_B}")), Ok("pub-b".into()));
@@ -425,7 +424,7 @@ mod tests {
     fn keys_from_the_environment() {
         let s = build(&[seller("pub-a", "GAVEL_SELLER_PUB_A")], false).unwrap();
         for key in [KEY_A, KEY_A2] {
-            let found = s.authenticate(Some(format!("Bearer {key}").as_bytes()));
+            let found = s.authenticate(Some(key.as_bytes()));
             assert_eq!(found.map(|s| s.name.as_str()), Ok("pub-a"));
         }
         let e = build(&[seller("pub-a", "GAVEL_UNSET")], false).unwrap_err();

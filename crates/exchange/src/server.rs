@@ -102,11 +102,11 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let metrics = &state.metrics;
     // Before the body is read: an unknown caller costs a header lookup, and no bidder sees it.
-    let authorization = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
-    let seller = match state.sellers.load().authenticate(authorization) {
+    let seller = match state
+        .sellers
+        .load()
+        .authenticate(edge::bearer_token(req.headers()))
+    {
         Ok(seller) => seller.clone(),
         Err(why) => return unauthorized(metrics, why),
     };
