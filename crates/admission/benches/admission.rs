@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 fn gate(max_busy_ms: u64) -> Admission {
     Admission::new(AdmissionConfig {
-        mode: Mode::Fixed,
+        mode: Some(Mode::Fixed),
         max_in_flight: 1_024,
         max_busy_ms: Some(max_busy_ms),
         ..AdmissionConfig::default()

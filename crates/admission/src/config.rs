@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// How the bound on requests in flight is set.
+/// How the gate decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -13,9 +13,16 @@ pub enum Mode {
     Off,
     /// `max_in_flight`, always.
     Fixed,
-    /// Between `min_in_flight` and `max_in_flight`, adapted from measured latency.
+    /// Between `min_in_flight` and `max_in_flight`, adapted from the runtime's busy time and
+    /// how long requests hold their place ([`crate::aimd`]).
     #[default]
     Adaptive,
+    /// By each request's deadline: started when the work ahead of it and its own fit before it,
+    /// waiting while they do not, refused only when no start would be in time
+    /// ([`crate::fit`], [`crate::starter`]); `max_in_flight` is a hard cap on requests held,
+    /// waiting ones included. For servers whose requests tell their deadline before the work
+    /// starts (the exchange calls [`crate::Admission::start`] once it has decoded `tmax`).
+    Deadline,
 }
 
 /// How a shed request is answered.
@@ -34,8 +41,9 @@ pub enum NoBidStyle {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdmissionConfig {
-    /// `adaptive` (default), `fixed` or `off`.
-    pub mode: Mode,
+    /// `deadline`, `adaptive`, `fixed` or `off`. Unset, each server picks its own
+    /// ([`AdmissionConfig::or_mode`]; [`Mode::default`] otherwise).
+    pub mode: Option<Mode>,
     /// Requests in flight at most (the fixed limit, or the adaptive one's ceiling). Default 1024.
     pub max_in_flight: u32,
     /// The adaptive limit's floor (at most `max_in_flight` in adaptive mode). Default 1.
@@ -59,7 +67,7 @@ pub struct AdmissionConfig {
 impl Default for AdmissionConfig {
     fn default() -> Self {
         AdmissionConfig {
-            mode: Mode::Adaptive,
+            mode: None,
             max_in_flight: 1_024,
             min_in_flight: 1,
             min_time_left_ms: 5,
@@ -77,7 +85,7 @@ impl AdmissionConfig {
             return Err(("admission.max_in_flight", "must be 1..=1000000"));
         }
         if self.min_in_flight == 0
-            || (self.mode == Mode::Adaptive && self.min_in_flight > self.max_in_flight)
+            || (self.mode() == Mode::Adaptive && self.min_in_flight > self.max_in_flight)
         {
             return Err((
                 "admission.min_in_flight",
@@ -103,6 +111,18 @@ impl AdmissionConfig {
         Duration::from_millis(self.min_time_left_ms)
     }
 
+    /// The mode: the file's, or the server's default, or [`Mode::default`].
+    pub fn mode(&self) -> Mode {
+        self.mode.unwrap_or_default()
+    }
+
+    /// This configuration with `mode` set to `mode` unless the file set it.
+    #[must_use]
+    pub fn or_mode(mut self, mode: Mode) -> AdmissionConfig {
+        self.mode.get_or_insert(mode);
+        self
+    }
+
     /// This configuration with `max_busy_ms` set to `ms` unless the file set it.
     #[must_use]
     pub fn or_max_busy_ms(mut self, ms: u64) -> AdmissionConfig {
@@ -112,9 +132,11 @@ impl AdmissionConfig {
 
     /// The pause check's limit; zero (off) when unset or in `off` mode.
     pub fn max_busy(&self) -> Duration {
-        match self.mode {
+        match self.mode() {
             Mode::Off => Duration::ZERO,
-            Mode::Fixed | Mode::Adaptive => Duration::from_millis(self.max_busy_ms.unwrap_or(0)),
+            Mode::Fixed | Mode::Adaptive | Mode::Deadline => {
+                Duration::from_millis(self.max_busy_ms.unwrap_or(0))
+            }
         }
     }
 }
@@ -163,7 +185,7 @@ mod tests {
             "the file wins"
         );
         let off = AdmissionConfig {
-            mode: Mode::Off,
+            mode: Some(Mode::Off),
             max_busy_ms: Some(10),
             ..AdmissionConfig::default()
         };

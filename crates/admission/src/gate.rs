@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use crate::aimd::{Aimd, WINDOW, Window, is_late};
 use crate::busy_streak::BusyStreak;
 use crate::config::{AdmissionConfig, Mode};
+use crate::fit::{Fit, Load, judge};
+use crate::starter::{CpuReadings, Missed, PROBE, Started, Starter};
 
 /// The gate: admits a request when fewer than the limit are in flight.
 #[derive(Debug)]
@@ -34,6 +36,8 @@ pub struct Admission {
     held_nanos: AtomicU64,
     /// Refuses while the runtime has gone `max_busy_ms` without a pause.
     streak: BusyStreak,
+    /// The `deadline` mode's starts and readings.
+    starter: Starter,
 }
 
 /// An admitted request's place; dropping it frees the place.
@@ -55,10 +59,10 @@ impl Drop for Ticket<'_> {
 impl Admission {
     /// A gate; in `adaptive` mode, call [`Admission::run_controller`] on a task to adapt it.
     pub fn new(config: AdmissionConfig) -> Admission {
-        let limit_x256 = match config.mode {
+        let limit_x256 = match config.mode() {
             Mode::Off => u32::MAX,
             // max_in_flight is at most 10^6 (validated), so this does not saturate.
-            Mode::Fixed => config.max_in_flight.saturating_mul(256),
+            Mode::Fixed | Mode::Deadline => config.max_in_flight.saturating_mul(256),
             Mode::Adaptive => Aimd::new(
                 config.min_in_flight,
                 config.max_in_flight,
@@ -82,6 +86,7 @@ impl Admission {
             released: AtomicU64::new(0),
             held_nanos: AtomicU64::new(0),
             streak,
+            starter: Starter::new(),
         }
     }
 
@@ -153,13 +158,50 @@ impl Admission {
         self.late.fetch_add(1, Relaxed);
     }
 
+    /// Starts the work of an admitted request that must be answered by `answer_by` and needs
+    /// `floor` off the CPU (the bidders' typical answer). Refused, and counted, when too little
+    /// time is left even to start now (as `too_little_time`); in `deadline` mode it may also wait
+    /// for the work ahead of it, and is refused (counted as shed) when no start in time comes.
+    /// Hold the [`Started`] until the answer is built.
+    pub async fn start(&self, answer_by: Instant, floor: Duration) -> Result<Started<'_>, Missed> {
+        let result = if self.config.mode() == Mode::Deadline {
+            self.starter.start(answer_by, floor).await
+        } else {
+            let now = tokio::time::Instant::now().into_std();
+            let alone = Load {
+                workers: 1,
+                ..Load::default()
+            };
+            match judge(now, answer_by, floor, &alone) {
+                Fit::Never => Err(Missed::TooLittleTime),
+                Fit::Now | Fit::WaitUntil(_) => Ok(Started::uncounted()),
+            }
+        };
+        match result {
+            Err(Missed::TooLittleTime) => self.count_late(),
+            Err(Missed::WouldMiss) => {
+                self.shed.fetch_add(1, Relaxed);
+            }
+            Ok(_) => {}
+        }
+        result
+    }
+
+    /// The `deadline` mode's state, for reports and tests.
+    pub fn starter(&self) -> &Starter {
+        &self.starter
+    }
+
     /// Adapts the limit every [`WINDOW`] from the busy time of the current tokio runtime's
     /// workers, until the gate is dropped elsewhere (the task holds a weak reference). Does
     /// nothing unless the mode is `adaptive`.
     pub async fn run_controller(gate: std::sync::Weak<Admission>) {
-        let Some(mode) = gate.upgrade().map(|g| g.config.mode) else {
+        let Some(mode) = gate.upgrade().map(|g| g.config.mode()) else {
             return;
         };
+        if mode == Mode::Deadline {
+            return Self::measure_for_starts(gate).await;
+        }
         if mode != Mode::Adaptive {
             return;
         }
@@ -217,6 +259,37 @@ impl Admission {
         }
     }
 
+    /// The `deadline` mode's readings: the probe every [`PROBE`], the CPU per finished request
+    /// every [`WINDOW`], until the gate is dropped elsewhere.
+    async fn measure_for_starts(gate: std::sync::Weak<Admission>) {
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let workers = metrics.num_workers().max(1);
+        let busy_total = || -> Duration {
+            (0..workers)
+                .map(|w| metrics.worker_total_busy_duration(w))
+                .sum()
+        };
+        let mut readings = CpuReadings::default();
+        let mut probe = tokio::time::interval(PROBE);
+        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let per_window = u32::try_from(WINDOW.as_nanos() / PROBE.as_nanos()).unwrap_or(1);
+        let mut last_busy = busy_total();
+        let mut ticks = 0u32;
+        loop {
+            let due = probe.tick().await;
+            let Some(g) = gate.upgrade() else { return };
+            g.starter.probed(due.into_std(), workers);
+            ticks += 1;
+            if ticks >= per_window {
+                ticks = 0;
+                let busy = busy_total();
+                g.starter
+                    .window(&mut readings, busy.saturating_sub(last_busy));
+                last_busy = busy;
+            }
+        }
+    }
+
     /// Appends the gate's metrics as `{prefix}_admission_*` and `{prefix}_runtime_*`.
     pub fn render(&self, prefix: &str, out: &mut String) {
         #[allow(clippy::cast_precision_loss)] // thousandths
@@ -266,6 +339,49 @@ impl Admission {
             "Requests refused because the runtime had run max_busy_ms without a pause.",
             self.streak.refused(),
         );
+        let s = &self.starter;
+        telemetry::single(
+            out,
+            &name("admission_running"),
+            "gauge",
+            "Requests started by the deadline gate and not finished.",
+            s.running(),
+        );
+        telemetry::single(
+            out,
+            &name("admission_waiting"),
+            "gauge",
+            "Requests waiting at the deadline gate for the work ahead of them.",
+            s.waiting(),
+        );
+        telemetry::single(
+            out,
+            &name("admission_queue_delay_seconds"),
+            "gauge",
+            "The runtime's queueing delay now (deadline mode's probe): how long a request read now waited.",
+            s.queue_delay(Instant::now()).as_secs_f64(),
+        );
+        telemetry::single(
+            out,
+            &name("admission_cpu_per_request_seconds"),
+            "gauge",
+            "The runtime's busy time per finished request lately (deadline mode).",
+            s.cpu_per_request().as_secs_f64(),
+        );
+        telemetry::single(
+            out,
+            &name("admission_started_after_wait_total"),
+            "counter",
+            "Requests the deadline gate started after they waited for the work ahead.",
+            s.started_after_wait(),
+        );
+        telemetry::single(
+            out,
+            &name("admission_would_miss_total"),
+            "counter",
+            "Requests shed because no start in time came (counted in shed too).",
+            s.would_miss(),
+        );
         let total = name("admission_total");
         telemetry::family(
             out,
@@ -303,7 +419,7 @@ mod tests {
 
     fn config(mode: Mode, max: u32) -> AdmissionConfig {
         AdmissionConfig {
-            mode,
+            mode: Some(mode),
             max_in_flight: max,
             min_in_flight: 1,
             ..AdmissionConfig::default()
@@ -326,7 +442,7 @@ mod tests {
     #[test]
     fn work_entered_first_takes_places_from_requests_that_may_be_shed() {
         let gate = Admission::new(AdmissionConfig {
-            mode: Mode::Fixed,
+            mode: Some(Mode::Fixed),
             max_in_flight: 2,
             ..AdmissionConfig::default()
         });
@@ -388,7 +504,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let gate = Admission::new(AdmissionConfig {
-                mode: Mode::Fixed,
+                mode: Some(Mode::Fixed),
                 max_in_flight: 100,
                 max_busy_ms: Some(5),
                 ..AdmissionConfig::default()

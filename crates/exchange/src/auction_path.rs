@@ -10,6 +10,8 @@ use http::{Response, StatusCode, header};
 use http_body_util::Full;
 use openrtb::BidRequest;
 
+use admission::Missed;
+
 use crate::enrich::enrich;
 use crate::fanout;
 use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
@@ -22,6 +24,9 @@ use crate::sellers::Seller;
 use crate::settle::{self, AuctionCtx, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
+
+/// OpenRTB no-bid reason 15, "Insufficient Auction Time".
+const NBR_INSUFFICIENT_TIME: i32 = 15;
 
 /// Markup fetched from a win notice URL may be this large.
 const MAX_MARKUP_BYTES: usize = 256 * 1024;
@@ -83,7 +88,6 @@ async fn auction(
 
     // One roster for the whole auction: a reload meanwhile affects the next one.
     let roster = state.roster.load_full();
-    let left = deadline.remaining(Instant::now());
     let admission = state.door.admission();
     // The expected fan-out time: the configured floor, or how long the fastest bidder
     // typically takes to answer, whichever is longer.
@@ -92,16 +96,26 @@ async fn auction(
         .min_time_left()
         .max(Duration::from_millis(1))
         .max(roster.fastest_typical_answer());
-    if left < needed {
-        // No bidder can be expected to answer in the time left: answer now, and spend no
-        // bidder's capacity on it.
-        state
-            .metrics
-            .no_time_left
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        state.metrics.request(RequestOutcome::NoBid);
-        return edge::too_late_answer(admission, body);
-    }
+    // Held until the answer is built: the work ahead of later requests (admission::starter).
+    let _started = match admission.start(deadline.answer_by, needed).await {
+        Ok(started) => started,
+        Err(Missed::TooLittleTime) => {
+            // No bidder can be expected to answer in the time left: answer now, and spend no
+            // bidder's capacity on it.
+            state
+                .metrics
+                .no_time_left
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            state.metrics.request(RequestOutcome::NoBid);
+            return edge::no_bid(admission.config().no_bid, body, NBR_INSUFFICIENT_TIME);
+        }
+        Err(Missed::WouldMiss) => {
+            // The work ahead of it would have made it late, and no start in time came.
+            state.metrics.request(RequestOutcome::Shed);
+            return edge::shed_answer(admission, body);
+        }
+    };
+    let left = deadline.remaining(Instant::now());
     raise_floors(&mut request, seller);
     let auction_id = state.next_auction_id();
     let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
@@ -198,12 +212,6 @@ async fn auction(
             return json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
         }
     };
-    if Instant::now() > deadline.expires_at {
-        state
-            .metrics
-            .late_answers
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
     state.metrics.request(RequestOutcome::Bid);
     Response::builder()
         .status(StatusCode::OK)

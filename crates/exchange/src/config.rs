@@ -84,7 +84,7 @@ pub struct Config {
     pub schain: SchainConfig,
     #[serde(default)]
     pub notices: NoticeConfig,
-    /// Bound on auctions in flight; the excess gets an immediate no-bid (docs/config.md).
+    /// Who gets in: by deadline (default), or a bound on auctions in flight (docs/config.md).
     #[serde(default)]
     pub admission: admission::AdmissionConfig,
     /// Circuit breakers that stop calling a failing bidder for a while.
@@ -413,6 +413,15 @@ pub struct Validated {
 }
 
 impl Validated {
+    /// The admission gate's configuration with the exchange's defaults filled in: `deadline`
+    /// mode, since every auction tells its deadline before its work starts.
+    pub fn admission(&self) -> admission::AdmissionConfig {
+        self.config
+            .admission
+            .clone()
+            .or_mode(admission::Mode::Deadline)
+    }
+
     pub fn read_timeout(&self) -> Duration {
         Duration::from_millis(self.config.http.read_timeout_ms)
     }

@@ -84,7 +84,7 @@ impl Exchange {
             notice_client.clone(),
             metrics.clone(),
         );
-        let admission = Arc::new(Admission::new(config.config.admission.clone()));
+        let admission = Arc::new(Admission::new(config.admission()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
         let door = Door::new(
             config.config.http.max_body_bytes,
