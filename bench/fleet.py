@@ -34,10 +34,12 @@ def profiles_toml(bidders):
 
 
 class Exchange:
-    """`with Exchange(bidders) as ex:` starts the fleet and the exchange; `ex.url`,
-    `ex.metrics()`, `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
+    """`with Exchange(bidders) as ex:` starts the fleet and the exchange (with `floor=True`,
+    `gavel baseline --bidders` over the same fleet instead); `ex.url`, `ex.metrics()`,
+    `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
 
-    def __init__(self, bidders, max_connections=256, notices=True, admission="adaptive", tls=False):
+    def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
+                 floor=False):
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")
@@ -70,8 +72,12 @@ class Exchange:
                                 f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n"
                                 "allow_private_addresses = true\n\n"
                                 + bidders_section)
+        # The floor of the design: `gavel baseline` doing only an auction's I/O to the same
+        # bidders over the same pools (issue 18).
+        command = (["baseline", "--listen", f"127.0.0.1:{port}", "--bidders", config] if floor
+                   else ["exchange", "--config", config])
         try:
-            self.server = Proc(["exchange", "--config", config], SERVER_CORE, ready="listening")
+            self.server = Proc(command, SERVER_CORE, ready="listening")
         except Exception:
             self.fleet.stop()
             raise

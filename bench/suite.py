@@ -19,6 +19,7 @@ import argparse, json, os, platform, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bidder import run_bidder, run_bidder_overload  # noqa: E402
 from overload import run_overload  # noqa: E402
+from floor import run_admission, run_floor  # noqa: E402
 from fleet import Exchange, instant, per_bidder, realistic, silent  # noqa: E402
 from procs import GAVEL, ROOT, SERVER_CORE, Proc, free_port, gavel_load, settle, wrk  # noqa: E402
 import tables  # noqa: E402
@@ -238,11 +239,15 @@ SCENARIOS = {
     "overload-50": lambda args, ctx: run_overload(args, ctx, capacity, SLO_MS, fanout=50, start=100),
     "bidder-overload": lambda args, ctx: run_bidder_overload(args, ctx, capacity),
     "fuzz": run_fuzz,
+    # Issue 18: the exchange against the floor of its design (fan-out 1-100), and admission by
+    # deadline against the adaptive bound (open loop to 80% of capacity, closed loop).
+    "floor": lambda args, ctx: run_floor(args, ctx, capacity),
+    "admission": lambda args, ctx: run_admission(args, ctx, capacity),
 }
 
 
 # Scenarios run --repeat times; their JSON holds {"runs": [...]}.
-REPEATABLE = ("overload", "overload-50", "bidder-overload")
+REPEATABLE = ("overload", "overload-50", "bidder-overload", "admission")
 
 
 def save(name, result, meta, started, ctx):

@@ -37,8 +37,9 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Exchange, simulated DSPs and the load generator in one process; prints a report.
     Demo(DemoArgs),
-    /// A bare HTTP server that reads each body and answers 204: the request-response ceiling
-    /// of this machine, the baseline of the end-to-end benchmarks.
+    /// Benchmark tool: a bare HTTP server that reads each body and answers 204 (the
+    /// request-response ceiling of this machine), or with `--bidders` also does the I/O of an
+    /// auction and nothing else (the floor of the exchange's design).
     #[command(hide = true)]
     Baseline(BaselineArgs),
 }
@@ -48,6 +49,14 @@ pub struct BaselineArgs {
     /// Listen address.
     #[arg(long, default_value = "127.0.0.1:8090")]
     pub listen: SocketAddr,
+    /// An exchange configuration: each request is also sent, as a small pre-encoded bid
+    /// request, to every one of its `[[bidders]]` over the exchange's own per-bidder pools,
+    /// and answered once every answer is read (or `--bidder-timeout` passed).
+    #[arg(long)]
+    pub bidders: Option<PathBuf>,
+    /// How long the fan-out waits for its bidders, in milliseconds (1..=10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub bidder_timeout: u64,
 }
 
 #[derive(Debug, Args)]

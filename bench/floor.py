@@ -1,0 +1,101 @@
+"""Issue 18's scenarios: the exchange against the floor of its own design, and admission judged
+by deadlines.
+
+`floor`: for fan-out 1, 10, 20, 50 and 100 (instant bidders), the capacity of `gavel baseline
+--bidders` (read the request, send every bidder a small pre-encoded request over the exchange's
+own pools, read every answer, answer 204) and of the exchange (admission off), one after the
+other with fresh fleets, in the same run. The ratio is the exchange's share of the floor.
+
+`admission`: the exchange at fan-out 10 with the gate under test (the default `deadline`, and
+the previous default `adaptive` beside it): open loop at 20-80% of the capacity measured with
+the gate off (target: 0 sheds), then closed loop with 32, 256 and 1,024 connections (target:
+completed within tmax >= 90% of capacity, refusals < 10% of what is answered). tmax 500 ms, as
+in the issue's measurements."""
+from fleet import Exchange, instant
+from overload import delta
+from procs import gavel_load, settle
+
+FANOUTS = (1, 10, 20, 50, 100)
+START = {1: 2000, 10: 500, 20: 250, 50: 100, 100: 50}
+OPEN_SHARES = (0.2, 0.4, 0.6, 0.8)
+CLOSED_CONNECTIONS = (32, 256, 1024)
+TMAX_MS = 500
+
+
+def searched(ex, n, args, capacity):
+    fleet0 = ex.fleet_cpu_seconds()
+    cap = capacity(ex.url, START[n], args, ex.cpu_seconds)
+    wall = sum(args.trial_seconds + 1 for _ in cap["trials"])
+    return {"capacity": cap["capacity"], "search": cap,
+            "server_cpu_us_per_request": cap.get("server_cpu_us_per_request"),
+            "fleet_core_share": (ex.fleet_cpu_seconds() - fleet0) / wall}
+
+
+def run_floor(args, ctx, capacity):
+    rows = []
+    for n in FANOUTS:
+        row = {"bidders": n}
+        for kind in ("floor", "exchange"):
+            with Exchange(instant(n), admission="off", floor=kind == "floor") as ex:
+                print(f"floor: fan-out {n}, {kind} on core 0, instant bidders on core 1", flush=True)
+                row[kind] = searched(ex, n, args, capacity)
+            settle(3)
+        f, e = row["floor"]["capacity"], row["exchange"]["capacity"]
+        row["ratio"] = e / f if e and f else None
+        rows.append(row)
+    return {"rows": rows}
+
+
+def counters(before, after):
+    req = "gavel_exchange_requests_total"
+    return {k: delta(before, after, req, f'outcome="{k}"') for k in ("bid", "no_bid", "shed")} | {
+        "no_time_left": delta(before, after, "gavel_exchange_no_time_left_total"),
+        "late_answers": delta(before, after, "gavel_exchange_late_answers_total"),
+        "started_after_wait": delta(before, after, "gavel_exchange_admission_started_after_wait_total")}
+
+
+def one_load(ex, load_args):
+    """One `gavel load` run; the exchange's counters over it. Auctions completed in tmax are
+    the exchange's bids and no-bids less its late answers (server side, from the read), per
+    second; the client's share within tmax (`within_tmax`) counts fast refusals as in time."""
+    before = ex.metrics()
+    r = gavel_load(ex.url, ["--tmax", TMAX_MS, "--slo", f"{TMAX_MS}ms", "--timeout", "2s"] + load_args)
+    after = ex.metrics()
+    c = counters(before, after)
+    refused = c["shed"] + c["no_time_left"]
+    answered = c["bid"] + c["no_bid"]
+    return {"offered": r.get("rate_offered"), "achieved": r["rate_achieved"],
+            "within_tmax": r["slo"]["share"], "p50": r["latency_ms"]["p50"],
+            "p99": r["latency_ms"]["p99"],
+            "completed_in_tmax_per_s": (answered - c["late_answers"]) / r["duration_s"],
+            "refused_share_of_answered": refused / answered if answered else None,
+            **c}
+
+
+def run_admission(args, ctx, capacity, fanout=10):
+    with Exchange(instant(fanout), admission="off") as ex:
+        print(f"admission: fan-out {fanout}; capacity first, admission off", flush=True)
+        cap = searched(ex, fanout, args, capacity)
+    c = cap["capacity"] or 1000
+    modes = {}
+    for mode in ("deadline", "adaptive"):
+        settle(3)
+        with Exchange(instant(fanout), admission=mode) as ex:
+            levels = []
+            for share in OPEN_SHARES:
+                rate = round(share * c)
+                print(f"admission {mode}: open loop {rate}/s ({share:.0%} of {c}/s)", flush=True)
+                levels.append({"share": share, **one_load(ex, ["--rate", rate, "--duration",
+                                                                f"{args.level_seconds}s",
+                                                                "--connections", 512])})
+            closed = []
+            for conns in CLOSED_CONNECTIONS:
+                print(f"admission {mode}: closed loop, {conns} connections", flush=True)
+                r = one_load(ex, ["--closed-loop", "--connections", conns,
+                                  "--duration", f"{args.level_seconds}s"])
+                r["connections"] = conns
+                r["completed_share_of_capacity"] = (r["completed_in_tmax_per_s"] or 0) / c
+                closed.append(r)
+        modes[mode] = {"open": levels, "closed": closed}
+    return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap["search"],
+            "modes": modes}
