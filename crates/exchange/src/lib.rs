@@ -17,6 +17,7 @@ pub mod breaker;
 pub mod config;
 pub mod enrich;
 pub mod fanout;
+pub(crate) mod h1;
 pub mod metrics;
 pub mod notice_client;
 pub mod notice_plan;

@@ -1,5 +1,7 @@
 //! One HTTP/1.1 keep-alive connection pool per bidder, so that a slow bidder can use up only its
-//! own connections and never delay or starve another.
+//! own connections and never delay or starve another. Calls go through the lean client of
+//! `h1.rs`, driven by the auction's own task (`connect` below, hyper's client, serves the
+//! notices).
 //!
 //! Invariant: open connections (idle + busy) never exceed `max_connections`. A call holds a
 //! semaphore permit for its whole life; it takes an idle connection or, only when there is none,
@@ -17,14 +19,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http::StatusCode;
+use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 use crate::config::Endpoint;
+use crate::h1::{Conn, H1Error, RequestHead};
 use crate::tls::ClientTls;
 use rustls_pki_types::ServerName;
 
@@ -39,6 +42,8 @@ pub enum CallError {
     Tls(std::io::Error),
     #[error("HTTP error: {0}")]
     Http(#[from] hyper::Error),
+    #[error("HTTP error: {0}")]
+    Answer(H1Error),
     #[error("response body larger than {0} bytes")]
     TooLarge(usize),
     #[error("reading the response body failed: {0}")]
@@ -52,7 +57,7 @@ impl CallError {
             CallError::PoolExhausted(_) => "pool_exhausted",
             CallError::Connect(_) => "connect",
             CallError::Tls(_) => "tls",
-            CallError::Http(_) => "http",
+            CallError::Http(_) | CallError::Answer(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
         }
@@ -108,7 +113,9 @@ pub struct BidderPool {
     max_response_bytes: usize,
     drain: Duration,
     permits: Arc<Semaphore>,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    idle: Mutex<Vec<Conn>>,
+    /// The request line and fixed headers of every call, encoded once.
+    head: RequestHead,
 }
 
 impl BidderPool {
@@ -118,8 +125,10 @@ impl BidderPool {
         max_response_bytes: usize,
         drain: Duration,
     ) -> Self {
+        let head = RequestHead::post(&endpoint.path, &endpoint.authority);
         BidderPool {
             endpoint,
+            head,
             max_connections,
             max_response_bytes,
             drain,
@@ -150,80 +159,64 @@ impl BidderPool {
     }
 
     /// One request on an idle or new connection; the connection returns to the pool only after a
-    /// complete answer (anything else may leave it mid-message).
+    /// complete answer that lets it stay open (anything else may leave it mid-message).
     async fn call(&self, body: Bytes) -> Result<Answer, CallError> {
         let (mut conn, reused) = match self.take_idle() {
             Some(conn) => (conn, true),
             None => (self.dial().await?, false),
         };
-        let result = match self.exchange(&mut conn, body.clone()).await {
+        let max = self.max_response_bytes;
+        let result = match conn.post(&self.head, &body, max).await {
             // A kept-alive connection may have been closed by the bidder just before we used it;
             // the request never reached it, so one retry on a fresh connection is safe.
-            Err(CallError::Http(e))
-                if reused && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) =>
-            {
+            Err(H1Error::ClosedBeforeAnswer) if reused => {
                 conn = self.dial().await?;
-                self.exchange(&mut conn, body).await
+                conn.post(&self.head, &body, max).await
             }
             other => other,
         };
-        if result.is_ok() {
-            self.put_idle(conn);
-        }
-        result
-    }
-
-    async fn exchange(
-        &self,
-        conn: &mut SendRequest<Full<Bytes>>,
-        body: Bytes,
-    ) -> Result<Answer, CallError> {
-        conn.ready().await?;
-        let request = Request::post(self.endpoint.path.as_str())
-            .header(header::HOST, self.endpoint.authority.as_str())
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("x-openrtb-version", "2.6")
-            .body(Full::new(body))
-            .map_err(|e| CallError::Body(e.to_string()))?;
-        let response = conn.send_request(request).await?;
-        let status = response.status();
-        let limited = Limited::new(response.into_body(), self.max_response_bytes);
-        let body = match limited.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return Err(CallError::TooLarge(self.max_response_bytes));
+        match result {
+            Ok(answer) => {
+                if answer.keep_alive {
+                    self.put_idle(conn);
+                }
+                Ok(Answer {
+                    status: answer.status,
+                    body: answer.body,
+                })
             }
-            Err(e) => return Err(CallError::Body(e.to_string())),
-        };
-        Ok(Answer { status, body })
+            Err(H1Error::TooLarge(n)) => Err(CallError::TooLarge(n)),
+            Err(e) => Err(CallError::Answer(e)),
+        }
     }
 
-    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
-        let mut idle = self.idle.lock().ok()?;
-        while let Some(conn) = idle.pop() {
-            if !conn.is_closed() {
-                return Some(conn);
-            }
-        }
-        None
+    fn take_idle(&self) -> Option<Conn> {
+        self.idle.lock().ok()?.pop()
     }
 
-    fn put_idle(&self, conn: SendRequest<Full<Bytes>>) {
-        if conn.is_closed() {
-            return;
-        }
+    fn put_idle(&self, conn: Conn) {
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(conn);
         }
     }
 
-    async fn dial(&self) -> Result<SendRequest<Full<Bytes>>, CallError> {
-        let tls = self
-            .endpoint
-            .tls
-            .as_ref()
-            .map(|t| (&t.client, t.server_name.clone()));
-        connect(self.endpoint.addr, tls).await
+    async fn dial(&self) -> Result<Conn, CallError> {
+        let stream = TcpStream::connect(self.endpoint.addr)
+            .await
+            .map_err(CallError::Connect)?;
+        // Bid requests are small and latency-bound: never wait for Nagle.
+        stream.set_nodelay(true).map_err(CallError::Connect)?;
+        match &self.endpoint.tls {
+            None => Ok(Conn::new(Box::new(stream))),
+            Some(tls) => {
+                let stream = tls
+                    .client
+                    .connect(tls.server_name.clone(), stream)
+                    .await
+                    .map_err(CallError::Tls)?;
+                Ok(Conn::new(Box::new(stream)))
+            }
+        }
     }
 }
 

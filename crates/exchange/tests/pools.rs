@@ -262,3 +262,60 @@ async fn idle_notice_connections_are_bounded_and_closed_after_their_timeout() {
         "max_idle_per_host = 0 keeps none"
     );
 }
+
+/// A bidder that answers each request (chunked, as many servers do) and then closes the
+/// connection without saying so: the exchange keeps it as idle, and finds it closed on the
+/// next auction. The request never reached the bidder, so it is sent again on a fresh
+/// connection: every auction gets its bid.
+#[tokio::test]
+async fn a_kept_connection_the_bidder_closed_is_replaced_without_losing_the_call() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            count.fetch_add(1, SeqCst);
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            let body = loop {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed before a whole request");
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).into_owned();
+                let Some(end) = text.find("\r\n\r\n") else { continue };
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                if got.len() >= end + 4 + length {
+                    break got[end + 4..end + 4 + length].to_vec();
+                }
+            };
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let answer = json!({"id": request["id"], "seatbid": [{"seat": "c", "bid": [
+                {"id": "c", "impid": request["imp"][0]["id"], "price": 1.0, "adm": "<div/>"}]}]})
+            .to_string();
+            let chunked = format!(
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{answer}\r\n0\r\n\r\n",
+                answer.len()
+            );
+            s.write_all(chunked.as_bytes()).await.unwrap();
+            drop(s);
+        }
+    });
+    let ex = exchange("", &[("closing", format!("http://{addr}/bid"))]).await;
+    for _ in 0..3 {
+        let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
+        assert_eq!(status, 200);
+        assert_eq!(body.unwrap()["seatbid"][0]["seat"], "c");
+    }
+    assert_eq!(accepted.load(SeqCst), 3, "one fresh connection per auction");
+    let m = ex.metrics.bidder(0).unwrap();
+    assert_eq!(m.outcome_count(BidderOutcome::Bid), 3);
+}

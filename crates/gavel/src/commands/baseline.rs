@@ -97,8 +97,7 @@ pub async fn run(args: BaselineArgs) -> anyhow::Result<()> {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     let fan_out = fan_out.clone();
                     async move {
-                        let status = match Limited::new(req.into_body(), MAX_BODY).collect().await
-                        {
+                        let status = match Limited::new(req.into_body(), MAX_BODY).collect().await {
                             Ok(_) => StatusCode::NO_CONTENT,
                             Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
                         };
