@@ -96,6 +96,25 @@ impl Conn {
         self.read_response(max_body).await
     }
 
+    /// GETs `path_and_query` from `authority` and reads the whole answer, its body at most
+    /// `max_body` bytes. Both must be valid in a request line (no spaces or control bytes).
+    pub(crate) async fn get(
+        &mut self,
+        path_and_query: &str,
+        authority: &str,
+        max_body: usize,
+    ) -> Result<Response, H1Error> {
+        let visible = |s: &str| !s.is_empty() && s.bytes().all(|b| b > b' ' && b != 0x7f);
+        if !visible(path_and_query) || !visible(authority) {
+            return Err(H1Error::Protocol("request target or host not printable"));
+        }
+        let head = format!("GET {path_and_query} HTTP/1.1\r\nhost: {authority}\r\n\r\n");
+        write_all(&mut self.io, &mut [head.as_bytes()])
+            .await
+            .map_err(closed_or_io)?;
+        self.read_response(max_body).await
+    }
+
     async fn read_response(&mut self, max_body: usize) -> Result<Response, H1Error> {
         let mut any_byte = !self.buf.is_empty();
         let head = loop {
@@ -464,10 +483,7 @@ mod tests {
         };
         let head = RequestHead::post("/bid", "b.example:80");
         let body = Bytes::from_static(b"{}");
-        let (result, got) = tokio::join!(
-            conn.post(&head, &body, max_body),
-            serve
-        );
+        let (result, got) = tokio::join!(conn.post(&head, &body, max_body), serve);
         (result, got)
     }
 

@@ -11,13 +11,9 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{Request, header};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1::SendRequest;
-
+use crate::h1::{Conn, H1Error};
 use crate::outbound::{ByOrigin, Refusal, Scheme, Target, address_allowed};
-use crate::pool::{Answer, connect};
+use crate::pool::{Answer, dial};
 use crate::tls::{ClientTls, server_name};
 
 /// Notice hosts kept; past this the cache starts afresh (bounded memory). Hosts come from
@@ -43,7 +39,7 @@ pub struct ClientSettings {
 }
 
 struct Idle {
-    conn: SendRequest<Full<Bytes>>,
+    conn: Conn,
     since: Instant,
 }
 
@@ -85,10 +81,16 @@ impl NoticeClient {
     ) -> Result<Answer, NoticeError> {
         if let Some(mut conn) = self.take(target) {
             // A cached connection may have been closed by the host since; then the request
-            // never left, and one try on a fresh connection is safe.
-            if let Ok(answer) = send(&mut conn, target, max_bytes).await {
-                self.put(target, conn);
-                return Ok(answer);
+            // never reached it, and one try on a fresh connection is safe.
+            match send(&mut conn, target, max_bytes).await {
+                Ok((answer, keep)) => {
+                    if keep {
+                        self.put(target, conn);
+                    }
+                    return Ok(answer);
+                }
+                Err(H1Error::ClosedBeforeAnswer) => {}
+                Err(e) => return Err(NoticeError::Failed(e.to_string())),
             }
         }
         let addr = self.resolve(target).await?;
@@ -102,13 +104,15 @@ impl NoticeClient {
                 Some((client, name))
             }
         };
-        let mut conn = connect(addr, tls)
+        let mut conn = dial(addr, tls)
             .await
             .map_err(|e| NoticeError::Failed(format!("{}: {e}", target.authority)))?;
-        let answer = send(&mut conn, target, max_bytes)
+        let (answer, keep) = send(&mut conn, target, max_bytes)
             .await
-            .map_err(NoticeError::Failed)?;
-        self.put(target, conn);
+            .map_err(|e| NoticeError::Failed(e.to_string()))?;
+        if keep {
+            self.put(target, conn);
+        }
         Ok(answer)
     }
 
@@ -136,20 +140,20 @@ impl NoticeClient {
         }
     }
 
-    fn take(&self, target: &Target) -> Option<SendRequest<Full<Bytes>>> {
+    fn take(&self, target: &Target) -> Option<Conn> {
         let mut idle = self.idle.lock().ok()?;
         let conns = idle.get_mut(target)?;
         let fresh_after = Instant::now().checked_sub(self.settings.idle_timeout);
         while let Some(c) = conns.pop() {
             let stale = fresh_after.is_some_and(|t| c.since < t);
-            if !stale && !c.conn.is_closed() {
+            if !stale {
                 return Some(c.conn);
             }
         }
         None
     }
 
-    fn put(&self, target: &Target, conn: SendRequest<Full<Bytes>>) {
+    fn put(&self, target: &Target, conn: Conn) {
         let Ok(mut idle) = self.idle.lock() else {
             return;
         };
@@ -175,7 +179,7 @@ impl NoticeClient {
             return;
         };
         idle.retain(|conns| {
-            conns.retain(|c| c.since >= fresh_after && !c.conn.is_closed());
+            conns.retain(|c| c.since >= fresh_after);
             !conns.is_empty()
         });
     }
@@ -188,25 +192,20 @@ impl NoticeClient {
     }
 }
 
+/// One GET on `conn`: the answer, and whether the connection may be kept.
 async fn send(
-    conn: &mut SendRequest<Full<Bytes>>,
+    conn: &mut Conn,
     target: &Target,
     max_bytes: usize,
-) -> Result<Answer, String> {
-    conn.ready().await.map_err(|e| e.to_string())?;
-    let request = Request::get(target.path_and_query.as_str())
-        .header(header::HOST, target.authority.as_str())
-        .body(Full::new(Bytes::new()))
-        .map_err(|e| e.to_string())?;
-    let response = conn
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status();
-    let body = Limited::new(response.into_body(), max_bytes)
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    Ok(Answer { status, body })
+) -> Result<(Answer, bool), H1Error> {
+    let r = conn
+        .get(&target.path_and_query, &target.authority, max_bytes)
+        .await?;
+    Ok((
+        Answer {
+            status: r.status,
+            body: r.body,
+        },
+        r.keep_alive,
+    ))
 }

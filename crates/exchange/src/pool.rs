@@ -1,7 +1,6 @@
 //! One HTTP/1.1 keep-alive connection pool per bidder, so that a slow bidder can use up only its
 //! own connections and never delay or starve another. Calls go through the lean client of
-//! `h1.rs`, driven by the auction's own task (`connect` below, hyper's client, serves the
-//! notices).
+//! `h1.rs`, driven by the auction's own task; `dial` also opens the notice client's.
 //!
 //! Invariant: open connections (idle + busy) never exceed `max_connections`. A call holds a
 //! semaphore permit for its whole life; it takes an idle connection or, only when there is none,
@@ -20,9 +19,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::Full;
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
@@ -41,8 +37,6 @@ pub enum CallError {
     #[error("TLS handshake failed: {0}")]
     Tls(std::io::Error),
     #[error("HTTP error: {0}")]
-    Http(#[from] hyper::Error),
-    #[error("HTTP error: {0}")]
     Answer(H1Error),
     #[error("response body larger than {0} bytes")]
     TooLarge(usize),
@@ -57,7 +51,7 @@ impl CallError {
             CallError::PoolExhausted(_) => "pool_exhausted",
             CallError::Connect(_) => "connect",
             CallError::Tls(_) => "tls",
-            CallError::Http(_) | CallError::Answer(_) => "http",
+            CallError::Answer(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
         }
@@ -201,52 +195,29 @@ impl BidderPool {
     }
 
     async fn dial(&self) -> Result<Conn, CallError> {
-        let stream = TcpStream::connect(self.endpoint.addr)
-            .await
-            .map_err(CallError::Connect)?;
-        // Bid requests are small and latency-bound: never wait for Nagle.
-        stream.set_nodelay(true).map_err(CallError::Connect)?;
-        match &self.endpoint.tls {
-            None => Ok(Conn::new(Box::new(stream))),
-            Some(tls) => {
-                let stream = tls
-                    .client
-                    .connect(tls.server_name.clone(), stream)
-                    .await
-                    .map_err(CallError::Tls)?;
-                Ok(Conn::new(Box::new(stream)))
-            }
-        }
+        let tls = self
+            .endpoint
+            .tls
+            .as_ref()
+            .map(|t| (&t.client, t.server_name.clone()));
+        dial(self.endpoint.addr, tls).await
     }
 }
 
-/// Opens a kept-alive HTTP/1.1 connection to `addr`, over TLS when `tls` names the verifier and
-/// the name the peer's certificate must carry; its I/O runs on a task of its own that ends when
-/// the returned sender is dropped or the peer closes.
-pub(crate) async fn connect(
+/// Opens a connection to `addr` for the lean client, over TLS when `tls` names the verifier
+/// and the name the peer's certificate must carry.
+pub(crate) async fn dial(
     addr: SocketAddr,
     tls: Option<(&ClientTls, ServerName<'static>)>,
-) -> Result<SendRequest<Full<Bytes>>, CallError> {
+) -> Result<Conn, CallError> {
     let stream = TcpStream::connect(addr).await.map_err(CallError::Connect)?;
     // Bid requests and notices are small and latency-bound: never wait for Nagle.
     stream.set_nodelay(true).map_err(CallError::Connect)?;
     match tls {
-        None => handshake(stream).await,
+        None => Ok(Conn::new(Box::new(stream))),
         Some((client, name)) => {
             let stream = client.connect(name, stream).await.map_err(CallError::Tls)?;
-            handshake(stream).await
+            Ok(Conn::new(Box::new(stream)))
         }
     }
-}
-
-async fn handshake<S>(stream: S) -> Result<SendRequest<Full<Bytes>>, CallError>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(async move {
-        // Its error, if any, surfaces as the error of the request in flight.
-        let _ = connection.await;
-    });
-    Ok(sender)
 }

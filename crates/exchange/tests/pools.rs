@@ -285,7 +285,9 @@ async fn a_kept_connection_the_bidder_closed_is_replaced_without_losing_the_call
                 assert!(n > 0, "closed before a whole request");
                 got.extend_from_slice(&buf[..n]);
                 let text = String::from_utf8_lossy(&got).into_owned();
-                let Some(end) = text.find("\r\n\r\n") else { continue };
+                let Some(end) = text.find("\r\n\r\n") else {
+                    continue;
+                };
                 let length: usize = text[..end]
                     .lines()
                     .find_map(|l| l.strip_prefix("content-length: "))
