@@ -39,7 +39,8 @@ class Exchange:
     `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
 
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
-                 floor=False):
+                 floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
+                 fleet_threads=1):
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")
@@ -49,8 +50,8 @@ class Exchange:
             ca, cert, key = certificates(d)
             tls_args = ["--tls-cert", cert, "--tls-key", key]
         self.fleet = Proc(["sim", "--profiles", profiles, "--write-bidders", section,
-                           "--duration", "60m"] + tls_args, LOAD_CORE, FLEET_NICE,
-                          ready="wrote the [[bidders]]")
+                           "--duration", "60m"] + tls_args, load_core, FLEET_NICE,
+                          ready="wrote the [[bidders]]", threads=fleet_threads)
         port = free_port()
         fire = "true" if notices else "false"
         config = os.path.join(d, "exchange.toml")
@@ -77,7 +78,7 @@ class Exchange:
         command = (["baseline", "--listen", f"127.0.0.1:{port}", "--bidders", config] if floor
                    else ["exchange", "--config", config])
         try:
-            self.server = Proc(command, SERVER_CORE, ready="listening")
+            self.server = Proc(command, server_core, ready="listening", threads=threads)
         except Exception:
             self.fleet.stop()
             raise

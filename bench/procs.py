@@ -18,10 +18,11 @@ def free_port():
 
 
 class Proc:
-    """A gavel subcommand pinned to one core with a one-thread runtime, stopped on exit."""
+    """A gavel subcommand pinned to `core` (a taskset list) with a `threads`-thread runtime,
+    stopped on exit."""
 
-    def __init__(self, args, core, nice=(), ready=None, timeout=15):
-        cmd = list(nice) + ["taskset", "-c", core, GAVEL, "--threads", "1"] + args
+    def __init__(self, args, core, nice=(), ready=None, timeout=15, threads=1):
+        cmd = list(nice) + ["taskset", "-c", core, GAVEL, "--threads", str(threads)] + args
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if ready:
             deadline = time.time() + timeout
@@ -55,11 +56,11 @@ class Proc:
         self.stop()
 
 
-def gavel_load(url, args, core=LOAD_CORE):
+def gavel_load(url, args, core=LOAD_CORE, threads=1):
     """Runs `gavel load` pinned to `core` and returns its JSON report; its text goes to our
     stdout as it comes, indented."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = ["taskset", "-c", core, GAVEL, "--threads", "1", "load", "--url", url,
+        cmd = ["taskset", "-c", core, GAVEL, "--threads", str(threads), "load", "--url", url,
                "--no-progress", "--json", out.name] + [str(a) for a in args]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in p.stdout:
