@@ -31,7 +31,19 @@ def searched(ex, n, args, capacity):
             "fleet_core_share": (ex.fleet_cpu_seconds() - fleet0) / wall}
 
 
+def cpu_at(ex, rate, seconds):
+    """Server and fleet CPU per request at a fixed open-loop rate."""
+    c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
+    r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512,
+                            "--timeout", "1s", "--tmax", 500])
+    return {"rate": rate, "server_cpu_us_per_request": 1e6 * (ex.cpu_seconds() - c0) / r["sent"],
+            "fleet_cpu_us_per_request": 1e6 * (ex.fleet_cpu_seconds() - f0) / r["sent"],
+            "p99": r["latency_ms"]["p99"], "success": r["success_share"]}
+
+
 def run_floor(args, ctx, capacity):
+    """Capacities first; then, since at fan-out 50 and 100 the one-core fleet is the limit of
+    both, CPU per request of each at the same fixed rate (half the lower capacity)."""
     rows = []
     for n in FANOUTS:
         row = {"bidders": n}
@@ -42,6 +54,15 @@ def run_floor(args, ctx, capacity):
             settle(3)
         f, e = row["floor"]["capacity"], row["exchange"]["capacity"]
         row["ratio"] = e / f if e and f else None
+        rate = max(10, round(0.5 * min(f or 0, e or 0)))
+        for kind in ("floor", "exchange"):
+            with Exchange(instant(n), admission="off", floor=kind == "floor") as ex:
+                gavel_load(ex.url, ["--rate", rate, "--duration", "1s"])
+                row[kind]["fixed_rate"] = cpu_at(ex, rate, args.level_seconds)
+            settle(3)
+        fe = row["exchange"]["fixed_rate"]["server_cpu_us_per_request"]
+        ff = row["floor"]["fixed_rate"]["server_cpu_us_per_request"]
+        row["cpu_ratio_at_fixed_rate"] = ff / fe if fe else None
         rows.append(row)
     return {"rows": rows}
 

@@ -1,5 +1,5 @@
 """The overload scenarios of the suite: the exchange (fan-out 10 or 50, instant bidders, default
-adaptive admission) driven open-loop at 1x, 2x, 3x and 5x its capacity (measured with the gate
+admission: by deadline since issue 18) driven open-loop at 1x, 2x, 3x and 5x its capacity (measured with the gate
 off, on a separate exchange). Each level is one `gavel load` run on a fresh gated exchange's
 connections: 5 s of warm-up at half the capacity, the overload, then a stretch at half the
 capacity again (falling rate steps). The overload thus starts on open connections and a warm
@@ -172,7 +172,7 @@ def run_overload(args, ctx, capacity, slo_ms, fanout=10, start=500):
         target = Target(ex.url, ex.metrics, ex.server.p.pid, "gavel_exchange", exchange_ran)
         levels = run_levels(target, c, seconds, slo_ms)
     base = ctx.get("baseline_capacity")
-    return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap,
+    return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap, "admission": "deadline",
             "baseline_capacity": base, "ratio_to_baseline": c / base if base else None,
             "warmup_seconds": WARMUP_S, "level_seconds": seconds,
             "levels": levels}

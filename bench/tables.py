@@ -66,7 +66,8 @@ def overload_table(over, out):
     times = f", {len(runs)} runs" if len(runs) > 1 else ""
     what = (f"the exchange, fan-out {first['bidders']}, instant bidders" if "bidders" in first
             else f"`gavel bidder`, {n(first['campaigns'])} campaigns, {first['ledger']} ledger")
-    out.append(f"### Overload ({what}, adaptive admission, tmax {first['tmax_ms']} ms{times})\n")
+    mode = first.get("admission", "adaptive")
+    out.append(f"### Overload ({what}, {mode} admission, tmax {first['tmax_ms']} ms{times})\n")
     slo = first.get("slo_p99_ms_here", over["slo_p99_ms"])
     base = over.get("baseline_capacity")
     caps = ", ".join(f"{n(r['capacity'])}/s" + (f" ({r['ratio_to_baseline']:.3f} of the baseline)"
@@ -101,6 +102,59 @@ def overload_table(over, out):
                f"(at {worst_in['multiple']}x; target >= 99.9%), goodput "
                f"{pct(worst_good['goodput_share_of_capacity'], 0)} of capacity (at {worst_good['multiple']}x; "
                "target >= 90%).\n")
+
+
+def floor_table(floor, out):
+    """Issue 18: the exchange against the floor of its design, same run, same fleets."""
+    out.append("### The exchange against the floor of its design (instant bidders)\n")
+    out.append(f"Run `{floor['command'].strip()}`, {floor['date']}. The floor is `gavel baseline --bidders`: "
+               "read the request, send every bidder a small pre-encoded request over the exchange's own "
+               "pools, read every answer, answer 204. Capacities (p99 <= 10 ms), then CPU per request of "
+               "both at one fixed rate (half the lower capacity): at fan-out 50 and 100 the one-core fleet "
+               "limits both capacities, so the CPU columns are the comparison there.\n")
+    out.append("| fan-out | floor capacity/s | exchange capacity/s | exchange / floor | floor CPU per request | exchange CPU per auction | at rate | floor CPU / exchange CPU | fleet core share (floor / exchange search) |")
+    out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in floor["rows"]:
+        f, e = r["floor"], r["exchange"]
+        ff, fe = f.get("fixed_rate") or {}, e.get("fixed_rate") or {}
+        out.append(f"| {r['bidders']} | {n(f['capacity'])} | {n(e['capacity'])} | {n(r['ratio'], 3)} "
+                   f"| {n(ff.get('server_cpu_us_per_request'))} µs | {n(fe.get('server_cpu_us_per_request'))} µs "
+                   f"| {n(fe.get('rate'))}/s | {n(r.get('cpu_ratio_at_fixed_rate'), 3)} "
+                   f"| {pct(f['fleet_core_share'], 0)} / {pct(e['fleet_core_share'], 0)} |")
+    out.append("")
+
+
+def admission_table(adm, out):
+    """Issue 18: admission by deadline against the adaptive bound, open and closed loop."""
+    runs = adm.get("runs") or [adm]
+    first = runs[0]
+    out.append(f"### Admission: by deadline (the default) vs the adaptive bound (fan-out {first['bidders']}, "
+               f"instant bidders, tmax {first['tmax_ms']} ms, {len(runs)} run(s))\n")
+    caps = ", ".join(n(r["capacity"]) for r in runs)
+    out.append(f"Run `{adm['command'].strip()}`, {adm['date']}. Capacity with the gate off (p99 <= 10 ms), "
+               f"run by run: {caps}/s. Open loop at shares of it, then closed loop (each connection sends "
+               "its next request when the last is answered). Completed = auctions answered in tmax "
+               "(server side) per second; refused = shed + too little time, as a share of auctions "
+               "answered. Each cell lists the runs in order.\n")
+    out.append("| load | mode | shed | refused / answered | completed in tmax (share of capacity) | p99 ms |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: |")
+    cell = lambda vals: " / ".join(vals)
+    for mode in ("deadline", "adaptive"):
+        for k, share in enumerate(first["modes"][mode]["open"]):
+            rows = [r["modes"][mode]["open"][k] for r in runs]
+            out.append(f"| open loop, {pct(share['share'], 0)} of capacity | {mode} "
+                       f"| {cell(n(x['shed']) for x in rows)} "
+                       f"| {cell(pct(x['refused_share_of_answered']) for x in rows)} "
+                       f"| {cell(pct(x['completed_in_tmax_per_s'] / r['capacity'], 0) for x, r in zip(rows, runs))} "
+                       f"| {cell(n(x['p99'], 1) for x in rows)} |")
+        for k, c in enumerate(first["modes"][mode]["closed"]):
+            rows = [r["modes"][mode]["closed"][k] for r in runs]
+            out.append(f"| closed loop, {c['connections']:,} connections | {mode} "
+                       f"| {cell(n(x['shed']) for x in rows)} "
+                       f"| {cell(pct(x['refused_share_of_answered']) for x in rows)} "
+                       f"| {cell(pct(x['completed_share_of_capacity'], 0) for x in rows)} "
+                       f"| {cell(n(x['p99'], 1) for x in rows)} |")
+    out.append("")
 
 
 def section(results):
@@ -149,6 +203,12 @@ def section(results):
                        f"| {n(p50, 2)} / {n(p99, 2)} | {n(r['server_cpu_us_per_auction'])} µs "
                        f"| {pct(r['fleet_core_share'], 0)} | {trials(r['search'])} |")
         out.append("")
+    floor = load(results, "floor")
+    if floor:
+        floor_table(floor, out)
+    adm = load(results, "admission")
+    if adm:
+        admission_table(adm, out)
     tls = load(results, "fanout-10-tls")
     if tls:
         out.append("### Fan-out 10 over kept-alive TLS vs plain HTTP (bidder calls and notices)\n")
