@@ -1,6 +1,6 @@
 //! The exchange's own work per auction, without I/O: enriching the seller's request and encoding
 //! it once for the whole fan-out, and settling ten bidders' replies (auction, winner rewrite,
-//! macros), and the per-bidder gates of a fan-out (clock read, rate cap and breaker behind their
+//! macros), reading ten bidders' answers, and the per-bidder gates of a fan-out (clock read, rate cap and breaker behind their
 //! mutexes). Decoding is benchmarked in `openrtb`, the bare auction in `auction`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -37,8 +37,9 @@ fn enrich_and_encode(c: &mut Criterion) {
     group.finish();
 }
 
-/// Ten bidders, each bidding on every imp with its own price and full markup and notice URLs.
-fn replies(request: &BidRequest, auction_id: &str) -> Vec<(u32, Reply)> {
+/// Ten bidders' answer bodies, each bidding on every imp with its own price and full markup
+/// and notice URLs.
+fn answers(request: &BidRequest, auction_id: &str) -> Vec<String> {
     (0..10u32)
         .map(|i| {
             let bids: Vec<_> = request
@@ -56,9 +57,42 @@ fn replies(request: &BidRequest, auction_id: &str) -> Vec<(u32, Reply)> {
                 })
                 .collect();
             let body = serde_json::json!({"id": auction_id, "cur": "USD", "seatbid": [{"seat": format!("seat{i}"), "bid": bids}]});
-            (i, interpret(http::StatusCode::OK, body.to_string().as_bytes(), auction_id))
+            body.to_string()
         })
         .collect()
+}
+
+fn replies(request: &BidRequest, auction_id: &str) -> Vec<(u32, Reply)> {
+    answers(request, auction_id)
+        .iter()
+        .zip(0u32..)
+        .map(|(body, i)| {
+            (
+                i,
+                interpret(http::StatusCode::OK, body.as_bytes(), auction_id),
+            )
+        })
+        .collect()
+}
+
+/// Reading ten bidders' answers: decode each `BidResponse` (lossless, like the request) and
+/// check it belongs to the auction.
+fn interpret_ten_answers(c: &mut Criterion) {
+    let request = BidRequest::from_slice(REALISTIC).unwrap();
+    let auction_id = "gavel-1-2a";
+    let bodies = answers(&request, auction_id);
+    let bytes: usize = bodies.iter().map(String::len).sum();
+    let mut group = c.benchmark_group("fan-out");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function(format!("interpret/10-answers-{bytes}-bytes"), |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .map(|body| interpret(http::StatusCode::OK, body.as_bytes(), auction_id))
+                .collect::<Vec<_>>()
+        })
+    });
+    group.finish();
 }
 
 fn settle_ten_bidders(c: &mut Criterion) {
@@ -124,6 +158,7 @@ fn gates_ten_bidders(c: &mut Criterion) {
 criterion_group!(
     benches,
     enrich_and_encode,
+    interpret_ten_answers,
     settle_ten_bidders,
     gates_ten_bidders
 );
