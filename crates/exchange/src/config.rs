@@ -229,6 +229,11 @@ pub struct NoticeConfig {
     pub idle_timeout_ms: u64,
     /// Idle connections kept per notice host. Default 32.
     pub max_idle_per_host: usize,
+    /// Notices to one host sent together, pipelined on one connection, at most. Default 32.
+    pub batch_max: usize,
+    /// A sender waits this long for more notices to its host before sending, in ms; 0 sends
+    /// what is queued at once. Default 10.
+    pub batch_linger_ms: u64,
 }
 
 impl Default for NoticeConfig {
@@ -245,6 +250,8 @@ impl Default for NoticeConfig {
             allow_private_addresses: false,
             idle_timeout_ms: 30_000,
             max_idle_per_host: 32,
+            batch_max: 32,
+            batch_linger_ms: 10,
         }
     }
 }
@@ -545,6 +552,12 @@ impl Config {
         }
         if n.workers == 0 || n.workers > 1024 {
             return Err(invalid("notices.workers", "must be 1..=1024"));
+        }
+        if n.batch_max == 0 || n.batch_max > 1024 {
+            return Err(invalid("notices.batch_max", "must be 1..=1024"));
+        }
+        if n.batch_linger_ms > 1_000 {
+            return Err(invalid("notices.batch_linger_ms", "must be at most 1000"));
         }
         if n.max_attempts == 0 || n.max_attempts > 10 {
             return Err(invalid("notices.max_attempts", "must be 1..=10"));

@@ -96,22 +96,34 @@ impl Conn {
         self.read_response(max_body).await
     }
 
-    /// GETs `path_and_query` from `authority` and reads the whole answer, its body at most
-    /// `max_body` bytes. Both must be valid in a request line (no spaces or control bytes).
-    pub(crate) async fn get(
+    /// Writes GETs of every `path_and_query` from `authority` at once (HTTP/1.1 pipelining;
+    /// GETs are idempotent, so a batch cut short may be sent again); read the answers, in
+    /// order, with [`Conn::read_answer`]. Each target must be valid in a request line (no
+    /// spaces or control bytes).
+    pub(crate) async fn send_gets(
         &mut self,
-        path_and_query: &str,
+        paths_and_queries: &[&str],
         authority: &str,
-        max_body: usize,
-    ) -> Result<Response, H1Error> {
+    ) -> Result<(), H1Error> {
         let visible = |s: &str| !s.is_empty() && s.bytes().all(|b| b > b' ' && b != 0x7f);
-        if !visible(path_and_query) || !visible(authority) {
+        if !visible(authority) || !paths_and_queries.iter().all(|p| visible(p)) {
             return Err(H1Error::Protocol("request target or host not printable"));
         }
-        let head = format!("GET {path_and_query} HTTP/1.1\r\nhost: {authority}\r\n\r\n");
-        write_all(&mut self.io, &mut [head.as_bytes()])
+        let mut heads = String::new();
+        for pq in paths_and_queries {
+            heads.push_str("GET ");
+            heads.push_str(pq);
+            heads.push_str(" HTTP/1.1\r\nhost: ");
+            heads.push_str(authority);
+            heads.push_str("\r\n\r\n");
+        }
+        write_all(&mut self.io, &mut [heads.as_bytes()])
             .await
-            .map_err(closed_or_io)?;
+            .map_err(closed_or_io)
+    }
+
+    /// Reads the next whole answer, its body at most `max_body` bytes.
+    pub(crate) async fn read_answer(&mut self, max_body: usize) -> Result<Response, H1Error> {
         self.read_response(max_body).await
     }
 
@@ -166,9 +178,10 @@ impl Conn {
                 self.buf.split().freeze()
             }
         };
-        // Bytes beyond the answer are not part of any answer we asked for.
-        let keep_alive =
-            head.keep_alive && head.framing != Framing::UntilClose && self.buf.is_empty();
+        // Bytes beyond the answer belong to the next answer of a pipelined batch; with no
+        // request outstanding they are garbage, and `idle_clean` keeps such a connection out
+        // of the pools.
+        let keep_alive = head.keep_alive && head.framing != Framing::UntilClose;
         Ok(Response {
             status: head.status,
             body,
@@ -209,6 +222,11 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// Whether nothing unread is left: a connection going back to a pool must be.
+    pub(crate) fn idle_clean(&self) -> bool {
+        self.buf.is_empty()
     }
 
     /// Reads what the stream has into the buffer; 0 at its end.
@@ -525,6 +543,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn pipelined_gets_go_out_in_one_write_and_their_answers_are_read_in_order() {
+        let (client, mut server) = tokio::io::duplex(64 * 1024);
+        let mut conn = Conn::new(Box::new(client));
+        conn.send_gets(&["/win?a=1", "/bill?a=1", "/win?a=2"], "n.example")
+            .await
+            .unwrap();
+        let mut got = vec![0u8; 4096];
+        let n = server.read(&mut got).await.unwrap();
+        let text = String::from_utf8_lossy(&got[..n]).into_owned();
+        assert_eq!(text.matches("GET /").count(), 3, "{text}");
+        assert!(text.starts_with("GET /win?a=1 HTTP/1.1\r\nhost: n.example\r\n\r\nGET /bill?a=1"));
+        server
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\naHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 503 Busy\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        let statuses: Vec<u16> = [
+            conn.read_answer(100).await.unwrap(),
+            conn.read_answer(100).await.unwrap(),
+            conn.read_answer(100).await.unwrap(),
+        ]
+        .iter()
+        .map(|r| r.status.as_u16())
+        .collect();
+        assert_eq!(statuses, [200, 204, 503]);
+        assert!(conn.idle_clean());
+        assert!(
+            conn.send_gets(&["/a b"], "n.example").await.is_err(),
+            "no spaces in a request line"
+        );
+    }
+
+    #[tokio::test]
     async fn bodies_over_the_limit_and_broken_answers_are_errors() {
         let r = exchange_with(b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n", 100)
             .await
@@ -545,11 +595,16 @@ mod tests {
         assert!(matches!(r, Err(H1Error::ClosedBeforeAnswer)), "{r:?}");
         let r = exchange_with(b"HTTP/1.1 2", 100).await.0;
         assert!(matches!(r, Err(H1Error::Protocol(_))), "{r:?}");
-        let r = exchange_with(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nabEXTRA", 100)
+        let (client, mut server) = tokio::io::duplex(4096);
+        let mut conn = Conn::new(Box::new(client));
+        server
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nabEXTRA")
             .await
-            .0;
+            .unwrap();
+        let r = conn.read_answer(100).await.unwrap();
+        assert_eq!(&r.body[..], b"ab");
         assert!(
-            !r.unwrap().keep_alive,
+            !conn.idle_clean(),
             "bytes after the answer: the connection is not kept"
         );
     }

@@ -79,41 +79,77 @@ impl NoticeClient {
         tls: Option<&ClientTls>,
         max_bytes: usize,
     ) -> Result<Answer, NoticeError> {
-        if let Some(mut conn) = self.take(target) {
-            // A cached connection may have been closed by the host since; then the request
+        self.get_batch(&[target], tls, max_bytes, None)
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(NoticeError::Failed("no answer".to_owned())))
+    }
+
+    /// GETs every target, all of one origin (scheme, host and port), pipelined on one
+    /// connection: one write for the batch, the answers read in order. One result per target,
+    /// in order; a target whose answer never came (the connection broke or closed first) is
+    /// [`NoticeError::Failed`], safe to send again since GETs are idempotent. `each` bounds
+    /// the connection and every answer (not the batch: a long batch from a slow but working
+    /// host is not cut), and a wait over it fails the answers still to come.
+    pub async fn get_batch(
+        &self,
+        targets: &[&Target],
+        tls: Option<&ClientTls>,
+        max_bytes: usize,
+        each: Option<Duration>,
+    ) -> Vec<Result<Answer, NoticeError>> {
+        let Some(first) = targets.first() else {
+            return Vec::new();
+        };
+        if let Some(mut conn) = self.take(first) {
+            // A cached connection may have been closed by the host since; then the requests
             // never reached it, and one try on a fresh connection is safe.
-            match send(&mut conn, target, max_bytes).await {
-                Ok((answer, keep)) => {
-                    if keep {
-                        self.put(target, conn);
-                    }
-                    return Ok(answer);
+            if let Some((results, keep)) = pipeline(&mut conn, targets, max_bytes, each).await {
+                if keep {
+                    self.put(first, conn);
                 }
-                Err(H1Error::ClosedBeforeAnswer) => {}
-                Err(e) => return Err(NoticeError::Failed(e.to_string())),
+                return results;
             }
         }
-        let addr = self.resolve(target).await?;
-        let tls = match target.scheme {
+        let failed = |e: NoticeError| targets.iter().map(|_| Err(e.clone())).collect();
+        let timed_out = || NoticeError::Failed("timed out".to_owned());
+        let addr = match bounded(each, self.resolve(first)).await {
+            Some(Ok(addr)) => addr,
+            Some(Err(e)) => return failed(e),
+            None => return failed(timed_out()),
+        };
+        let tls = match first.scheme {
             Scheme::Http => None,
             Scheme::Https => {
-                let client = tls.ok_or_else(|| {
-                    NoticeError::Failed("https notice host, but no CA roots are known".to_owned())
-                })?;
-                let name = server_name(&target.host).map_err(NoticeError::Failed)?;
-                Some((client, name))
+                let Some(client) = tls else {
+                    return failed(NoticeError::Failed(
+                        "https notice host, but no CA roots are known".to_owned(),
+                    ));
+                };
+                match server_name(&first.host) {
+                    Ok(name) => Some((client, name)),
+                    Err(e) => return failed(NoticeError::Failed(e)),
+                }
             }
         };
-        let mut conn = dial(addr, tls)
-            .await
-            .map_err(|e| NoticeError::Failed(format!("{}: {e}", target.authority)))?;
-        let (answer, keep) = send(&mut conn, target, max_bytes)
-            .await
-            .map_err(|e| NoticeError::Failed(e.to_string()))?;
-        if keep {
-            self.put(target, conn);
+        let mut conn = match bounded(each, dial(addr, tls)).await {
+            Some(Ok(conn)) => conn,
+            Some(Err(e)) => {
+                return failed(NoticeError::Failed(format!("{}: {e}", first.authority)));
+            }
+            None => return failed(timed_out()),
+        };
+        match pipeline(&mut conn, targets, max_bytes, each).await {
+            Some((results, keep)) => {
+                if keep {
+                    self.put(first, conn);
+                }
+                results
+            }
+            None => failed(NoticeError::Failed(
+                "connection closed before an answer".to_owned(),
+            )),
         }
-        Ok(answer)
     }
 
     /// The first address of `target`'s host that the exchange may call.
@@ -192,20 +228,61 @@ impl NoticeClient {
     }
 }
 
-/// One GET on `conn`: the answer, and whether the connection may be kept.
-async fn send(
+/// The GETs of `targets` pipelined on `conn`: a result per target and whether the connection
+/// may be kept; `None` when it was closed before any answer (nothing was read: send again).
+async fn pipeline(
     conn: &mut Conn,
-    target: &Target,
+    targets: &[&Target],
     max_bytes: usize,
-) -> Result<(Answer, bool), H1Error> {
-    let r = conn
-        .get(&target.path_and_query, &target.authority, max_bytes)
-        .await?;
-    Ok((
-        Answer {
-            status: r.status,
-            body: r.body,
-        },
-        r.keep_alive,
-    ))
+    each: Option<Duration>,
+) -> Option<(Vec<Result<Answer, NoticeError>>, bool)> {
+    let failed = |e: &H1Error| Err(NoticeError::Failed(e.to_string()));
+    let timed_out = H1Error::Io(std::io::ErrorKind::TimedOut.into());
+    let paths: Vec<&str> = targets.iter().map(|t| t.path_and_query.as_str()).collect();
+    let authority = targets.first().map_or("", |t| t.authority.as_str());
+    match bounded(each, conn.send_gets(&paths, authority)).await {
+        Some(Ok(())) => {}
+        Some(Err(H1Error::ClosedBeforeAnswer)) => return None,
+        Some(Err(e)) => return Some((targets.iter().map(|_| failed(&e)).collect(), false)),
+        None => return Some((targets.iter().map(|_| failed(&timed_out)).collect(), false)),
+    }
+    let mut results = Vec::with_capacity(targets.len());
+    let mut keep = true;
+    while results.len() < targets.len() {
+        let answer = bounded(each, conn.read_answer(max_bytes))
+            .await
+            .unwrap_or(Err(H1Error::Io(std::io::ErrorKind::TimedOut.into())));
+        match answer {
+            Ok(r) => {
+                results.push(Ok(Answer {
+                    status: r.status,
+                    body: r.body,
+                }));
+                if !r.keep_alive {
+                    keep = false;
+                    break;
+                }
+            }
+            Err(H1Error::ClosedBeforeAnswer) if results.is_empty() => return None,
+            Err(e) => {
+                results.push(failed(&e));
+                keep = false;
+                break;
+            }
+        }
+    }
+    let cut = H1Error::Protocol("connection closed or timed out before this answer");
+    results.resize_with(targets.len(), || failed(&cut));
+    Some((results, keep && conn.idle_clean()))
+}
+
+/// `fut`, within `limit` when there is one; `None` when it ran out.
+async fn bounded<T>(
+    limit: Option<Duration>,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, fut).await.ok(),
+        None => Some(fut.await),
+    }
 }

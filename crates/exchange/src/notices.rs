@@ -2,7 +2,9 @@
 //!
 //! Each notice host has its own bounded queue and its own senders, so a host that hangs or
 //! refuses delays and drops only the notices addressed to it: another bidder's win and billing
-//! notices never wait behind it. A URL is checked against its bidder's allowlist before it is
+//! notices never wait behind it. A sender takes what its host's queue holds, waiting up to
+//! `notices.batch_linger_ms` for more, and sends the batch pipelined on one connection: one
+//! write and a read or two for many notices, where one each cost as much as a bid call. A URL is checked against its bidder's allowlist before it is
 //! queued ([`crate::outbound`]); a refused one is counted and never sent.
 //!
 //! A notice that failed to connect, timed out or got 5xx/429 is tried again, up to
@@ -20,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::metrics::{BidderMetrics, Metrics, NoticeKind, NoticeOutcome};
 use crate::notice_client::{NoticeClient, NoticeError};
 use crate::outbound::{ByOrigin, NoticeHosts, Target};
+use crate::pool::Answer;
 use crate::tls::ClientTls;
 
 /// Answers to notices are read and discarded; a win notice may return markup, so allow some.
@@ -46,10 +49,14 @@ pub struct QueueSettings {
     pub queue: usize,
     /// Concurrent senders per host.
     pub workers: usize,
-    /// Time allowed for one attempt.
+    /// Time allowed for one attempt's connection, and for each answer.
     pub timeout: Duration,
     pub max_attempts: u32,
     pub retry_base: Duration,
+    /// Notices sent together, pipelined on one connection, at most.
+    pub batch_max: usize,
+    /// How long a sender waits for more notices to its host before sending a batch.
+    pub batch_linger: Duration,
 }
 
 #[derive(Debug)]
@@ -197,59 +204,100 @@ fn queue_for(inner: &Arc<Inner>, target: &Target) -> Option<mpsc::Sender<Job>> {
 /// host's queue closes and the sender ends.
 async fn sender(rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>, inner: Weak<Inner>) {
     loop {
-        // The lock is held only while waiting for the next job, never while sending.
-        let job = { rx.lock().await.recv().await };
-        let Some(job) = job else { return };
+        let batch = {
+            let Some(s) = inner.upgrade().map(|i| i.settings) else {
+                return;
+            };
+            // The lock is held only while gathering a batch, never while sending it.
+            let mut rx = rx.lock().await;
+            next_batch(&mut rx, s.batch_max, s.batch_linger).await
+        };
+        if batch.is_empty() {
+            return;
+        }
         let Some(inner) = inner.upgrade() else { return };
         let s = inner.settings;
-        let attempt = tokio::time::timeout(
-            s.timeout,
-            inner
-                .client
-                .get(&job.target, job.route.tls.as_ref(), MAX_NOTICE_ANSWER),
-        )
-        .await;
-        let (outcome, retry) = match attempt {
-            Ok(Ok(answer)) if answer.status.is_success() => (NoticeOutcome::Sent, false),
-            Ok(Ok(answer)) => {
-                let status = answer.status;
-                tracing::debug!(host = %job.target.authority, %status, "notice refused by its host");
-                let transient = status.is_server_error() || status.as_u16() == 429;
-                (NoticeOutcome::Failed, transient)
-            }
-            Ok(Err(NoticeError::Refused(refusal))) => {
-                edge::log_limit::warn("notice refused", &refusal);
-                (NoticeOutcome::Refused, false)
-            }
-            Ok(Err(NoticeError::Failed(e))) => {
-                tracing::debug!(host = %job.target.authority, error = %e, "notice failed");
-                (NoticeOutcome::Failed, true)
-            }
-            Err(_) => (NoticeOutcome::Failed, true),
-        };
-        if retry && job.attempt < s.max_attempts {
-            inner.metrics.notice_retried(job.kind);
-            let delay = backoff(
-                s.retry_base,
-                job.attempt,
-                inner.jitter.fetch_add(1, Relaxed),
-            );
-            let weak = Arc::downgrade(&inner);
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                if let Some(inner) = weak.upgrade() {
-                    let next = Job {
-                        attempt: job.attempt + 1,
-                        ..job
-                    };
-                    push(&inner, next);
-                }
-            });
-            continue;
+        let targets: Vec<&Target> = batch.iter().map(|j| &j.target).collect();
+        let tls = batch.first().and_then(|j| j.route.tls.as_ref());
+        let results = inner
+            .client
+            .get_batch(&targets, tls, MAX_NOTICE_ANSWER, Some(s.timeout))
+            .await;
+        let mut results: Vec<_> = results.into_iter().map(Some).collect();
+        results.resize_with(batch.len(), || None);
+        for (job, result) in batch.into_iter().zip(results) {
+            conclude(&inner, job, result);
         }
-        count(&inner.metrics, job.kind, &job.route.metrics, outcome);
-        inner.pending.fetch_sub(1, Relaxed);
     }
+}
+
+/// The next jobs of a host's queue: the first one to come, then whatever else comes within
+/// `linger`, up to `max`. Empty once the queue is closed.
+async fn next_batch(rx: &mut mpsc::Receiver<Job>, max: usize, linger: Duration) -> Vec<Job> {
+    let Some(first) = rx.recv().await else {
+        return Vec::new();
+    };
+    let mut batch = vec![first];
+    let until = tokio::time::Instant::now() + linger;
+    while batch.len() < max {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) => {
+                match tokio::time::timeout_at(until, rx.recv()).await {
+                    Ok(Some(job)) => batch.push(job),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// Counts a notice's attempt (`None`: it timed out), or queues it again after a backoff when
+/// the failure may pass and attempts are left.
+fn conclude(inner: &Arc<Inner>, job: Job, result: Option<Result<Answer, NoticeError>>) {
+    let s = inner.settings;
+    let (outcome, retry) = match result {
+        Some(Ok(answer)) if answer.status.is_success() => (NoticeOutcome::Sent, false),
+        Some(Ok(answer)) => {
+            let status = answer.status;
+            tracing::debug!(host = %job.target.authority, %status, "notice refused by its host");
+            let transient = status.is_server_error() || status.as_u16() == 429;
+            (NoticeOutcome::Failed, transient)
+        }
+        Some(Err(NoticeError::Refused(refusal))) => {
+            edge::log_limit::warn("notice refused", &refusal);
+            (NoticeOutcome::Refused, false)
+        }
+        Some(Err(NoticeError::Failed(e))) => {
+            tracing::debug!(host = %job.target.authority, error = %e, "notice failed");
+            (NoticeOutcome::Failed, true)
+        }
+        None => (NoticeOutcome::Failed, true),
+    };
+    if retry && job.attempt < s.max_attempts {
+        inner.metrics.notice_retried(job.kind);
+        let delay = backoff(
+            s.retry_base,
+            job.attempt,
+            inner.jitter.fetch_add(1, Relaxed),
+        );
+        let weak = Arc::downgrade(inner);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if let Some(inner) = weak.upgrade() {
+                let next = Job {
+                    attempt: job.attempt + 1,
+                    ..job
+                };
+                push(&inner, next);
+            }
+        });
+        return;
+    }
+    count(&inner.metrics, job.kind, &job.route.metrics, outcome);
+    inner.pending.fetch_sub(1, Relaxed);
 }
 
 /// Wait before attempt `attempt + 1`: `base` doubled per attempt made, capped, then a random

@@ -171,7 +171,7 @@ impl BidderPool {
         };
         match result {
             Ok(answer) => {
-                if answer.keep_alive {
+                if answer.keep_alive && conn.idle_clean() {
                     self.put_idle(conn);
                 }
                 Ok(Answer {

@@ -80,6 +80,8 @@ impl Exchange {
                 timeout: Duration::from_millis(n.timeout_ms),
                 max_attempts: n.max_attempts,
                 retry_base: Duration::from_millis(n.retry_base_ms),
+                batch_max: n.batch_max,
+                batch_linger: Duration::from_millis(n.batch_linger_ms),
             },
             notice_client.clone(),
             metrics.clone(),

@@ -91,10 +91,16 @@ async fn a_hanging_notice_host_costs_no_other_bidder_a_notice() {
         (bids + wins) as usize
     };
     let received = |b: &ScriptedBidder| b.notices.lock().unwrap().len();
+    // Counted as sent once the answer is read, which for a pipelined batch may come after
+    // the bidder has recorded the notice: wait for both.
+    let sent = |name: &str| {
+        let m = ex.metrics.bidder_named(name).unwrap();
+        m.notices.get(NoticeOutcome::Sent as usize) as usize
+    };
     testkit::time::wait_until(
         Duration::from_secs(30),
-        "the healthy bidders' notices arrive",
-        || received(&healthy) >= owed("healthy"),
+        "the healthy bidders' notices arrive and are counted",
+        || received(&healthy) >= owed("healthy") && sent("healthy") >= owed("healthy"),
     )
     .await;
     for (name, b) in [("healthy", &healthy)] {
@@ -133,7 +139,7 @@ async fn an_overflowing_queue_drops_only_its_own_hosts_notices() {
     let healthy = bidder("healthy", 2.0, None).await;
     let ex = exchange_from_toml(&format!(
         "[notices]\nfire_burl = true\nfire_lurl = true\ntimeout_ms = 10000\nqueue = 4\nworkers = 1\n\
-         max_attempts = 1\n\
+         max_attempts = 1\nbatch_max = 1\nbatch_linger_ms = 0\n\
          [[bidders]]\nname = \"healthy\"\nendpoint = \"{}\"\n\
          [[bidders]]\nname = \"hanging\"\nendpoint = \"{}\"\nnotice_hosts = [\"{hole}\"]\n",
         healthy.endpoint(),

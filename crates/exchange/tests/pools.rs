@@ -154,6 +154,41 @@ async fn notices_reuse_kept_alive_connections() {
     assert!(opened <= 2, "20 notices opened {opened} connections");
 }
 
+/// Notices to one host that come together go out together: twenty auctions at once owe the
+/// host forty notices, and within the linger they leave pipelined on one connection (eight
+/// senders sending one each would open up to eight).
+#[tokio::test]
+async fn notices_to_one_host_go_out_pipelined_on_one_connection() {
+    let sink = ScriptedBidder::start(|_| no_bid()).await;
+    let host = sink.addr;
+    let a = ScriptedBidder::start(move |r| {
+        bids(r, "a", |imp| {
+            json!({"id": "a", "impid": imp, "price": 1.0, "adm": "<div/>",
+                   "nurl": format!("http://{host}/win?p=${{AUCTION_PRICE}}"),
+                   "burl": format!("http://{host}/bill?p=${{AUCTION_PRICE}}")})
+        })
+    })
+    .await;
+    let ex = exchange_from_toml(&format!(
+        "[notices]\nfire_burl = true\nbatch_linger_ms = 500\nbatch_max = 64\n\
+         [[bidders]]\nname = \"a\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\nmax_connections = 32\n",
+        a.endpoint()
+    ))
+    .await;
+    let request = banner_request(0.1);
+    let auctions: Vec<_> = (0..20).map(|_| auction(ex.addr, &request)).collect();
+    for (status, _) in futures_util::future::join_all(auctions).await {
+        assert_eq!(status, 200);
+    }
+    let m = ex.metrics.bidder_named("a").unwrap();
+    testkit::time::wait_until(Duration::from_secs(10), "40 notices sent", || {
+        m.notices.get(exchange::metrics::NoticeOutcome::Sent as usize) == 40
+    })
+    .await;
+    assert_eq!(sink.notices.lock().unwrap().len(), 40);
+    assert_eq!(sink.connections.load(SeqCst), 1, "one connection for the batch");
+}
+
 /// The exchange's per-bidder rate cap is what protects a bidder that cannot refuse its own
 /// overload fast enough (a one-poll bidder past about twice its capacity: BENCHMARKS.md,
 /// "Overload"): whatever the exchange is offered, the capped bidder sees at most its rate plus a
