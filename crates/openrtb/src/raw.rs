@@ -170,6 +170,17 @@ impl Serialize for RawJson {
     }
 }
 
+impl RawJson {
+    /// A copy of `raw` (as read by the direct decoder), or `None` if nested deeper than
+    /// [`MAX_RAW_DEPTH`], the same rule as the `Deserialize` impl.
+    pub(crate) fn from_borrowed(raw: &RawValue) -> Option<RawJson> {
+        if nesting_depth_exceeds(raw.get().as_bytes(), MAX_RAW_DEPTH) {
+            return None;
+        }
+        Some(RawJson(raw.to_owned()))
+    }
+}
+
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
