@@ -72,6 +72,10 @@ impl std::error::Error for DecodeError {
 }
 
 /// Decodes any OpenRTB object (or other type) from JSON bytes, with a path-naming error.
+///
+/// Always through serde. For a whole request or response prefer `BidRequest::from_slice` /
+/// `BidResponse::from_slice`: same result, same errors, but they try the direct decoder first
+/// (about twice as fast on valid traffic).
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
@@ -105,9 +109,11 @@ macro_rules! codec_methods {
             /// rare valid shapes it does not handle) goes through [`decode`], so the result
             /// and any error are the same as `decode`'s.
             pub fn from_slice(bytes: &[u8]) -> Result<$ty, DecodeError> {
-                match direct::decode(bytes) {
-                    Some(value) => Ok(value),
-                    None => decode(bytes),
+                let mut value = $ty::default();
+                if direct::decode_into(bytes, &mut value) {
+                    Ok(value)
+                } else {
+                    decode(bytes)
                 }
             }
 

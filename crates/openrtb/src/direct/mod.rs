@@ -46,19 +46,45 @@ pub(crate) trait Decode: Sized {
     }
 
     /// Reads an array, appending its elements to `out` (empty so far).
+    ///
+    /// Arrays of leaves in a bid request are short (`cur`, `battr`, `api`, `mimes`...): they are
+    /// gathered on the stack and moved into one allocation of the exact size, where growing a
+    /// `Vec` element by element would allocate two or three times. Objects override this.
     #[inline]
     fn decode_vec(r: &mut Reader<'_>, out: &mut Vec<Self>) -> Result<()> {
-        if r.begin_array()? {
-            loop {
-                out.push(Self::decode(r)?);
-                if !r.next_element()? {
-                    break;
+        if !r.begin_array()? {
+            return Ok(());
+        }
+        let mut stack: [Option<Self>; STACK_ELEMENTS] = Default::default();
+        let mut len = 0;
+        loop {
+            let value = Self::decode(r)?;
+            match stack.get_mut(len) {
+                Some(slot) => *slot = Some(value),
+                None => {
+                    if len == STACK_ELEMENTS {
+                        out.reserve(2 * STACK_ELEMENTS);
+                        out.extend(stack.iter_mut().filter_map(Option::take));
+                    }
+                    out.push(value);
                 }
             }
+            len += 1;
+            if !r.next_element()? {
+                break;
+            }
+        }
+        if len <= STACK_ELEMENTS {
+            out.reserve_exact(len);
+            out.extend(stack.iter_mut().filter_map(Option::take));
         }
         Ok(())
     }
 }
+
+/// Elements of a leaf array gathered on the stack before the one allocation (at most
+/// 16 * 24 bytes for strings).
+const STACK_ELEMENTS: usize = 16;
 
 /// `Ok` when every member of `required` is in `seen` (both bit sets of an object's members);
 /// a missing required member is left to serde to report.
@@ -71,15 +97,17 @@ pub(crate) fn all_seen(seen: u64, required: u64) -> Result<()> {
     }
 }
 
-/// Decodes `bytes` as one `T`, or `None` when the serde decoder must have the last word.
-pub(crate) fn decode<T: Decode>(bytes: &[u8]) -> Option<T> {
+/// Decodes `bytes` as one `T` into `out` (which holds `T::default()`), or `false` when the
+/// serde decoder must have the last word (`out` is then partly filled). In place because a
+/// `BidRequest` is 6 kB: each move of it through a `Result` or an `Option` is a `memcpy`.
+pub(crate) fn decode_into<T: Decode>(bytes: &[u8], out: &mut T) -> bool {
     // serde_json checks UTF-8 string by string (and refuses any other non-ASCII byte as a
     // syntax error); checking the whole input once is the same rule at a fraction of the cost.
-    let text = std::str::from_utf8(bytes).ok()?;
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
     let mut r = Reader::new(text);
-    let value = T::decode(&mut r).ok()?;
-    r.end().ok()?;
-    Some(value)
+    T::decode_into(&mut r, out).is_ok() && r.end().is_ok()
 }
 
 impl Decode for String {

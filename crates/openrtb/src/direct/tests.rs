@@ -6,9 +6,14 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-use super::{Decode, decode};
+use super::{Decode, decode_into};
 use crate::request::BidRequest;
 use crate::response::BidResponse;
+
+fn decode<T: Decode + Default>(bytes: &[u8]) -> Option<T> {
+    let mut out = T::default();
+    decode_into(bytes, &mut out).then_some(out)
+}
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -40,7 +45,9 @@ fn is_response(name: &str) -> bool {
 
 /// What serde decodes, direct decodes identically (checked through the re-encoded text too,
 /// which tells `-0.0` from `0.0`); what serde refuses, direct refuses.
-fn agree<T: Decode + DeserializeOwned + PartialEq + std::fmt::Debug + serde::Serialize>(
+fn agree<
+    T: Decode + Default + DeserializeOwned + PartialEq + std::fmt::Debug + serde::Serialize,
+>(
     bytes: &[u8],
 ) -> Option<T> {
     let ours = decode::<T>(bytes);
