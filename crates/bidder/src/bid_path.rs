@@ -35,7 +35,8 @@ pub(crate) async fn run(
     body: &[u8],
     read_at: Instant,
 ) -> Result<Option<Vec<u8>>, String> {
-    let request: BidRequest = openrtb::decode(body).map_err(|e| e.to_string())?;
+    // `from_slice`, not the generic `openrtb::decode`: only it takes the direct decoder.
+    let request = BidRequest::from_slice(body).map_err(|e| e.to_string())?;
     let auction = openrtb::validate::auction_currency(&request, "USD");
     openrtb::validate::validate(&request, auction).map_err(|e| e.to_string())?;
     let currency = state.config.currency.as_str();

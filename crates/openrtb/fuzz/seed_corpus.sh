@@ -5,10 +5,11 @@
 set -eu
 cd "$(dirname "$0")"
 fixtures=../tests/fixtures
-mkdir -p corpus/request_decode corpus/response_decode corpus/macro_substitute corpus/native_request
+mkdir -p corpus/request_decode corpus/response_decode corpus/decode_differential corpus/macro_substitute corpus/native_request
 cp "$fixtures"/spec-2.6/request-*.json corpus/request_decode/
 cp "$fixtures"/realistic-2.5k.json corpus/request_decode/
 cp "$fixtures"/spec-2.6/response-*.json corpus/response_decode/
+cp "$fixtures"/spec-2.6/*.json "$fixtures"/realistic-2.5k.json corpus/decode_differential/
 cp "$fixtures"/native-1.2/*.json corpus/native_request/
 printf '%s' 'https://dsp.example/win?id=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&p=${AUCTION_PRICE}&c=${AUCTION_CURRENCY}' > corpus/macro_substitute/nurl
 printf '%s' 'https://dsp.example/bill?p=${AUCTION_PRICE:B64}&m=${AUCTION_MIN_TO_WIN}&l=${AUCTION_LOSS}&t=${AUCTION_IMP_TS}&r=${AUCTION_MBR}' > corpus/macro_substitute/burl

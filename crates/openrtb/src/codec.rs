@@ -1,15 +1,19 @@
 //! JSON entry points: decode a bid request or response from bytes, encode one to bytes.
 //!
-//! Decoding is plain `serde_json::from_slice` (with its recursion limit of 128 left on, so deep
-//! nesting is an error rather than a stack overflow). Only when that fails is the input decoded
-//! a second time through `serde_path_to_error` to learn *where* it failed: path tracking costs
-//! on every field, and valid traffic should not pay for the quality of error messages.
+//! `BidRequest::from_slice` and `BidResponse::from_slice` first try the direct decoder
+//! (`direct`: one pass, in place, no serde), which takes the valid traffic. Whatever it leaves
+//! goes to [`decode`], plain `serde_json::from_slice` (with its recursion limit of 128 left on,
+//! so deep nesting is an error rather than a stack overflow). Only when that fails too is the
+//! input decoded a third time through `serde_path_to_error` to learn *where* it failed: path
+//! tracking costs on every field, and valid traffic should not pay for the quality of error
+//! messages.
 
 use std::fmt;
 use std::io;
 
 use serde::Deserialize;
 
+use crate::direct;
 use crate::request::BidRequest;
 use crate::response::BidResponse;
 
@@ -68,6 +72,10 @@ impl std::error::Error for DecodeError {
 }
 
 /// Decodes any OpenRTB object (or other type) from JSON bytes, with a path-naming error.
+///
+/// Always through serde. For a whole request or response prefer `BidRequest::from_slice` /
+/// `BidResponse::from_slice`: same result, same errors, but they try the direct decoder first
+/// (about twice as fast on valid traffic).
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
@@ -96,8 +104,17 @@ macro_rules! codec_methods {
     ($ty:ident) => {
         impl $ty {
             /// Decodes from JSON bytes. Unknown fields and `ext` are kept verbatim.
+            ///
+            /// Takes the direct decoder first; whatever it leaves to serde (errors, and the
+            /// rare valid shapes it does not handle) goes through [`decode`], so the result
+            /// and any error are the same as `decode`'s.
             pub fn from_slice(bytes: &[u8]) -> Result<$ty, DecodeError> {
-                decode(bytes)
+                let mut value = $ty::default();
+                if direct::decode_into(bytes, &mut value) {
+                    Ok(value)
+                } else {
+                    decode(bytes)
+                }
             }
 
             /// Encodes as compact JSON.

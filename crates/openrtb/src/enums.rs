@@ -16,6 +16,13 @@ macro_rules! code_list {
         #[serde(transparent)]
         pub struct $name(pub i32);
 
+        impl $crate::direct::Decode for $name {
+            #[inline]
+            fn decode(r: &mut $crate::direct::Reader<'_>) -> $crate::direct::Result<Self> {
+                r.i32().map(Self)
+            }
+        }
+
         impl $name {
             $($(#[$cmeta])* pub const $konst: Self = Self($value);)*
 

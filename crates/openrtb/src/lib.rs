@@ -27,11 +27,13 @@
 //! # Layout
 //!
 //! [`request`] (with `imp`, `media`, `context`, `device`, `user`), [`response`], [`codec`]
-//! (entry points and errors), [`raw`] (verbatim JSON), [`enums`], [`codes`], [`price`],
+//! (entry points and errors; the fast one-pass reader behind them is the private `direct`),
+//! [`raw`] (verbatim JSON), [`enums`], [`codes`], [`price`],
 //! [`macros`] (`${AUCTION_PRICE}` and friends), [`query`] (notice URL parameters, exact decimal
 //! prices), [`validate`] (semantic checks of a request, OpenRTB 2.6 and Native 1.2). All object
 //! types are re-exported at the root.
 
+mod direct;
 mod object;
 
 pub mod codec;

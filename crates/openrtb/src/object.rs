@@ -1,5 +1,6 @@
-//! `openrtb_object!`: one declaration per OpenRTB object generates the struct and a hand-rolled
-//! `Serialize`/`Deserialize` pair.
+//! `openrtb_object!`: one declaration per OpenRTB object generates the struct, a hand-rolled
+//! `Serialize`/`Deserialize` pair and the direct decoder's in-place reader (`direct::Decode`),
+//! which follows the same rules as the `Deserialize` impl.
 //!
 //! Why not `#[derive]` with `#[serde(flatten)]` for the unknown fields: flatten makes serde
 //! buffer every field of the object into its private `Content` tree and decode a second time
@@ -190,6 +191,123 @@ macro_rules! openrtb_object {
             impl<'de> ::serde::Deserialize<'de> for $name {
                 fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                     deserializer.deserialize_map(ObjectVisitor)
+                }
+            }
+
+            // The direct decoder (see `direct`): the same rules as the visitor above, reading
+            // into the struct in place.
+
+            /// Bit of each member in the set of members seen so far.
+            #[allow(non_camel_case_types)]
+            #[derive(Clone, Copy)]
+            #[repr(u32)]
+            enum Slot {
+                $( $rfield, )*
+                $( $ofield, )*
+                ext,
+            }
+
+            const _: () = assert!((Slot::ext as u32) < 64, "more members than bits in a u64");
+
+            /// The bits of the required members.
+            const REQUIRED: u64 = {
+                let slots: &[Slot] = &[$( Slot::$rfield, )*];
+                let mut mask = 0u64;
+                let mut i = 0;
+                while i < slots.len() {
+                    mask |= 1 << slots[i] as u32;
+                    i += 1;
+                }
+                mask
+            };
+
+            /// Adds `slot` to `seen`; a member seen twice is refused (`duplicate field`).
+            #[inline(always)]
+            fn first_time(seen: &mut u64, slot: Slot) -> $crate::direct::Result<()> {
+                let bit = 1u64 << slot as u32;
+                if *seen & bit != 0 {
+                    return Err($crate::direct::Reject);
+                }
+                *seen |= bit;
+                Ok(())
+            }
+
+            impl $crate::direct::Decode for $name {
+                #[inline]
+                fn decode(r: &mut $crate::direct::Reader<'_>) -> $crate::direct::Result<Self> {
+                    let mut out = Self::default();
+                    Self::decode_into(r, &mut out)?;
+                    Ok(out)
+                }
+
+                fn decode_into(
+                    r: &mut $crate::direct::Reader<'_>,
+                    out: &mut Self,
+                ) -> $crate::direct::Result<()> {
+                    use $crate::direct::Decode;
+                    let mut seen = 0u64;
+                    if r.begin_object()? {
+                        loop {
+                            let key = r.key()?;
+                            match key {
+                                $(
+                                    $rkey => {
+                                        first_time(&mut seen, Slot::$rfield)?;
+                                        <$rty as Decode>::decode_into(r, &mut out.$rfield)?;
+                                    }
+                                )*
+                                $(
+                                    $okey => {
+                                        first_time(&mut seen, Slot::$ofield)?;
+                                        <$oty as Decode>::decode_option(r, &mut out.$ofield)?;
+                                    }
+                                )*
+                                "ext" => {
+                                    first_time(&mut seen, Slot::ext)?;
+                                    if !r.null() {
+                                        out.ext = Some(r.raw()?);
+                                    }
+                                }
+                                _ => {
+                                    let value = r.raw()?;
+                                    out.unknown.push(key.to_owned(), value);
+                                }
+                            }
+                            if !r.next_member()? {
+                                break;
+                            }
+                        }
+                    }
+                    $crate::direct::all_seen(seen, REQUIRED) // or `missing field`
+                }
+
+                #[inline]
+                fn decode_option(
+                    r: &mut $crate::direct::Reader<'_>,
+                    out: &mut Option<Self>,
+                ) -> $crate::direct::Result<()> {
+                    if !r.null() {
+                        Self::decode_into(r, out.insert(Self::default()))?;
+                    }
+                    Ok(())
+                }
+
+                #[inline]
+                fn decode_vec(
+                    r: &mut $crate::direct::Reader<'_>,
+                    out: &mut Vec<Self>,
+                ) -> $crate::direct::Result<()> {
+                    if r.begin_array()? {
+                        loop {
+                            out.push(Self::default());
+                            let slot = out.last_mut().ok_or($crate::direct::Reject)?;
+                            Self::decode_into(r, slot)?;
+                            if !r.next_element()? {
+                                break;
+                            }
+                        }
+                    }
+                    Ok(())
                 }
             }
         };

@@ -170,6 +170,17 @@ impl Serialize for RawJson {
     }
 }
 
+impl RawJson {
+    /// A copy of `raw` (as read by the direct decoder), or `None` if nested deeper than
+    /// [`MAX_RAW_DEPTH`], the same rule as the `Deserialize` impl.
+    pub(crate) fn from_borrowed(raw: &RawValue) -> Option<RawJson> {
+        if nesting_depth_exceeds(raw.get().as_bytes(), MAX_RAW_DEPTH) {
+            return None;
+        }
+        Some(RawJson(raw.to_owned()))
+    }
+}
+
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
@@ -185,8 +196,10 @@ impl<'de> Deserialize<'de> for RawJson {
 /// True when `json` (already validated by serde_json) opens more than `limit` nested arrays or
 /// objects. Brackets inside strings do not count.
 fn nesting_depth_exceeds(json: &[u8], limit: usize) -> bool {
-    // Scalars cannot nest: skip the scan for the common `"string"` / number cases.
-    if !matches!(json.first(), Some(b'[' | b'{')) {
+    // Scalars cannot nest: skip the scan for the common `"string"` / number cases. Neither can
+    // text too short to hold `limit + 1` opening brackets and their closing ones (the common
+    // small `ext`).
+    if !matches!(json.first(), Some(b'[' | b'{')) || json.len() < 2 * (limit + 1) {
         return false;
     }
     let mut depth = 0usize;
