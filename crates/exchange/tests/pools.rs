@@ -182,11 +182,17 @@ async fn notices_to_one_host_go_out_pipelined_on_one_connection() {
     }
     let m = ex.metrics.bidder_named("a").unwrap();
     testkit::time::wait_until(Duration::from_secs(10), "40 notices sent", || {
-        m.notices.get(exchange::metrics::NoticeOutcome::Sent as usize) == 40
+        m.notices
+            .get(exchange::metrics::NoticeOutcome::Sent as usize)
+            == 40
     })
     .await;
     assert_eq!(sink.notices.lock().unwrap().len(), 40);
-    assert_eq!(sink.connections.load(SeqCst), 1, "one connection for the batch");
+    assert_eq!(
+        sink.connections.load(SeqCst),
+        1,
+        "one connection for the batch"
+    );
 }
 
 /// The exchange's per-bidder rate cap is what protects a bidder that cannot refuse its own
