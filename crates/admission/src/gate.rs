@@ -205,13 +205,7 @@ impl Admission {
         if mode != Mode::Adaptive {
             return;
         }
-        let metrics = tokio::runtime::Handle::current().metrics();
-        let workers = metrics.num_workers().max(1);
-        let busy_total = || -> Duration {
-            (0..workers)
-                .map(|w| metrics.worker_total_busy_duration(w))
-                .sum()
-        };
+        let (workers, busy_total) = runtime_busy();
         let mut aimd = {
             let Some(g) = gate.upgrade() else { return };
             Aimd::new(
@@ -262,13 +256,7 @@ impl Admission {
     /// The `deadline` mode's readings: the probe every [`PROBE`], the CPU per finished request
     /// every [`WINDOW`], until the gate is dropped elsewhere.
     async fn measure_for_starts(gate: std::sync::Weak<Admission>) {
-        let metrics = tokio::runtime::Handle::current().metrics();
-        let workers = metrics.num_workers().max(1);
-        let busy_total = || -> Duration {
-            (0..workers)
-                .map(|w| metrics.worker_total_busy_duration(w))
-                .sum()
-        };
+        let (workers, busy_total) = runtime_busy();
         let mut readings = CpuReadings::default();
         let mut probe = tokio::time::interval(PROBE);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -411,6 +399,18 @@ impl Admission {
         let limit = self.limit_x256.load(Relaxed);
         (limit != u32::MAX).then(|| f64::from(limit) / 256.0)
     }
+}
+
+/// The current runtime's worker count, and a reading of its workers' summed busy time.
+fn runtime_busy() -> (usize, impl Fn() -> Duration) {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let workers = metrics.num_workers().max(1);
+    let busy_total = move || -> Duration {
+        (0..workers)
+            .map(|w| metrics.worker_total_busy_duration(w))
+            .sum()
+    };
+    (workers, busy_total)
 }
 
 #[cfg(test)]

@@ -125,8 +125,8 @@ async fn connections_are_reused_across_auctions() {
     assert_eq!(a.connections.load(SeqCst), 1);
 }
 
-#[tokio::test]
-async fn notices_reuse_kept_alive_connections() {
+/// A notice host, and a bidder `a` whose bids carry win and billing URLs on it.
+async fn notice_sink_and_bidder() -> (ScriptedBidder, ScriptedBidder) {
     let sink = ScriptedBidder::start(|_| no_bid()).await;
     let host = sink.addr;
     let a = ScriptedBidder::start(move |r| {
@@ -137,6 +137,13 @@ async fn notices_reuse_kept_alive_connections() {
         })
     })
     .await;
+    (sink, a)
+}
+
+#[tokio::test]
+async fn notices_reuse_kept_alive_connections() {
+    let (sink, a) = notice_sink_and_bidder().await;
+    let host = sink.addr;
     let ex = exchange_from_toml(&format!(
         "[notices]\nfire_burl = true\n[[bidders]]\nname = \"a\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\n",
         a.endpoint()
@@ -159,16 +166,8 @@ async fn notices_reuse_kept_alive_connections() {
 /// senders sending one each would open up to eight).
 #[tokio::test]
 async fn notices_to_one_host_go_out_pipelined_on_one_connection() {
-    let sink = ScriptedBidder::start(|_| no_bid()).await;
+    let (sink, a) = notice_sink_and_bidder().await;
     let host = sink.addr;
-    let a = ScriptedBidder::start(move |r| {
-        bids(r, "a", |imp| {
-            json!({"id": "a", "impid": imp, "price": 1.0, "adm": "<div/>",
-                   "nurl": format!("http://{host}/win?p=${{AUCTION_PRICE}}"),
-                   "burl": format!("http://{host}/bill?p=${{AUCTION_PRICE}}")})
-        })
-    })
-    .await;
     let ex = exchange_from_toml(&format!(
         "[notices]\nfire_burl = true\nbatch_linger_ms = 500\nbatch_max = 64\n\
          [[bidders]]\nname = \"a\"\nendpoint = \"{}\"\nnotice_hosts = [\"{host}\"]\nmax_connections = 32\n",
