@@ -15,20 +15,24 @@
 //! hash lookup per value. [`Index::visit`] then:
 //! 1. orders the dimensions by that size and returns at once if one is empty;
 //! 2. when the smallest is tiny (under a quarter of the bitset's word count) and all lists,
-//!    gathers it, sorts and deduplicates it, and verifies those campaigns in order;
+//!    gathers it, sorts and deduplicates it, and keeps, in order, the campaigns that every
+//!    other dimension's union holds and no `block_domains` posting of a request domain or
+//!    parent does (membership probes: a bit test, or a step along a sorted list);
 //! 3. otherwise works through the bitset a chunk of [`CHUNK_WORDS`] words at a time, in
 //!    campaign order: in each chunk it intersects dimensions word by word, smallest first,
 //!    until the survivors are few (fewer than one per 32 words) or the dimensions run out,
 //!    clears the campaigns whose `block_domains` postings hold a request domain or parent, and
-//!    verifies the survivors in campaign order before the next chunk.
+//!    probes the survivors for the dimensions left, in campaign order, before the next chunk.
 //!
-//! Either way, each candidate goes to the visitor as soon as it is verified, and when the
-//! visitor breaks no further intersection or verification is done.
+//! Sorted lists are read front to back across chunks and probes (each part of a visit keeps
+//! its read position), not searched again for each chunk. Either way every targeting dimension
+//! is checked exactly from the postings, and each surviving campaign is verified and goes to
+//! the visitor at once; when the visitor breaks no further intersection or verification is
+//! done.
 //!
-//! Verification reads a packed per-campaign record first (flight, creative media keys, whether
-//! it has deals) and runs the predicate of [`super::targeting`] without the checks the
-//! intersection already made exactly; when every dimension was intersected, a banner campaign
-//! without deals on a request without `bcat`/`badv` is settled without reading the campaign.
+//! Verification reads the packed records of `hot.rs` (flight, creatives' media and blocking
+//! keys), not the campaign, unless a deal must be chosen: only then does it run the predicate
+//! of [`super::targeting`], without the checks already made.
 //!
 //! So the work is at most a few passes over `n / 64` words plus verification of about as many
 //! campaigns as match, never the predicate on every campaign; with an early stop, only the part
@@ -41,10 +45,9 @@ use std::ops::ControlFlow;
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
-use crate::model::{Campaign, Country, Media};
-use crate::targeting::{
-    Candidate, Done, campaign_matches_unchecked, creative_fits, parent_domains, visit_fitting,
-};
+use crate::hot::{Hot, ImpKeys};
+use crate::model::{BidRule, Campaign, Country, Media};
+use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domains};
 
 /// Words of the bitset intersected and verified at a time (4,096 campaigns): small enough that
 /// an early stop skips most of the work, large enough that the per-chunk cost (one look at
@@ -61,9 +64,27 @@ struct Scratch {
     /// The campaigns of a tiny, all-list dimension.
     ids: Vec<u32>,
     /// The postings of every restricting dimension, one range per dimension.
-    parts: Vec<PostingId>,
+    parts: Vec<Part>,
     /// The `block_domains` postings of the request's domains and parents.
-    blocked: Vec<PostingId>,
+    blocked: Vec<Part>,
+    /// The request's `bcat` and `badv` and the impression's video MIME types, as keys of the
+    /// set's creatives.
+    keys: ImpKeys,
+}
+
+/// A posting taking part in one visit, and how far the chunks have read it: chunks come in
+/// campaign order, so a sorted list is read once from front to back, not searched per chunk.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    id: PostingId,
+    /// For a sparse posting, the position in its list of the first member not yet read.
+    next: u32,
+}
+
+impl Part {
+    fn new(id: PostingId) -> Part {
+        Part { id, next: 0 }
+    }
 }
 
 /// A restricting dimension of one request: its candidate count bound and its postings.
@@ -131,6 +152,7 @@ impl Index {
             ids,
             parts,
             blocked,
+            keys,
         } = scratch;
         // Each restricting dimension: the size of its candidate union (an upper bound:
         // postings may overlap) and its postings, `parts[start..end]`. A dimension no campaign
@@ -148,7 +170,7 @@ impl Index {
             let mut cost = 0;
             idx.parts(dim, req, imp, |id| {
                 cost += idx.posting(id).map_or(0, Posting::len);
-                parts.push(id);
+                parts.push(Part::new(id));
             });
             if cost == 0 {
                 return ControlFlow::Continue(());
@@ -168,69 +190,81 @@ impl Index {
         let Some(&first) = dims.first() else {
             return ControlFlow::Continue(());
         };
-        let first_parts = parts.get(first.start..first.end).unwrap_or_default();
+        idx.hot.imp_keys(req, imp, keys);
+        blocked.clear();
+        idx.blocked_postings(req, blocked);
         // The union of a dimension's postings is exactly the campaigns that pass its check.
         done = done.with(first.dim.done());
+        // Every dimension checked exactly, by intersection or by membership below.
+        let all_done = dims
+            .iter()
+            .fold(done, |acc, d| acc.with(d.dim.done()))
+            .with(Done::BLOCK_DOMAIN);
         let words = idx.words;
-        if first.cost <= words / 4
-            && first_parts
-                .iter()
-                .all(|&id| matches!(idx.posting(id), Some(Posting::Sparse(_))))
-        {
+        let first_sparse = parts
+            .get(first.start..first.end)
+            .unwrap_or_default()
+            .iter()
+            .all(|p| matches!(idx.posting(p.id), Some(Posting::Sparse(_))));
+        if first.cost <= words / 4 && first_sparse {
             ids.clear();
-            for &id in first_parts {
-                if let Some(Posting::Sparse(list)) = idx.posting(id) {
+            for p in parts.get(first.start..first.end).unwrap_or_default() {
+                if let Some(Posting::Sparse(list)) = idx.posting(p.id) {
                     ids.extend_from_slice(list);
                 }
             }
             ids.sort_unstable();
             ids.dedup();
+            // In campaign order, so each list is read front to back by the probes.
             for &ci in ids.iter() {
-                self.verify(campaigns, ci, req, imp, done, visit)?;
+                if idx.passes(&dims[1..], parts, blocked, ci) {
+                    self.verify(campaigns, ci, req, imp, keys, all_done, visit)?;
+                }
             }
             return ControlFlow::Continue(());
         }
-        blocked.clear();
-        idx.blocked_postings(req, blocked);
         let mut w0 = 0;
         while w0 < words {
             let len = CHUNK_WORDS.min(words - w0);
             acc.clear();
             acc.resize(len, 0);
-            for &id in first_parts {
-                idx.or_chunk(id, w0, acc);
+            for p in parts.get_mut(first.start..first.end).unwrap_or_default() {
+                idx.or_chunk(p, w0, acc);
             }
             let mut survivors: usize = acc.iter().map(|w| w.count_ones() as usize).sum();
-            let mut chunk_done = done;
-            // Intersect while a pass over the chunk costs less than checking the survivors.
-            for d in &dims[1..] {
+            // Intersect while a pass over the chunk costs less than probing the survivors.
+            let mut rest = dims.get(1..).unwrap_or_default();
+            while let Some((d, later)) = rest.split_first() {
                 if survivors * 32 <= len {
                     break;
                 }
+                rest = later;
                 tmp.clear();
                 tmp.resize(len, 0);
-                for &id in parts.get(d.start..d.end).unwrap_or_default() {
-                    idx.or_chunk(id, w0, tmp);
+                for p in parts.get_mut(d.start..d.end).unwrap_or_default() {
+                    idx.or_chunk(p, w0, tmp);
                 }
                 survivors = 0;
                 for (a, t) in acc.iter_mut().zip(tmp.iter()) {
                     *a &= *t;
                     survivors += a.count_ones() as usize;
                 }
-                chunk_done = chunk_done.with(d.dim.done());
             }
             if survivors > 0 {
-                for &id in blocked.iter() {
-                    idx.clear_chunk(id, w0, acc);
+                for p in blocked.iter_mut() {
+                    idx.clear_chunk(p, w0, acc);
                 }
-                chunk_done = chunk_done.with(Done::BLOCK_DOMAIN);
                 for (w, &word) in acc.iter().enumerate() {
                     let mut bits = word;
                     while bits != 0 {
                         let ci = (w0 + w) * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let ci = u32::try_from(ci).unwrap_or(u32::MAX);
-                        self.verify(campaigns, ci, req, imp, chunk_done, visit)?;
+                        // The dimensions left after an early stop, probed: blocked ones are
+                        // already cleared.
+                        if idx.passes(rest, parts, &mut [], ci) {
+                            self.verify(campaigns, ci, req, imp, keys, all_done, visit)?;
+                        }
                     }
                 }
             }
@@ -240,32 +274,29 @@ impl Index {
     }
 
     /// Runs the predicate, less the checks in `done`, on campaign `ci`; visits what fits.
+    /// Reads the campaign itself only for checks left undone or a deal to choose; otherwise
+    /// the packed records settle it.
+    #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
         campaigns: &[Campaign],
         ci: u32,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
+        keys: &ImpKeys,
         done: Done,
         visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Some(hot) = self.hot.get(ci as usize) else {
+        let Some(hot) = self.hot.campaign(ci) else {
             return ControlFlow::Continue(());
         };
-        let now = req.now.0;
-        // `end == u64::MAX` stands for "no end" (an RFC 3339 end is far below it).
-        if now < hot.start || (now >= hot.end && hot.end != u64::MAX) {
+        if !hot.in_flight(req.now.0) {
             return ControlFlow::Continue(());
         }
-        let Some(c) = campaigns.get(ci as usize) else {
-            return ControlFlow::Continue(());
-        };
-        if done != Done::ALL {
-            return visit_fitting(ci, c, req, imp, done, visit);
-        }
-        // Every targeting check is done: only the deal choice and the creatives remain, and
-        // both can often be settled from the compact arrays without reading the campaign.
-        let deal = if hot.deals || imp.private_auction {
+        let deal = if done != Done::ALL || hot.deals || imp.private_auction {
+            let Some(c) = campaigns.get(ci as usize) else {
+                return ControlFlow::Continue(());
+            };
             match campaign_matches_unchecked(c, req, imp, done) {
                 Some(deal) => deal,
                 None => return ControlFlow::Continue(()),
@@ -273,38 +304,12 @@ impl Index {
         } else {
             None
         };
-        let first = hot.first_creative as usize;
-        let keys = self
-            .creative_keys
-            .get(first..first + usize::from(hot.creatives))
-            .unwrap_or_default();
-        let unblocked = req.bcat.is_empty() && req.badv.is_empty();
-        for (j, &key) in keys.iter().enumerate() {
-            let fits = match key {
-                EXCLUDED_KEY => false,
-                VIDEO_KEY => {
-                    imp.video.is_some()
-                        && c.creatives()
-                            .get(j)
-                            .is_some_and(|cr| creative_fits(c, cr, req, imp))
-                }
-                size => {
-                    imp.sizes.iter().any(|s| s.key() == size)
-                        && (unblocked
-                            || c.creatives()
-                                .get(j)
-                                .is_some_and(|cr| creative_fits(c, cr, req, imp)))
-                }
-            };
-            if fits {
-                visit(Candidate {
-                    campaign: ci,
-                    creative: u32::try_from(j).unwrap_or(u32::MAX),
-                    deal,
-                })?;
-            }
-        }
-        ControlFlow::Continue(())
+        self.hot.visit_creatives(ci, hot, imp, keys, deal, visit)
+    }
+
+    /// The bid rule of campaign `ci`, from the packed records.
+    pub(crate) fn bid_rule(&self, ci: u32) -> Option<&BidRule> {
+        self.hot.campaign(ci).map(|h| &h.bid)
     }
 }
 
@@ -388,28 +393,40 @@ impl Posting {
         }
     }
 
-    /// The members of `list` in the `words` words from word `w0`, as bit positions in them.
-    fn in_chunk(list: &[u32], w0: usize, words: usize) -> impl Iterator<Item = usize> + '_ {
+    /// Calls `f` with the members of `list` in the `words` words from word `w0`, as bit
+    /// positions in them, reading from `*next` and leaving it at the first member after the
+    /// chunk. Members before the chunk (of chunks this posting sat out) are skipped by a binary
+    /// search; otherwise the list is read once over all chunks.
+    fn in_chunk(list: &[u32], next: &mut u32, w0: usize, words: usize, mut f: impl FnMut(usize)) {
         let lo = w0 * 64;
         let hi = lo + words * 64;
-        let from = list.partition_point(|&ci| (ci as usize) < lo);
-        list.get(from..)
-            .unwrap_or_default()
-            .iter()
-            .map(|&ci| ci as usize)
-            .take_while(move |&ci| ci < hi)
-            .map(move |ci| ci - lo)
+        let mut i = *next as usize;
+        let rest = list.get(i..).unwrap_or_default();
+        if rest.first().is_some_and(|&ci| (ci as usize) < lo) {
+            i += rest.partition_point(|&ci| (ci as usize) < lo);
+        }
+        for &ci in list.get(i..).unwrap_or_default() {
+            let ci = ci as usize;
+            if ci >= hi {
+                break;
+            }
+            f(ci - lo);
+            i += 1;
+        }
+        // A list holds fewer members than campaigns, far below u32::MAX.
+        *next = u32::try_from(i).unwrap_or(u32::MAX);
     }
 
-    /// ORs the members in words `w0..w0 + chunk.len()` into `chunk`.
-    fn or_chunk(&self, w0: usize, chunk: &mut [u64]) {
+    /// ORs the members in words `w0..w0 + chunk.len()` into `chunk`; `next` as in
+    /// [`Posting::in_chunk`].
+    fn or_chunk(&self, next: &mut u32, w0: usize, chunk: &mut [u64]) {
         match self {
             Posting::Sparse(list) => {
-                for i in Self::in_chunk(list, w0, chunk.len()) {
+                Self::in_chunk(list, next, w0, chunk.len(), |i| {
                     if let Some(word) = chunk.get_mut(i / 64) {
                         *word |= 1 << (i % 64);
                     }
-                }
+                });
             }
             Posting::Dense { bits, .. } => {
                 let bits = bits.get(w0..).unwrap_or_default();
@@ -420,15 +437,16 @@ impl Posting {
         }
     }
 
-    /// Clears the members in words `w0..w0 + chunk.len()` from `chunk`.
-    fn clear_chunk(&self, w0: usize, chunk: &mut [u64]) {
+    /// Clears the members in words `w0..w0 + chunk.len()` from `chunk`; `next` as in
+    /// [`Posting::in_chunk`].
+    fn clear_chunk(&self, next: &mut u32, w0: usize, chunk: &mut [u64]) {
         match self {
             Posting::Sparse(list) => {
-                for i in Self::in_chunk(list, w0, chunk.len()) {
+                Self::in_chunk(list, next, w0, chunk.len(), |i| {
                     if let Some(word) = chunk.get_mut(i / 64) {
                         *word &= !(1 << (i % 64));
                     }
-                }
+                });
             }
             Posting::Dense { bits, .. } => {
                 let bits = bits.get(w0..).unwrap_or_default();
@@ -538,26 +556,6 @@ impl<T: Copy> ToKey<T> for T {
     }
 }
 
-/// What verification needs first about a campaign, packed (24 bytes) so that survivors of an
-/// intersection cost one cache line or less before the campaign is read.
-#[derive(Clone, Copy, Debug)]
-struct Hot {
-    /// Flight `[start, end)` in ms; `end == u64::MAX` means no end.
-    start: u64,
-    end: u64,
-    /// Position of the campaign's first creative in [`Index::creative_keys`].
-    first_creative: u32,
-    /// Number of creatives (at most [`super::limits::MAX_CREATIVES`]).
-    creatives: u8,
-    /// Whether the campaign has `deals` targeting.
-    deals: bool,
-}
-
-/// [`Index::creative_keys`] of a video creative; size keys are below 2^47.
-const VIDEO_KEY: u64 = u64::MAX;
-/// [`Index::creative_keys`] of a banner whose size the campaign's `sizes` excludes.
-const EXCLUDED_KEY: u64 = u64::MAX - 1;
-
 #[derive(Debug)]
 pub(crate) struct Index {
     /// Words of a bitset over all campaigns.
@@ -571,11 +569,9 @@ pub(crate) struct Index {
     domain: Postings<Box<str>>,
     /// `block_domains` (`any` unused): removed from the survivors of an intersection.
     block: Postings<Box<str>>,
-    /// Per campaign, what verification reads before (often instead of) the campaign itself.
-    hot: Box<[Hot]>,
-    /// Per creative (campaign after campaign, see [`Hot::first_creative`]): the banner size
-    /// key, [`VIDEO_KEY`], or [`EXCLUDED_KEY`] for a size outside the campaign's `sizes`.
-    creative_keys: Box<[u64]>,
+    /// Per campaign and creative, what verification and ranking read before (often instead
+    /// of) the campaign itself.
+    hot: Hot,
     publisher: Postings<Box<str>>,
     segment: Postings<Box<str>>,
     category: Postings<Box<str>>,
@@ -594,8 +590,6 @@ impl Index {
         let mut country = Lists::default();
         let mut domain = Lists::default();
         let mut block = Lists::default();
-        let mut hot = Vec::with_capacity(n);
-        let mut creative_keys = Vec::new();
         let mut publisher = Lists::default();
         let mut segment = Lists::default();
         let mut category = Lists::default();
@@ -628,21 +622,6 @@ impl Index {
             country.add(ci, t.countries());
             domain.add(ci, t.domains());
             block.add(ci, t.block_domains());
-            let f = c.flight();
-            hot.push(Hot {
-                start: f.start.map_or(0, |s| s.0),
-                end: f.end.map_or(u64::MAX, |e| e.0),
-                first_creative: u32::try_from(creative_keys.len()).unwrap_or(u32::MAX),
-                creatives: u8::try_from(c.creatives().len()).unwrap_or(u8::MAX),
-                deals: t.deals().is_some(),
-            });
-            creative_keys.extend(c.creatives().iter().map(|cr| match cr.media() {
-                Media::Banner(size) if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) => {
-                    size.key()
-                }
-                Media::Banner(_) => EXCLUDED_KEY,
-                Media::Video(_) => VIDEO_KEY,
-            }));
             publisher.add(ci, t.publishers());
             segment.add(ci, t.segments());
             category.add(ci, t.categories());
@@ -675,8 +654,7 @@ impl Index {
             country,
             domain,
             block,
-            hot: hot.into_boxed_slice(),
-            creative_keys: creative_keys.into_boxed_slice(),
+            hot: Hot::build(campaigns),
             publisher,
             segment,
             category,
@@ -691,30 +669,63 @@ impl Index {
         self.postings.get(id as usize)
     }
 
-    /// ORs posting `id`'s members in words `w0..w0 + chunk.len()` into `chunk`.
-    fn or_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
-        if let Some(p) = self.posting(id) {
-            p.or_chunk(w0, chunk);
+    /// Whether campaign `ci` is in the union of each dimension of `dims` (their postings in
+    /// `parts`) and in none of `blocked`: the exact check of those dimensions, by membership,
+    /// without reading the campaign. Calls must come in increasing `ci` for the parts' read
+    /// positions to stay valid (a later chunk's read may follow).
+    fn passes(&self, dims: &[DimParts], parts: &mut [Part], blocked: &mut [Part], ci: u32) -> bool {
+        dims.iter().all(|d| {
+            parts
+                .get_mut(d.start..d.end)
+                .unwrap_or_default()
+                .iter_mut()
+                .any(|p| self.contains(p, ci))
+        }) && !blocked.iter_mut().any(|p| self.contains(p, ci))
+    }
+
+    /// Whether part `p`'s posting holds campaign `ci`; a sparse part's read position moves to
+    /// the first member not below `ci`.
+    fn contains(&self, p: &mut Part, ci: u32) -> bool {
+        match self.posting(p.id) {
+            Some(Posting::Sparse(list)) => {
+                let from = p.next as usize;
+                let rest = list.get(from..).unwrap_or_default();
+                let at = from + rest.partition_point(|&x| x < ci);
+                // A list holds fewer members than campaigns, far below u32::MAX.
+                p.next = u32::try_from(at).unwrap_or(u32::MAX);
+                list.get(at) == Some(&ci)
+            }
+            Some(Posting::Dense { bits, .. }) => bits
+                .get(ci as usize / 64)
+                .is_some_and(|w| w & (1 << (ci % 64)) != 0),
+            None => false,
         }
     }
 
-    /// Clears posting `id`'s members in words `w0..w0 + chunk.len()` from `chunk`.
-    fn clear_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
-        if let Some(p) = self.posting(id) {
-            p.clear_chunk(w0, chunk);
+    /// ORs part `p`'s members in words `w0..w0 + chunk.len()` into `chunk`.
+    fn or_chunk(&self, p: &mut Part, w0: usize, chunk: &mut [u64]) {
+        if let Some(posting) = self.posting(p.id) {
+            posting.or_chunk(&mut p.next, w0, chunk);
+        }
+    }
+
+    /// Clears part `p`'s members in words `w0..w0 + chunk.len()` from `chunk`.
+    fn clear_chunk(&self, p: &mut Part, w0: usize, chunk: &mut [u64]) {
+        if let Some(posting) = self.posting(p.id) {
+            posting.clear_chunk(&mut p.next, w0, chunk);
         }
     }
 
     /// Appends the `block_domains` postings of the request's domains and their parents: the
     /// campaigns to clear from the survivors.
-    fn blocked_postings(&self, req: &RequestFacts<'_>, out: &mut Vec<PostingId>) {
+    fn blocked_postings(&self, req: &RequestFacts<'_>, out: &mut Vec<Part>) {
         if self.block.values.is_empty() {
             return;
         }
         for d in &req.domains {
             for parent in parent_domains(d) {
                 if let Some(id) = self.block.get(parent) {
-                    out.push(id);
+                    out.push(Part::new(id));
                 }
             }
         }
