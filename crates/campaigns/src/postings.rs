@@ -400,11 +400,7 @@ impl Posting {
     fn in_chunk(list: &[u32], next: &mut u32, w0: usize, words: usize, mut f: impl FnMut(usize)) {
         let lo = w0 * 64;
         let hi = lo + words * 64;
-        let mut i = *next as usize;
-        let rest = list.get(i..).unwrap_or_default();
-        if rest.first().is_some_and(|&ci| (ci as usize) < lo) {
-            i += rest.partition_point(|&ci| (ci as usize) < lo);
-        }
+        let mut i = seek(list, *next as usize, |ci| (ci as usize) < lo);
         for &ci in list.get(i..).unwrap_or_default() {
             let ci = ci as usize;
             if ci >= hi {
@@ -456,6 +452,25 @@ impl Posting {
             }
         }
     }
+}
+
+/// The first position at or after `from` in the sorted `list` whose member is not `below`:
+/// a galloping search, so that a read position moving forward by a few members costs a few
+/// nearby reads, not a binary search over the rest of a cold list.
+fn seek(list: &[u32], from: usize, below: impl Fn(u32) -> bool) -> usize {
+    let rest = list.get(from..).unwrap_or_default();
+    if !rest.first().is_some_and(|&x| below(x)) {
+        return from;
+    }
+    // rest[lo] is below; find a step past which the members are not.
+    let (mut lo, mut step) = (0, 1);
+    while rest.get(lo + step).is_some_and(|&x| below(x)) {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(rest.len());
+    let window = rest.get(lo + 1..hi).unwrap_or_default();
+    from + lo + 1 + window.partition_point(|&x| below(x))
 }
 
 fn set_bit(bits: &mut [u64], ci: u32) {
@@ -688,9 +703,7 @@ impl Index {
     fn contains(&self, p: &mut Part, ci: u32) -> bool {
         match self.posting(p.id) {
             Some(Posting::Sparse(list)) => {
-                let from = p.next as usize;
-                let rest = list.get(from..).unwrap_or_default();
-                let at = from + rest.partition_point(|&x| x < ci);
+                let at = seek(list, p.next as usize, |x| x < ci);
                 // A list holds fewer members than campaigns, far below u32::MAX.
                 p.next = u32::try_from(at).unwrap_or(u32::MAX);
                 list.get(at) == Some(&ci)
@@ -834,6 +847,31 @@ impl Index {
                 if let Some(posting) = self.hour.get(&req.hour) {
                     f(posting);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seek_finds_what_a_binary_search_finds() {
+        let list: Vec<u32> = (0..200).map(|i| i * 8 + i % 7).collect();
+        for from in 0..=list.len() + 1 {
+            for target in 0..1_700 {
+                let expected = from.min(list.len())
+                    + list
+                        .get(from..)
+                        .unwrap_or_default()
+                        .partition_point(|&x| x < target);
+                let expected = if from > list.len() { from } else { expected };
+                assert_eq!(
+                    seek(&list, from, |x| x < target),
+                    expected,
+                    "{from} {target}"
+                );
             }
         }
     }
