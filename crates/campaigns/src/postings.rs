@@ -19,10 +19,12 @@
 //!    other dimension's union holds and no `block_domains` posting of a request domain or
 //!    parent does (membership probes: a bit test, or a step along a sorted list);
 //! 3. otherwise works through the bitset a chunk of [`CHUNK_WORDS`] words at a time, in
-//!    campaign order: in each chunk it intersects dimensions word by word, smallest first,
-//!    until the survivors are few (fewer than one per 32 words) or the dimensions run out,
-//!    clears the campaigns whose `block_domains` postings hold a request domain or parent, and
-//!    probes the survivors for the dimensions left, in campaign order, before the next chunk.
+//!    campaign order: in each chunk it intersects dimensions word by word, smallest first
+//!    (once survivors are left in at most half the words, reading the bitsets at those words
+//!    only), until survivors are left in a quarter of the words or fewer, or the dimensions
+//!    run out; clears the campaigns whose `block_domains` postings hold a request domain or
+//!    parent; and probes the survivors for the dimensions left, in campaign order, before the
+//!    next chunk.
 //!
 //! Sorted lists are read front to back across chunks and probes (each part of a visit keeps
 //! its read position), not searched again for each chunk. Either way every targeting dimension
@@ -53,6 +55,8 @@ use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domai
 /// an early stop skips most of the work, large enough that the per-chunk cost (one look at
 /// each posting) stays small next to the words.
 const CHUNK_WORDS: usize = 64;
+// Word positions in a chunk are kept as `u8`.
+const _: () = assert!(CHUNK_WORDS <= 256);
 
 /// Per-thread buffers of [`Index::visit`], kept between calls so that
 /// matching allocates nothing once warm.
@@ -61,6 +65,8 @@ struct Scratch {
     /// The chunk being intersected, and the union of one dimension over it.
     acc: Vec<u64>,
     tmp: Vec<u64>,
+    /// The positions of the words of `acc` that are not zero.
+    live: Vec<u8>,
     /// The campaigns of a tiny, all-list dimension.
     ids: Vec<u32>,
     /// The postings of every restricting dimension, one range per dimension.
@@ -149,6 +155,7 @@ impl Index {
         let Scratch {
             acc,
             tmp,
+            live,
             ids,
             parts,
             blocked,
@@ -231,26 +238,48 @@ impl Index {
             for p in parts.get_mut(first.start..first.end).unwrap_or_default() {
                 idx.or_chunk(p, w0, acc);
             }
-            let mut survivors: usize = acc.iter().map(|w| w.count_ones() as usize).sum();
-            // Intersect while a pass over the chunk costs less than probing the survivors.
+            // The positions of the words of the chunk that still hold survivors.
+            live.clear();
+            live.extend(
+                acc.iter()
+                    .enumerate()
+                    .filter(|(_, a)| **a != 0)
+                    // w < CHUNK_WORDS <= 256.
+                    .map(|(w, _)| w as u8),
+            );
             let mut rest = dims.get(1..).unwrap_or_default();
             while let Some((d, later)) = rest.split_first() {
-                if survivors * 32 <= len {
+                // Intersect while the survivors are many; a few (about one per live word) cost
+                // less to probe than a pass over the chunk for each dimension left.
+                if live.len() * 4 <= len {
                     break;
                 }
                 rest = later;
                 tmp.clear();
                 tmp.resize(len, 0);
-                for p in parts.get_mut(d.start..d.end).unwrap_or_default() {
-                    idx.or_chunk(p, w0, tmp);
+                let d_parts = parts.get_mut(d.start..d.end).unwrap_or_default();
+                if live.len() * 2 > len {
+                    for p in d_parts {
+                        idx.or_chunk(p, w0, tmp);
+                    }
+                    for (a, t) in acc.iter_mut().zip(tmp.iter()) {
+                        *a &= *t;
+                    }
+                } else {
+                    // Few live words: the dimension's bitsets are read at those words only.
+                    for p in d_parts {
+                        idx.or_live(p, w0, live, tmp);
+                    }
+                    for &w in live.iter() {
+                        let w = usize::from(w);
+                        if let (Some(a), Some(t)) = (acc.get_mut(w), tmp.get(w)) {
+                            *a &= *t;
+                        }
+                    }
                 }
-                survivors = 0;
-                for (a, t) in acc.iter_mut().zip(tmp.iter()) {
-                    *a &= *t;
-                    survivors += a.count_ones() as usize;
-                }
+                live.retain(|&w| acc.get(usize::from(w)).is_some_and(|a| *a != 0));
             }
-            if survivors > 0 {
+            if !live.is_empty() {
                 for p in blocked.iter_mut() {
                     idx.clear_chunk(p, w0, acc);
                 }
@@ -719,6 +748,24 @@ impl Index {
     fn or_chunk(&self, p: &mut Part, w0: usize, chunk: &mut [u64]) {
         if let Some(posting) = self.posting(p.id) {
             posting.or_chunk(&mut p.next, w0, chunk);
+        }
+    }
+
+    /// ORs part `p`'s members into `chunk` (words `w0..w0 + chunk.len()`), at least at the
+    /// words `live` names: a bitset is read there only; a list is read over the chunk.
+    fn or_live(&self, p: &mut Part, w0: usize, live: &[u8], chunk: &mut [u64]) {
+        match self.posting(p.id) {
+            Some(Posting::Dense { bits, .. }) => {
+                let bits = bits.get(w0..).unwrap_or_default();
+                for &w in live {
+                    let w = usize::from(w);
+                    if let (Some(c), Some(b)) = (chunk.get_mut(w), bits.get(w)) {
+                        *c |= *b;
+                    }
+                }
+            }
+            Some(posting) => posting.or_chunk(&mut p.next, w0, chunk),
+            None => {}
         }
     }
 
