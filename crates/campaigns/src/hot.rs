@@ -28,30 +28,72 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-use openrtb::Video;
+use openrtb::{Price, Video};
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
-use crate::model::{BidRule, Campaign, Media};
+use crate::model::{BidRule, Campaign, Media, Size};
 use crate::targeting::{Candidate, duration_fits, parent_domains};
 
-/// One campaign, as verification and ranking read it first.
+/// One campaign, as verification and ranking read it first: one cache line. A banner
+/// campaign with at most [`INLINE`] creatives is settled from it alone unless the request
+/// blocks something its creatives might carry ([`HotCampaign::block_sig`]).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct HotCampaign {
     /// Flight `[start, end)` in ms; `end == u64::MAX` means no end.
     start: u64,
     end: u64,
     /// The campaign's [`Campaign::bid`], read by ranking for every candidate it looks at.
-    pub(crate) bid: BidRule,
+    cpm: Price,
+    max_cpm: Price,
+    /// A filter of the blocking keys of all its creatives: a bit per key ([`sig_bit`]). No
+    /// bit in common with the request's keys, no creative blocked.
+    block_sig: u64,
+    /// Shading in parts per million, 0 for none (a rule's shading is 1..=1_000_000).
+    shading_ppm: u32,
     /// Position of the campaign's first creative in [`Hot::creatives`].
     first_creative: u32,
+    /// The media of the first [`INLINE`] creatives: a banner's [`packed`] size, [`NO_FIT`]
+    /// for a banner the campaign's `sizes` excludes, [`SEE_CREATIVE`] for a video (read from
+    /// [`Hot::creatives`]).
+    inline: [u32; INLINE],
     /// Number of creatives (at most [`crate::limits::MAX_CREATIVES`]).
     creatives: u8,
     /// Whether the campaign has `deals` targeting.
     pub(crate) deals: bool,
 }
 
+/// Creatives whose media a [`HotCampaign`] holds itself.
+const INLINE: usize = 3;
+/// [`HotCampaign::inline`] of a banner whose size the campaign's `sizes` excludes.
+const NO_FIT: u32 = 0;
+/// [`HotCampaign::inline`] of a video creative.
+const SEE_CREATIVE: u32 = u32::MAX;
+
+/// A banner size as one `u32`, `w` in the high half: for sizes below 65,536 on both sides
+/// (every campaign's: at most [`crate::limits::MAX_DIMENSION`]), never 0 or `u32::MAX`.
+fn packed(size: Size) -> Option<u32> {
+    let (w, h) = (u16::try_from(size.w).ok()?, u16::try_from(size.h).ok()?);
+    let code = (u32::from(w) << 16) | u32::from(h);
+    (code != NO_FIT && code != SEE_CREATIVE).then_some(code)
+}
+
+/// The [`HotCampaign::block_sig`] bit of a category key (`kind` 0) or an advertiser key (1).
+fn sig_bit(key: u32, kind: u64) -> u64 {
+    1 << ((u64::from(key) * 2 + kind).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+}
+
 impl HotCampaign {
+    /// The campaign's bid rule.
+    pub(crate) fn bid(&self) -> BidRule {
+        BidRule {
+            cpm: self.cpm,
+            max_cpm: self.max_cpm,
+            shading_ppm: (self.shading_ppm != 0).then_some(self.shading_ppm),
+        }
+    }
+
     /// Whether the flight contains `now` (ms since the epoch).
     pub(crate) fn in_flight(&self, now: u64) -> bool {
         // `end == u64::MAX` stands for "no end" (an RFC 3339 end is far below it).
@@ -74,8 +116,8 @@ struct HotCreative {
 
 #[derive(Clone, Copy, Debug)]
 enum HotMedia {
-    /// A banner of this size ([`crate::model::Size::key`]).
-    Banner(u64),
+    /// A banner of this size ([`packed`]).
+    Banner(u32),
     /// A banner whose size the campaign's `sizes` excludes: it never fits.
     Excluded,
     Video {
@@ -110,6 +152,10 @@ pub(crate) struct Hot {
 pub(crate) struct ImpKeys {
     cats: Vec<u32>,
     advs: Vec<u32>,
+    /// The [`sig_bit`]s of `cats` and `advs`.
+    sig: u64,
+    /// The impression's banner sizes, [`packed`] (a size too large to pack fits no campaign).
+    sizes: Vec<u32>,
     /// The player states no MIME type: any fits.
     any_mime: bool,
     mimes: Vec<u32>,
@@ -154,14 +200,19 @@ impl Hot {
         for c in campaigns {
             let t = c.targeting();
             let f = c.flight();
-            records.push(HotCampaign {
+            let bid = c.bid();
+            let mut record = HotCampaign {
                 start: f.start.map_or(0, |s| s.0),
                 end: f.end.map_or(u64::MAX, |e| e.0),
-                bid: *c.bid(),
+                cpm: bid.cpm,
+                max_cpm: bid.max_cpm,
+                block_sig: 0,
+                shading_ppm: bid.shading_ppm.unwrap_or(0),
                 first_creative: u32::try_from(creatives.len()).unwrap_or(u32::MAX),
+                inline: [NO_FIT; INLINE],
                 creatives: u8::try_from(c.creatives().len()).unwrap_or(u8::MAX),
                 deals: t.deals().is_some(),
-            });
+            };
             // Creatives without their own `adomain` share the campaign's: one range for all.
             let mut last_advs: Option<(&[String], Keys)> = None;
             for cr in c.creatives() {
@@ -169,7 +220,8 @@ impl Hot {
                     Media::Banner(size)
                         if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) =>
                     {
-                        HotMedia::Banner(size.key())
+                        // Validated sizes always pack.
+                        packed(*size).map_or(HotMedia::Excluded, HotMedia::Banner)
                     }
                     Media::Banner(_) => HotMedia::Excluded,
                     Media::Video(v) => HotMedia::Video {
@@ -207,8 +259,31 @@ impl Hot {
                     }
                 };
                 last_advs = Some((cr.adomain(), advs));
+                let slot = record
+                    .inline
+                    .get_mut(creatives.len() - record.first_creative as usize);
+                if let Some(slot) = slot {
+                    *slot = match media {
+                        HotMedia::Banner(code) => code,
+                        HotMedia::Excluded => NO_FIT,
+                        HotMedia::Video { .. } => SEE_CREATIVE,
+                    };
+                }
+                let block_keys = |range: Keys| {
+                    keys.get(range.0 as usize..range.1 as usize)
+                        .unwrap_or_default()
+                        .iter()
+                        .copied()
+                };
+                for k in block_keys(cats) {
+                    record.block_sig |= sig_bit(k, 0);
+                }
+                for k in block_keys(advs) {
+                    record.block_sig |= sig_bit(k, 1);
+                }
                 creatives.push(HotCreative { media, cats, advs });
             }
+            records.push(record);
         }
         hot.campaigns = records.into_boxed_slice();
         hot.creatives = creatives.into_boxed_slice();
@@ -234,6 +309,9 @@ impl Hot {
         out.cats.clear();
         out.advs.clear();
         out.mimes.clear();
+        out.sizes.clear();
+        out.sizes
+            .extend(imp.sizes.iter().filter_map(|&size| packed(size)));
         if !self.cat_keys.is_empty() {
             let keys = req
                 .bcat
@@ -250,6 +328,8 @@ impl Hot {
             out.advs.extend(keys);
             sorted(&mut out.advs);
         }
+        out.sig = out.cats.iter().fold(0, |sig, &k| sig | sig_bit(k, 0));
+        out.sig = out.advs.iter().fold(out.sig, |sig, &k| sig | sig_bit(k, 1));
         let accepted = imp
             .video
             .and_then(|v| v.mimes.as_deref())
@@ -279,7 +359,7 @@ impl Hot {
 
     fn media_fits(&self, media: &HotMedia, imp: &ImpFacts<'_>, keys: &ImpKeys) -> bool {
         match *media {
-            HotMedia::Banner(size) => imp.sizes.iter().any(|s| s.key() == size),
+            HotMedia::Banner(size) => keys.sizes.contains(&size),
             HotMedia::Excluded => false,
             HotMedia::Video {
                 duration,
@@ -302,7 +382,9 @@ impl Hot {
 
     /// Visits each creative of campaign `ci` (`hot` its record) that fits `imp` and is not
     /// blocked by the request (`keys` from [`Hot::imp_keys`]), in creative order, bidding
-    /// through `deal`: what [`creative_fits`](crate::targeting::creative_fits) accepts.
+    /// through `deal`: what [`creative_fits`](crate::targeting::creative_fits) accepts. Reads
+    /// [`Hot::creatives`] only for a video, a creative past the first [`INLINE`], or when the
+    /// request blocks a key the campaign's creatives may carry.
     pub(crate) fn visit_creatives(
         &self,
         ci: u32,
@@ -313,15 +395,22 @@ impl Hot {
         visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let first = hot.first_creative as usize;
-        let creatives = self
-            .creatives
-            .get(first..first + usize::from(hot.creatives))
-            .unwrap_or_default();
-        for (j, cr) in creatives.iter().enumerate() {
-            if self.media_fits(&cr.media, imp, keys)
-                && !self.any_in(cr.cats, &keys.cats)
-                && !self.any_in(cr.advs, &keys.advs)
-            {
+        let creative = |j: usize| self.creatives.get(first + j);
+        let maybe_blocked = hot.block_sig & keys.sig != 0;
+        for j in 0..usize::from(hot.creatives) {
+            let media_fits = match hot.inline.get(j) {
+                Some(&NO_FIT) => false,
+                Some(&SEE_CREATIVE) | None => {
+                    creative(j).is_some_and(|cr| self.media_fits(&cr.media, imp, keys))
+                }
+                Some(code) => keys.sizes.contains(code),
+            };
+            let fits = media_fits
+                && !(maybe_blocked
+                    && creative(j).is_none_or(|cr| {
+                        self.any_in(cr.cats, &keys.cats) || self.any_in(cr.advs, &keys.advs)
+                    }));
+            if fits {
                 visit(Candidate {
                     campaign: ci,
                     // At most MAX_CREATIVES creatives.
@@ -341,6 +430,23 @@ mod tests {
 
     fn set(json: &str) -> CampaignSet {
         CampaignSet::from_json_bytes(json.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_campaign_record_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<HotCampaign>(), 64);
+        assert_eq!(std::mem::align_of::<HotCampaign>(), 64);
+    }
+
+    #[test]
+    fn sizes_pack_into_distinct_codes_and_large_ones_do_not() {
+        let code = |w, h| packed(Size::new(w, h));
+        assert_eq!(code(300, 250), Some((300 << 16) | 250));
+        assert_ne!(code(1, 2), code(2, 1));
+        assert_eq!(code(65_536, 1), None);
+        assert_eq!(code(1, 70_000), None);
+        assert_eq!(code(0, 0), None);
+        assert_eq!(code(65_535, 65_535), None);
     }
 
     #[test]

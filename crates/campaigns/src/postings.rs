@@ -47,7 +47,7 @@ use std::ops::ControlFlow;
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
-use crate::hot::{Hot, ImpKeys};
+use crate::hot::{Hot, HotCampaign, ImpKeys};
 use crate::model::{BidRule, Campaign, Country, Media};
 use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domains};
 
@@ -337,8 +337,8 @@ impl Index {
     }
 
     /// The bid rule of campaign `ci`, from the packed records.
-    pub(crate) fn bid_rule(&self, ci: u32) -> Option<&BidRule> {
-        self.hot.campaign(ci).map(|h| &h.bid)
+    pub(crate) fn bid_rule(&self, ci: u32) -> Option<BidRule> {
+        self.hot.campaign(ci).map(HotCampaign::bid)
     }
 }
 

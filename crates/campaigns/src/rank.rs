@@ -91,7 +91,7 @@ pub fn rank(
             return ControlFlow::Break(());
         }
         let (floor, first_price) = imp.terms(req, cand.deal);
-        let Some(price) = rule_price(rule, floor, first_price) else {
+        let Some(price) = rule_price(&rule, floor, first_price) else {
             skips.below_floor += 1;
             return ControlFlow::Continue(());
         };

@@ -144,7 +144,7 @@ impl CampaignSet {
     /// The bid rule of the campaign at `campaign` (an index of [`CampaignSet::campaigns`]),
     /// the same as its [`Campaign::bid`], read from a packed copy: ranking reads it for every
     /// candidate, and the campaign itself may be a cache miss away.
-    pub fn bid_rule(&self, campaign: u32) -> Option<&BidRule> {
+    pub fn bid_rule(&self, campaign: u32) -> Option<BidRule> {
         self.index.bid_rule(campaign)
     }
 

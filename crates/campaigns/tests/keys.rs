@@ -75,7 +75,8 @@ fn creative() -> impl Strategy<Value = Value> {
 
 fn campaign() -> impl Strategy<Value = Value> {
     (
-        proptest::collection::vec(creative(), 1..=3),
+        // Past the three creatives a packed campaign record holds itself.
+        proptest::collection::vec(creative(), 1..=5),
         pick(ADOMAINS),
         1u32..=20,
         proptest::option::of(proptest::sample::subsequence(
@@ -184,7 +185,7 @@ proptest! {
     ) {
         let set = build(campaigns);
         for (i, c) in set.campaigns().iter().enumerate() {
-            prop_assert_eq!(set.bid_rule(u32::try_from(i).unwrap()), Some(c.bid()));
+            prop_assert_eq!(set.bid_rule(u32::try_from(i).unwrap()), Some(*c.bid()));
         }
         let now = Timestamp(1_740_830_400_000);
         for r in requests {
