@@ -32,6 +32,7 @@ use openrtb::{Price, Video};
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
+use crate::key::SmallKey;
 use crate::model::{BidRule, Campaign, Media, Size};
 use crate::targeting::{Candidate, duration_fits, parent_domains};
 
@@ -139,11 +140,11 @@ pub(crate) struct Hot {
     /// Keys and protocol codes, in the ranges the creatives name.
     keys: Box<[u32]>,
     /// Category key by string: every creative category and tier-1 parent.
-    cat_keys: FxHashMap<Box<str>, u32>,
+    cat_keys: FxHashMap<SmallKey, u32>,
     /// Advertiser key by string: every advertiser domain and parent domain.
-    adv_keys: FxHashMap<Box<str>, u32>,
+    adv_keys: FxHashMap<SmallKey, u32>,
     /// MIME key by trimmed ASCII lower case string.
-    mime_keys: FxHashMap<Box<str>, u32>,
+    mime_keys: FxHashMap<SmallKey, u32>,
 }
 
 /// A request's `bcat` and `badv` and an impression's accepted video MIME types, as keys of
@@ -161,13 +162,13 @@ pub(crate) struct ImpKeys {
     mimes: Vec<u32>,
 }
 
-fn intern(map: &mut FxHashMap<Box<str>, u32>, s: &str) -> u32 {
+fn intern(map: &mut FxHashMap<SmallKey, u32>, s: &str) -> u32 {
     if let Some(&k) = map.get(s) {
         return k;
     }
     // Fewer distinct strings than bytes in a campaign file, far below u32::MAX.
     let k = u32::try_from(map.len()).unwrap_or(u32::MAX);
-    map.insert(Box::from(s), k);
+    map.insert(SmallKey::new(s), k);
     k
 }
 

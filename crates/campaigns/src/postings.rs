@@ -48,6 +48,7 @@ use std::ops::ControlFlow;
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
 use crate::hot::{Hot, HotCampaign, ImpKeys};
+use crate::key::SmallKey;
 use crate::model::{BidRule, Campaign, Country, Media};
 use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domains};
 
@@ -73,6 +74,8 @@ struct Scratch {
     parts: Vec<Part>,
     /// The `block_domains` postings of the request's domains and parents.
     blocked: Vec<Part>,
+    /// The postings of the request's domains and parents, each once.
+    domains: Vec<DomainIds>,
     /// The request's `bcat` and `badv` and the impression's video MIME types, as keys of the
     /// set's creatives.
     keys: ImpKeys,
@@ -159,11 +162,13 @@ impl Index {
             ids,
             parts,
             blocked,
+            domains,
             keys,
         } = scratch;
         // Each restricting dimension: the size of its candidate union (an upper bound:
         // postings may overlap) and its postings, `parts[start..end]`. A dimension no campaign
         // restricts needs neither intersecting nor checking.
+        idx.domain_ids(req, domains);
         parts.clear();
         let mut dims = [DimParts::default(); Dim::ALL.len()];
         let mut restricting = 0;
@@ -175,7 +180,7 @@ impl Index {
             }
             let start = parts.len();
             let mut cost = 0;
-            idx.parts(dim, req, imp, |id| {
+            idx.parts(dim, req, imp, domains, |id| {
                 cost += idx.posting(id).map_or(0, Posting::len);
                 parts.push(Part::new(id));
             });
@@ -199,7 +204,12 @@ impl Index {
         };
         idx.hot.imp_keys(req, imp, keys);
         blocked.clear();
-        idx.blocked_postings(req, blocked);
+        blocked.extend(
+            domains
+                .iter()
+                .filter(|d| d.block != NO_POSTING)
+                .map(|d| Part::new(d.block)),
+        );
         // The union of a dimension's postings is exactly the campaigns that pass its check.
         done = done.with(first.dim.done());
         // Every dimension checked exactly, by intersection or by membership below.
@@ -511,6 +521,17 @@ fn set_bit(bits: &mut [u64], ci: u32) {
 /// Position of a posting in [`Index::postings`].
 type PostingId = u32;
 
+/// No posting: a [`DomainIds`] side the domain is not on.
+const NO_POSTING: PostingId = PostingId::MAX;
+
+/// The postings of one domain: the campaigns that allow it (`domains`) and those that block
+/// it (`block_domains`), [`NO_POSTING`] when none.
+#[derive(Clone, Copy, Debug)]
+struct DomainIds {
+    allow: PostingId,
+    block: PostingId,
+}
+
 /// The postings of one dimension, as positions in [`Index::postings`].
 #[derive(Debug)]
 struct Postings<K> {
@@ -588,9 +609,9 @@ trait ToKey<K> {
     fn to_key(&self) -> K;
 }
 
-impl ToKey<Box<str>> for String {
-    fn to_key(&self) -> Box<str> {
-        Box::from(self.as_str())
+impl ToKey<SmallKey> for String {
+    fn to_key(&self) -> SmallKey {
+        SmallKey::new(self)
     }
 }
 
@@ -608,19 +629,22 @@ pub(crate) struct Index {
     postings: Box<[Posting]>,
     /// By banner size (`Size::key`); `any` holds the campaigns with a video creative.
     media: Postings<u64>,
-    deal: Postings<Box<str>>,
+    deal: Postings<SmallKey>,
     country: Postings<Country>,
-    domain: Postings<Box<str>>,
+    /// `domains` (allow list) and `block_domains`, one map: a request domain or parent is
+    /// looked up once for both.
+    domains: FxHashMap<SmallKey, DomainIds>,
+    /// The campaigns without a `domains` allow list.
+    domain_any: PostingId,
     /// `block_domains` (`any` unused): removed from the survivors of an intersection.
-    block: Postings<Box<str>>,
     /// Per campaign and creative, what verification and ranking read before (often instead
     /// of) the campaign itself.
     hot: Hot,
-    publisher: Postings<Box<str>>,
-    segment: Postings<Box<str>>,
-    category: Postings<Box<str>>,
-    region: Postings<Box<str>>,
-    os: Postings<Box<str>>,
+    publisher: Postings<SmallKey>,
+    segment: Postings<SmallKey>,
+    category: Postings<SmallKey>,
+    region: Postings<SmallKey>,
+    os: Postings<SmallKey>,
     device_type: Postings<i32>,
     hour: Postings<u8>,
 }
@@ -683,6 +707,18 @@ impl Index {
         let country = country.finish(n, words, &mut arena);
         let domain = domain.finish(n, words, &mut arena);
         let block = block.finish(n, words, &mut arena);
+        let none = DomainIds {
+            allow: NO_POSTING,
+            block: NO_POSTING,
+        };
+        let mut domains: FxHashMap<SmallKey, DomainIds> = FxHashMap::default();
+        for (key, id) in domain.values {
+            domains.entry(key).or_insert(none).allow = id;
+        }
+        for (key, id) in block.values {
+            domains.entry(key).or_insert(none).block = id;
+        }
+        domains.shrink_to_fit();
         let publisher = publisher.finish(n, words, &mut arena);
         let segment = segment.finish(n, words, &mut arena);
         let category = category.finish(n, words, &mut arena);
@@ -696,8 +732,8 @@ impl Index {
             media,
             deal,
             country,
-            domain,
-            block,
+            domains,
+            domain_any: domain.any,
             hot: Hot::build(campaigns),
             publisher,
             segment,
@@ -776,16 +812,20 @@ impl Index {
         }
     }
 
-    /// Appends the `block_domains` postings of the request's domains and their parents: the
-    /// campaigns to clear from the survivors.
-    fn blocked_postings(&self, req: &RequestFacts<'_>, out: &mut Vec<Part>) {
-        if self.block.values.is_empty() {
+    /// Fills `out` with the postings of the request's domains and their parents, each
+    /// domain once (a parent shared by two request domains is looked up once).
+    fn domain_ids(&self, req: &RequestFacts<'_>, out: &mut Vec<DomainIds>) {
+        out.clear();
+        if self.domains.is_empty() {
             return;
         }
-        for d in &req.domains {
+        for (k, d) in req.domains.iter().enumerate() {
             for parent in parent_domains(d) {
-                if let Some(id) = self.block.get(parent) {
-                    out.push(Part::new(id));
+                let seen = req.domains[..k]
+                    .iter()
+                    .any(|e| parent_domains(e).any(|p| p == parent));
+                if let (false, Some(&ids)) = (seen, self.domains.get(parent)) {
+                    out.push(ids);
                 }
             }
         }
@@ -798,7 +838,7 @@ impl Index {
             Dim::Deal if imp.private_auction => return false,
             Dim::Deal => &self.deal.any,
             Dim::Country => &self.country.any,
-            Dim::Domain => &self.domain.any,
+            Dim::Domain => &self.domain_any,
             Dim::Publisher => &self.publisher.any,
             Dim::Segment => &self.segment.any,
             Dim::Category => &self.category.any,
@@ -817,9 +857,10 @@ impl Index {
         dim: Dim,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
+        domains: &[DomainIds],
         mut f: impl FnMut(PostingId),
     ) {
-        fn strings(p: &Postings<Box<str>>, values: &[&str], f: &mut impl FnMut(PostingId)) {
+        fn strings(p: &Postings<SmallKey>, values: &[&str], f: &mut impl FnMut(PostingId)) {
             f(p.any);
             for v in values {
                 if let Some(posting) = p.get(*v) {
@@ -855,17 +896,9 @@ impl Index {
                 }
             }
             Dim::Domain => {
-                f(self.domain.any);
-                for (k, d) in req.domains.iter().enumerate() {
-                    for parent in parent_domains(d) {
-                        // A parent shared with an earlier domain was already visited.
-                        let seen = req.domains[..k]
-                            .iter()
-                            .any(|e| parent_domains(e).any(|p| p == parent));
-                        if let (false, Some(posting)) = (seen, self.domain.get(parent)) {
-                            f(posting);
-                        }
-                    }
+                f(self.domain_any);
+                for d in domains.iter().filter(|d| d.allow != NO_POSTING) {
+                    f(d.allow);
                 }
             }
             Dim::Publisher => strings(&self.publisher, req.publisher.as_slice(), &mut f),
