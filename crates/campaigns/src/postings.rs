@@ -56,8 +56,8 @@ use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domai
 /// an early stop skips most of the work, large enough that the per-chunk cost (one look at
 /// each posting) stays small next to the words.
 const CHUNK_WORDS: usize = 64;
-// Word positions in a chunk are kept as `u8`.
-const _: () = assert!(CHUNK_WORDS <= 256);
+// The live words of a chunk are the bits of a `u64`.
+const _: () = assert!(CHUNK_WORDS <= 64);
 
 /// Per-thread buffers of [`Index::visit`], kept between calls so that
 /// matching allocates nothing once warm.
@@ -66,8 +66,6 @@ struct Scratch {
     /// The chunk being intersected, and the union of one dimension over it.
     acc: Vec<u64>,
     tmp: Vec<u64>,
-    /// The positions of the words of `acc` that are not zero.
-    live: Vec<u8>,
     /// The campaigns of a tiny, all-list dimension.
     ids: Vec<u32>,
     /// The postings of every restricting dimension, one range per dimension.
@@ -158,7 +156,6 @@ impl Index {
         let Scratch {
             acc,
             tmp,
-            live,
             ids,
             parts,
             blocked,
@@ -248,48 +245,52 @@ impl Index {
             for p in parts.get_mut(first.start..first.end).unwrap_or_default() {
                 idx.or_chunk(p, w0, acc);
             }
-            // The positions of the words of the chunk that still hold survivors.
-            live.clear();
-            live.extend(
-                acc.iter()
-                    .enumerate()
-                    .filter(|(_, a)| **a != 0)
-                    // w < CHUNK_WORDS <= 256.
-                    .map(|(w, _)| w as u8),
-            );
+            // The words of the chunk that still hold survivors, bit `w` for word `w`.
+            let mut live = acc
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a != 0)
+                .fold(0u64, |live, (w, _)| live | (1 << w));
             let mut rest = dims.get(1..).unwrap_or_default();
             while let Some((d, later)) = rest.split_first() {
                 // Intersect while the survivors are many; a few (about one per live word) cost
                 // less to probe than a pass over the chunk for each dimension left.
-                if live.len() * 4 <= len {
+                let live_words = live.count_ones() as usize;
+                if live_words * 4 <= len {
                     break;
                 }
                 rest = later;
                 tmp.clear();
                 tmp.resize(len, 0);
                 let d_parts = parts.get_mut(d.start..d.end).unwrap_or_default();
-                if live.len() * 2 > len {
+                if live_words * 2 > len {
                     for p in d_parts {
                         idx.or_chunk(p, w0, tmp);
                     }
                     for (a, t) in acc.iter_mut().zip(tmp.iter()) {
                         *a &= *t;
                     }
+                    live = acc
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, a)| **a != 0)
+                        .fold(0u64, |live, (w, _)| live | (1 << w));
                 } else {
                     // Few live words: the dimension's bitsets are read at those words only.
                     for p in d_parts {
                         idx.or_live(p, w0, live, tmp);
                     }
-                    for &w in live.iter() {
-                        let w = usize::from(w);
+                    for w in bits_of(live) {
                         if let (Some(a), Some(t)) = (acc.get_mut(w), tmp.get(w)) {
                             *a &= *t;
+                            if *a == 0 {
+                                live &= !(1 << w);
+                            }
                         }
                     }
                 }
-                live.retain(|&w| acc.get(usize::from(w)).is_some_and(|a| *a != 0));
             }
-            if !live.is_empty() {
+            if live != 0 {
                 for p in blocked.iter_mut() {
                     idx.clear_chunk(p, w0, acc);
                 }
@@ -510,6 +511,17 @@ fn seek(list: &[u32], from: usize, below: impl Fn(u32) -> bool) -> usize {
     let hi = (lo + step).min(rest.len());
     let window = rest.get(lo + 1..hi).unwrap_or_default();
     from + lo + 1 + window.partition_point(|&x| below(x))
+}
+
+/// The positions of the set bits of `mask`, lowest first.
+fn bits_of(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let w = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            w
+        })
+    })
 }
 
 fn set_bit(bits: &mut [u64], ci: u32) {
@@ -788,13 +800,13 @@ impl Index {
     }
 
     /// ORs part `p`'s members into `chunk` (words `w0..w0 + chunk.len()`), at least at the
-    /// words `live` names: a bitset is read there only; a list is read over the chunk.
-    fn or_live(&self, p: &mut Part, w0: usize, live: &[u8], chunk: &mut [u64]) {
+    /// words set in `live` (bit `w` for word `w`): a bitset is read there only; a list is
+    /// read over the chunk.
+    fn or_live(&self, p: &mut Part, w0: usize, live: u64, chunk: &mut [u64]) {
         match self.posting(p.id) {
             Some(Posting::Dense { bits, .. }) => {
                 let bits = bits.get(w0..).unwrap_or_default();
-                for &w in live {
-                    let w = usize::from(w);
+                for w in bits_of(live) {
                     if let (Some(c), Some(b)) = (chunk.get_mut(w), bits.get(w)) {
                         *c |= *b;
                     }
