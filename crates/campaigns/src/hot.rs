@@ -6,8 +6,11 @@
 //! Why: at 100,000 campaigns a decision verifies and prices a few dozen campaigns scattered
 //! over hundreds of megabytes. Reading a [`Campaign`] there costs a cache miss for the struct,
 //! one for its creatives, one per category, domain or MIME string: most of a decision's time
-//! went to those misses, not to computing. A [`HotCampaign`] is 48 bytes and its creatives are
-//! adjacent, so a candidate costs a few misses however many creatives and strings it has.
+//! went to those misses, not to computing. A [`HotCampaign`] is one cache line holding, besides
+//! the flight and bid rule, the banner sizes of the first creatives and a filter of the keys
+//! its creatives can be blocked by: a banner campaign usually costs that one line; the
+//! creative records ([`HotCreative`], adjacent per campaign) are read for a video, a fourth
+//! creative, or a request that may block one.
 //!
 //! Strings become keys, each distinct string interned once at build, and a request's strings
 //! are looked up once per impression ([`ImpKeys`]); a request string no creative carries
@@ -216,7 +219,7 @@ impl Hot {
             };
             // Creatives without their own `adomain` share the campaign's: one range for all.
             let mut last_advs: Option<(&[String], Keys)> = None;
-            for cr in c.creatives() {
+            for (j, cr) in c.creatives().iter().enumerate() {
                 let media = match cr.media() {
                     Media::Banner(size)
                         if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) =>
@@ -260,10 +263,7 @@ impl Hot {
                     }
                 };
                 last_advs = Some((cr.adomain(), advs));
-                let slot = record
-                    .inline
-                    .get_mut(creatives.len() - record.first_creative as usize);
-                if let Some(slot) = slot {
+                if let Some(slot) = record.inline.get_mut(j) {
                     *slot = match media {
                         HotMedia::Banner(code) => code,
                         HotMedia::Excluded => NO_FIT,
