@@ -17,6 +17,8 @@
 //! | [`validate`], [`model`], [`limits`], [`error`] | typed, bounded campaigns; errors naming the field |
 //! | [`set`] | [`CampaignSet`]: campaigns by descending ceiling, lookups, candidates |
 //! | `postings.rs`, `fxhash.rs` | the index: postings per targeting value, intersected chunk by chunk |
+//! | `key.rs` | the string keys of the index's maps, inline when short |
+//! | `hot.rs` | what verification and ranking read per campaign and creative, packed apart from the campaigns |
 //! | [`facts`], [`targeting`] | what a request offers; the targeting predicate |
 //! | [`pricing`] | the bid price rule |
 //! | [`snapshot`] | the set in force and each campaign's running state (pacing share, counters) |
@@ -39,6 +41,8 @@
 pub mod error;
 pub mod facts;
 mod fxhash;
+mod hot;
+mod key;
 pub mod limits;
 pub mod model;
 pub mod parse;

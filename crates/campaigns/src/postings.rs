@@ -15,20 +15,26 @@
 //! hash lookup per value. [`Index::visit`] then:
 //! 1. orders the dimensions by that size and returns at once if one is empty;
 //! 2. when the smallest is tiny (under a quarter of the bitset's word count) and all lists,
-//!    gathers it, sorts and deduplicates it, and verifies those campaigns in order;
+//!    gathers it, sorts and deduplicates it, and keeps, in order, the campaigns that every
+//!    other dimension's union holds and no `block_domains` posting of a request domain or
+//!    parent does (membership probes: a bit test, or a step along a sorted list);
 //! 3. otherwise works through the bitset a chunk of [`CHUNK_WORDS`] words at a time, in
-//!    campaign order: in each chunk it intersects dimensions word by word, smallest first,
-//!    until the survivors are few (fewer than one per 32 words) or the dimensions run out,
-//!    clears the campaigns whose `block_domains` postings hold a request domain or parent, and
-//!    verifies the survivors in campaign order before the next chunk.
+//!    campaign order: in each chunk it intersects dimensions word by word, smallest first
+//!    (once survivors are left in at most half the words, reading the bitsets at those words
+//!    only), until survivors are left in a quarter of the words or fewer, or the dimensions
+//!    run out; clears the campaigns whose `block_domains` postings hold a request domain or
+//!    parent; and probes the survivors for the dimensions left, in campaign order, before the
+//!    next chunk.
 //!
-//! Either way, each candidate goes to the visitor as soon as it is verified, and when the
-//! visitor breaks no further intersection or verification is done.
+//! Sorted lists are read front to back across chunks and probes (each part of a visit keeps
+//! its read position), not searched again for each chunk. Either way every targeting dimension
+//! is checked exactly from the postings, and each surviving campaign is verified and goes to
+//! the visitor at once; when the visitor breaks no further intersection or verification is
+//! done.
 //!
-//! Verification reads a packed per-campaign record first (flight, creative media keys, whether
-//! it has deals) and runs the predicate of [`super::targeting`] without the checks the
-//! intersection already made exactly; when every dimension was intersected, a banner campaign
-//! without deals on a request without `bcat`/`badv` is settled without reading the campaign.
+//! Verification reads the packed records of `hot.rs` (flight, creatives' media and blocking
+//! keys), not the campaign, unless a deal must be chosen: only then does it run the predicate
+//! of [`super::targeting`], without the checks already made.
 //!
 //! So the work is at most a few passes over `n / 64` words plus verification of about as many
 //! campaigns as match, never the predicate on every campaign; with an early stop, only the part
@@ -41,15 +47,17 @@ use std::ops::ControlFlow;
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
-use crate::model::{Campaign, Country, Media};
-use crate::targeting::{
-    Candidate, Done, campaign_matches_unchecked, creative_fits, parent_domains, visit_fitting,
-};
+use crate::hot::{Hot, HotCampaign, ImpKeys};
+use crate::key::SmallKey;
+use crate::model::{BidRule, Campaign, Country, Media};
+use crate::targeting::{Candidate, Done, campaign_matches_unchecked, parent_domains};
 
 /// Words of the bitset intersected and verified at a time (4,096 campaigns): small enough that
 /// an early stop skips most of the work, large enough that the per-chunk cost (one look at
 /// each posting) stays small next to the words.
 const CHUNK_WORDS: usize = 64;
+// The live words of a chunk are the bits of a `u64`.
+const _: () = assert!(CHUNK_WORDS <= 64);
 
 /// Per-thread buffers of [`Index::visit`], kept between calls so that
 /// matching allocates nothing once warm.
@@ -61,9 +69,29 @@ struct Scratch {
     /// The campaigns of a tiny, all-list dimension.
     ids: Vec<u32>,
     /// The postings of every restricting dimension, one range per dimension.
-    parts: Vec<PostingId>,
+    parts: Vec<Part>,
     /// The `block_domains` postings of the request's domains and parents.
-    blocked: Vec<PostingId>,
+    blocked: Vec<Part>,
+    /// The postings of the request's domains and parents, each once.
+    domains: Vec<DomainIds>,
+    /// The request's `bcat` and `badv` and the impression's video MIME types, as keys of the
+    /// set's creatives.
+    keys: ImpKeys,
+}
+
+/// A posting taking part in one visit, and how far the chunks have read it: chunks come in
+/// campaign order, so a sorted list is read once from front to back, not searched per chunk.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    id: PostingId,
+    /// For a sparse posting, the position in its list of the first member not yet read.
+    next: u32,
+}
+
+impl Part {
+    fn new(id: PostingId) -> Part {
+        Part { id, next: 0 }
+    }
 }
 
 /// A restricting dimension of one request: its candidate count bound and its postings.
@@ -131,10 +159,13 @@ impl Index {
             ids,
             parts,
             blocked,
+            domains,
+            keys,
         } = scratch;
         // Each restricting dimension: the size of its candidate union (an upper bound:
         // postings may overlap) and its postings, `parts[start..end]`. A dimension no campaign
         // restricts needs neither intersecting nor checking.
+        idx.domain_ids(req, domains);
         parts.clear();
         let mut dims = [DimParts::default(); Dim::ALL.len()];
         let mut restricting = 0;
@@ -146,9 +177,9 @@ impl Index {
             }
             let start = parts.len();
             let mut cost = 0;
-            idx.parts(dim, req, imp, |id| {
+            idx.parts(dim, req, imp, domains, |id| {
                 cost += idx.posting(id).map_or(0, Posting::len);
-                parts.push(id);
+                parts.push(Part::new(id));
             });
             if cost == 0 {
                 return ControlFlow::Continue(());
@@ -168,69 +199,112 @@ impl Index {
         let Some(&first) = dims.first() else {
             return ControlFlow::Continue(());
         };
-        let first_parts = parts.get(first.start..first.end).unwrap_or_default();
+        idx.hot.imp_keys(req, imp, keys);
+        blocked.clear();
+        blocked.extend(
+            domains
+                .iter()
+                .filter(|d| d.block != NO_POSTING)
+                .map(|d| Part::new(d.block)),
+        );
         // The union of a dimension's postings is exactly the campaigns that pass its check.
         done = done.with(first.dim.done());
+        // Every dimension checked exactly, by intersection or by membership below.
+        let all_done = dims
+            .iter()
+            .fold(done, |acc, d| acc.with(d.dim.done()))
+            .with(Done::BLOCK_DOMAIN);
         let words = idx.words;
-        if first.cost <= words / 4
-            && first_parts
-                .iter()
-                .all(|&id| matches!(idx.posting(id), Some(Posting::Sparse(_))))
-        {
+        let first_sparse = parts
+            .get(first.start..first.end)
+            .unwrap_or_default()
+            .iter()
+            .all(|p| matches!(idx.posting(p.id), Some(Posting::Sparse(_))));
+        if first.cost <= words / 4 && first_sparse {
             ids.clear();
-            for &id in first_parts {
-                if let Some(Posting::Sparse(list)) = idx.posting(id) {
+            for p in parts.get(first.start..first.end).unwrap_or_default() {
+                if let Some(Posting::Sparse(list)) = idx.posting(p.id) {
                     ids.extend_from_slice(list);
                 }
             }
             ids.sort_unstable();
             ids.dedup();
+            // In campaign order, so each list is read front to back by the probes.
             for &ci in ids.iter() {
-                self.verify(campaigns, ci, req, imp, done, visit)?;
+                if idx.passes(&dims[1..], parts, blocked, ci) {
+                    self.verify(campaigns, ci, req, imp, keys, all_done, visit)?;
+                }
             }
             return ControlFlow::Continue(());
         }
-        blocked.clear();
-        idx.blocked_postings(req, blocked);
         let mut w0 = 0;
         while w0 < words {
             let len = CHUNK_WORDS.min(words - w0);
             acc.clear();
             acc.resize(len, 0);
-            for &id in first_parts {
-                idx.or_chunk(id, w0, acc);
+            for p in parts.get_mut(first.start..first.end).unwrap_or_default() {
+                idx.or_chunk(p, w0, acc);
             }
-            let mut survivors: usize = acc.iter().map(|w| w.count_ones() as usize).sum();
-            let mut chunk_done = done;
-            // Intersect while a pass over the chunk costs less than checking the survivors.
-            for d in &dims[1..] {
-                if survivors * 32 <= len {
+            // The words of the chunk that still hold survivors, bit `w` for word `w`.
+            let mut live = acc
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a != 0)
+                .fold(0u64, |live, (w, _)| live | (1 << w));
+            let mut rest = dims.get(1..).unwrap_or_default();
+            while let Some((d, later)) = rest.split_first() {
+                // Intersect while the survivors are many; a few (about one per live word) cost
+                // less to probe than a pass over the chunk for each dimension left.
+                let live_words = live.count_ones() as usize;
+                if live_words * 4 <= len {
                     break;
                 }
+                rest = later;
                 tmp.clear();
                 tmp.resize(len, 0);
-                for &id in parts.get(d.start..d.end).unwrap_or_default() {
-                    idx.or_chunk(id, w0, tmp);
+                let d_parts = parts.get_mut(d.start..d.end).unwrap_or_default();
+                if live_words * 2 > len {
+                    for p in d_parts {
+                        idx.or_chunk(p, w0, tmp);
+                    }
+                    for (a, t) in acc.iter_mut().zip(tmp.iter()) {
+                        *a &= *t;
+                    }
+                    live = acc
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, a)| **a != 0)
+                        .fold(0u64, |live, (w, _)| live | (1 << w));
+                } else {
+                    // Few live words: the dimension's bitsets are read at those words only.
+                    for p in d_parts {
+                        idx.or_live(p, w0, live, tmp);
+                    }
+                    for w in bits_of(live) {
+                        if let (Some(a), Some(t)) = (acc.get_mut(w), tmp.get(w)) {
+                            *a &= *t;
+                            if *a == 0 {
+                                live &= !(1 << w);
+                            }
+                        }
+                    }
                 }
-                survivors = 0;
-                for (a, t) in acc.iter_mut().zip(tmp.iter()) {
-                    *a &= *t;
-                    survivors += a.count_ones() as usize;
-                }
-                chunk_done = chunk_done.with(d.dim.done());
             }
-            if survivors > 0 {
-                for &id in blocked.iter() {
-                    idx.clear_chunk(id, w0, acc);
+            if live != 0 {
+                for p in blocked.iter_mut() {
+                    idx.clear_chunk(p, w0, acc);
                 }
-                chunk_done = chunk_done.with(Done::BLOCK_DOMAIN);
                 for (w, &word) in acc.iter().enumerate() {
                     let mut bits = word;
                     while bits != 0 {
                         let ci = (w0 + w) * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let ci = u32::try_from(ci).unwrap_or(u32::MAX);
-                        self.verify(campaigns, ci, req, imp, chunk_done, visit)?;
+                        // The dimensions left after an early stop, probed: blocked ones are
+                        // already cleared.
+                        if idx.passes(rest, parts, &mut [], ci) {
+                            self.verify(campaigns, ci, req, imp, keys, all_done, visit)?;
+                        }
                     }
                 }
             }
@@ -240,32 +314,29 @@ impl Index {
     }
 
     /// Runs the predicate, less the checks in `done`, on campaign `ci`; visits what fits.
+    /// Reads the campaign itself only for checks left undone or a deal to choose; otherwise
+    /// the packed records settle it.
+    #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
         campaigns: &[Campaign],
         ci: u32,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
+        keys: &ImpKeys,
         done: Done,
         visit: &mut impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Some(hot) = self.hot.get(ci as usize) else {
+        let Some(hot) = self.hot.campaign(ci) else {
             return ControlFlow::Continue(());
         };
-        let now = req.now.0;
-        // `end == u64::MAX` stands for "no end" (an RFC 3339 end is far below it).
-        if now < hot.start || (now >= hot.end && hot.end != u64::MAX) {
+        if !hot.in_flight(req.now.0) {
             return ControlFlow::Continue(());
         }
-        let Some(c) = campaigns.get(ci as usize) else {
-            return ControlFlow::Continue(());
-        };
-        if done != Done::ALL {
-            return visit_fitting(ci, c, req, imp, done, visit);
-        }
-        // Every targeting check is done: only the deal choice and the creatives remain, and
-        // both can often be settled from the compact arrays without reading the campaign.
-        let deal = if hot.deals || imp.private_auction {
+        let deal = if done != Done::ALL || hot.deals || imp.private_auction {
+            let Some(c) = campaigns.get(ci as usize) else {
+                return ControlFlow::Continue(());
+            };
             match campaign_matches_unchecked(c, req, imp, done) {
                 Some(deal) => deal,
                 None => return ControlFlow::Continue(()),
@@ -273,38 +344,12 @@ impl Index {
         } else {
             None
         };
-        let first = hot.first_creative as usize;
-        let keys = self
-            .creative_keys
-            .get(first..first + usize::from(hot.creatives))
-            .unwrap_or_default();
-        let unblocked = req.bcat.is_empty() && req.badv.is_empty();
-        for (j, &key) in keys.iter().enumerate() {
-            let fits = match key {
-                EXCLUDED_KEY => false,
-                VIDEO_KEY => {
-                    imp.video.is_some()
-                        && c.creatives()
-                            .get(j)
-                            .is_some_and(|cr| creative_fits(c, cr, req, imp))
-                }
-                size => {
-                    imp.sizes.iter().any(|s| s.key() == size)
-                        && (unblocked
-                            || c.creatives()
-                                .get(j)
-                                .is_some_and(|cr| creative_fits(c, cr, req, imp)))
-                }
-            };
-            if fits {
-                visit(Candidate {
-                    campaign: ci,
-                    creative: u32::try_from(j).unwrap_or(u32::MAX),
-                    deal,
-                })?;
-            }
-        }
-        ControlFlow::Continue(())
+        self.hot.visit_creatives(ci, hot, imp, keys, deal, visit)
+    }
+
+    /// The bid rule of campaign `ci`, from the packed records.
+    pub(crate) fn bid_rule(&self, ci: u32) -> Option<BidRule> {
+        self.hot.campaign(ci).map(HotCampaign::bid)
     }
 }
 
@@ -388,28 +433,36 @@ impl Posting {
         }
     }
 
-    /// The members of `list` in the `words` words from word `w0`, as bit positions in them.
-    fn in_chunk(list: &[u32], w0: usize, words: usize) -> impl Iterator<Item = usize> + '_ {
+    /// Calls `f` with the members of `list` in the `words` words from word `w0`, as bit
+    /// positions in them, reading from `*next` and leaving it at the first member after the
+    /// chunk. Members before the chunk (of chunks this posting sat out) are skipped by a binary
+    /// search; otherwise the list is read once over all chunks.
+    fn in_chunk(list: &[u32], next: &mut u32, w0: usize, words: usize, mut f: impl FnMut(usize)) {
         let lo = w0 * 64;
         let hi = lo + words * 64;
-        let from = list.partition_point(|&ci| (ci as usize) < lo);
-        list.get(from..)
-            .unwrap_or_default()
-            .iter()
-            .map(|&ci| ci as usize)
-            .take_while(move |&ci| ci < hi)
-            .map(move |ci| ci - lo)
+        let mut i = seek(list, *next as usize, |ci| (ci as usize) < lo);
+        for &ci in list.get(i..).unwrap_or_default() {
+            let ci = ci as usize;
+            if ci >= hi {
+                break;
+            }
+            f(ci - lo);
+            i += 1;
+        }
+        // A list holds fewer members than campaigns, far below u32::MAX.
+        *next = u32::try_from(i).unwrap_or(u32::MAX);
     }
 
-    /// ORs the members in words `w0..w0 + chunk.len()` into `chunk`.
-    fn or_chunk(&self, w0: usize, chunk: &mut [u64]) {
+    /// ORs the members in words `w0..w0 + chunk.len()` into `chunk`; `next` as in
+    /// [`Posting::in_chunk`].
+    fn or_chunk(&self, next: &mut u32, w0: usize, chunk: &mut [u64]) {
         match self {
             Posting::Sparse(list) => {
-                for i in Self::in_chunk(list, w0, chunk.len()) {
+                Self::in_chunk(list, next, w0, chunk.len(), |i| {
                     if let Some(word) = chunk.get_mut(i / 64) {
                         *word |= 1 << (i % 64);
                     }
-                }
+                });
             }
             Posting::Dense { bits, .. } => {
                 let bits = bits.get(w0..).unwrap_or_default();
@@ -420,15 +473,16 @@ impl Posting {
         }
     }
 
-    /// Clears the members in words `w0..w0 + chunk.len()` from `chunk`.
-    fn clear_chunk(&self, w0: usize, chunk: &mut [u64]) {
+    /// Clears the members in words `w0..w0 + chunk.len()` from `chunk`; `next` as in
+    /// [`Posting::in_chunk`].
+    fn clear_chunk(&self, next: &mut u32, w0: usize, chunk: &mut [u64]) {
         match self {
             Posting::Sparse(list) => {
-                for i in Self::in_chunk(list, w0, chunk.len()) {
+                Self::in_chunk(list, next, w0, chunk.len(), |i| {
                     if let Some(word) = chunk.get_mut(i / 64) {
                         *word &= !(1 << (i % 64));
                     }
-                }
+                });
             }
             Posting::Dense { bits, .. } => {
                 let bits = bits.get(w0..).unwrap_or_default();
@@ -440,6 +494,36 @@ impl Posting {
     }
 }
 
+/// The first position at or after `from` in the sorted `list` whose member is not `below`:
+/// a galloping search, so that a read position moving forward by a few members costs a few
+/// nearby reads, not a binary search over the rest of a cold list.
+fn seek(list: &[u32], from: usize, below: impl Fn(u32) -> bool) -> usize {
+    let rest = list.get(from..).unwrap_or_default();
+    if !rest.first().is_some_and(|&x| below(x)) {
+        return from;
+    }
+    // rest[lo] is below; find a step past which the members are not.
+    let (mut lo, mut step) = (0, 1);
+    while rest.get(lo + step).is_some_and(|&x| below(x)) {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(rest.len());
+    let window = rest.get(lo + 1..hi).unwrap_or_default();
+    from + lo + 1 + window.partition_point(|&x| below(x))
+}
+
+/// The positions of the set bits of `mask`, lowest first.
+fn bits_of(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let w = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            w
+        })
+    })
+}
+
 fn set_bit(bits: &mut [u64], ci: u32) {
     if let Some(word) = bits.get_mut(ci as usize / 64) {
         *word |= 1 << (ci % 64);
@@ -448,6 +532,17 @@ fn set_bit(bits: &mut [u64], ci: u32) {
 
 /// Position of a posting in [`Index::postings`].
 type PostingId = u32;
+
+/// No posting: a [`DomainIds`] side the domain is not on.
+const NO_POSTING: PostingId = PostingId::MAX;
+
+/// The postings of one domain: the campaigns that allow it (`domains`) and those that block
+/// it (`block_domains`), [`NO_POSTING`] when none.
+#[derive(Clone, Copy, Debug)]
+struct DomainIds {
+    allow: PostingId,
+    block: PostingId,
+}
 
 /// The postings of one dimension, as positions in [`Index::postings`].
 #[derive(Debug)]
@@ -526,9 +621,9 @@ trait ToKey<K> {
     fn to_key(&self) -> K;
 }
 
-impl ToKey<Box<str>> for String {
-    fn to_key(&self) -> Box<str> {
-        Box::from(self.as_str())
+impl ToKey<SmallKey> for String {
+    fn to_key(&self) -> SmallKey {
+        SmallKey::new(self)
     }
 }
 
@@ -538,26 +633,6 @@ impl<T: Copy> ToKey<T> for T {
     }
 }
 
-/// What verification needs first about a campaign, packed (24 bytes) so that survivors of an
-/// intersection cost one cache line or less before the campaign is read.
-#[derive(Clone, Copy, Debug)]
-struct Hot {
-    /// Flight `[start, end)` in ms; `end == u64::MAX` means no end.
-    start: u64,
-    end: u64,
-    /// Position of the campaign's first creative in [`Index::creative_keys`].
-    first_creative: u32,
-    /// Number of creatives (at most [`super::limits::MAX_CREATIVES`]).
-    creatives: u8,
-    /// Whether the campaign has `deals` targeting.
-    deals: bool,
-}
-
-/// [`Index::creative_keys`] of a video creative; size keys are below 2^47.
-const VIDEO_KEY: u64 = u64::MAX;
-/// [`Index::creative_keys`] of a banner whose size the campaign's `sizes` excludes.
-const EXCLUDED_KEY: u64 = u64::MAX - 1;
-
 #[derive(Debug)]
 pub(crate) struct Index {
     /// Words of a bitset over all campaigns.
@@ -566,21 +641,22 @@ pub(crate) struct Index {
     postings: Box<[Posting]>,
     /// By banner size (`Size::key`); `any` holds the campaigns with a video creative.
     media: Postings<u64>,
-    deal: Postings<Box<str>>,
+    deal: Postings<SmallKey>,
     country: Postings<Country>,
-    domain: Postings<Box<str>>,
+    /// `domains` (allow list) and `block_domains`, one map: a request domain or parent is
+    /// looked up once for both.
+    domains: FxHashMap<SmallKey, DomainIds>,
+    /// The campaigns without a `domains` allow list.
+    domain_any: PostingId,
     /// `block_domains` (`any` unused): removed from the survivors of an intersection.
-    block: Postings<Box<str>>,
-    /// Per campaign, what verification reads before (often instead of) the campaign itself.
-    hot: Box<[Hot]>,
-    /// Per creative (campaign after campaign, see [`Hot::first_creative`]): the banner size
-    /// key, [`VIDEO_KEY`], or [`EXCLUDED_KEY`] for a size outside the campaign's `sizes`.
-    creative_keys: Box<[u64]>,
-    publisher: Postings<Box<str>>,
-    segment: Postings<Box<str>>,
-    category: Postings<Box<str>>,
-    region: Postings<Box<str>>,
-    os: Postings<Box<str>>,
+    /// Per campaign and creative, what verification and ranking read before (often instead
+    /// of) the campaign itself.
+    hot: Hot,
+    publisher: Postings<SmallKey>,
+    segment: Postings<SmallKey>,
+    category: Postings<SmallKey>,
+    region: Postings<SmallKey>,
+    os: Postings<SmallKey>,
     device_type: Postings<i32>,
     hour: Postings<u8>,
 }
@@ -594,8 +670,6 @@ impl Index {
         let mut country = Lists::default();
         let mut domain = Lists::default();
         let mut block = Lists::default();
-        let mut hot = Vec::with_capacity(n);
-        let mut creative_keys = Vec::new();
         let mut publisher = Lists::default();
         let mut segment = Lists::default();
         let mut category = Lists::default();
@@ -628,21 +702,6 @@ impl Index {
             country.add(ci, t.countries());
             domain.add(ci, t.domains());
             block.add(ci, t.block_domains());
-            let f = c.flight();
-            hot.push(Hot {
-                start: f.start.map_or(0, |s| s.0),
-                end: f.end.map_or(u64::MAX, |e| e.0),
-                first_creative: u32::try_from(creative_keys.len()).unwrap_or(u32::MAX),
-                creatives: u8::try_from(c.creatives().len()).unwrap_or(u8::MAX),
-                deals: t.deals().is_some(),
-            });
-            creative_keys.extend(c.creatives().iter().map(|cr| match cr.media() {
-                Media::Banner(size) if t.sizes().is_none_or(|s| s.binary_search(size).is_ok()) => {
-                    size.key()
-                }
-                Media::Banner(_) => EXCLUDED_KEY,
-                Media::Video(_) => VIDEO_KEY,
-            }));
             publisher.add(ci, t.publishers());
             segment.add(ci, t.segments());
             category.add(ci, t.categories());
@@ -660,6 +719,18 @@ impl Index {
         let country = country.finish(n, words, &mut arena);
         let domain = domain.finish(n, words, &mut arena);
         let block = block.finish(n, words, &mut arena);
+        let none = DomainIds {
+            allow: NO_POSTING,
+            block: NO_POSTING,
+        };
+        let mut domains: FxHashMap<SmallKey, DomainIds> = FxHashMap::default();
+        for (key, id) in domain.values {
+            domains.entry(key).or_insert(none).allow = id;
+        }
+        for (key, id) in block.values {
+            domains.entry(key).or_insert(none).block = id;
+        }
+        domains.shrink_to_fit();
         let publisher = publisher.finish(n, words, &mut arena);
         let segment = segment.finish(n, words, &mut arena);
         let category = category.finish(n, words, &mut arena);
@@ -673,10 +744,9 @@ impl Index {
             media,
             deal,
             country,
-            domain,
-            block,
-            hot: hot.into_boxed_slice(),
-            creative_keys: creative_keys.into_boxed_slice(),
+            domains,
+            domain_any: domain.any,
+            hot: Hot::build(campaigns),
             publisher,
             segment,
             category,
@@ -691,30 +761,83 @@ impl Index {
         self.postings.get(id as usize)
     }
 
-    /// ORs posting `id`'s members in words `w0..w0 + chunk.len()` into `chunk`.
-    fn or_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
-        if let Some(p) = self.posting(id) {
-            p.or_chunk(w0, chunk);
+    /// Whether campaign `ci` is in the union of each dimension of `dims` (their postings in
+    /// `parts`) and in none of `blocked`: the exact check of those dimensions, by membership,
+    /// without reading the campaign. Calls must come in increasing `ci` for the parts' read
+    /// positions to stay valid (a later chunk's read may follow).
+    fn passes(&self, dims: &[DimParts], parts: &mut [Part], blocked: &mut [Part], ci: u32) -> bool {
+        dims.iter().all(|d| {
+            parts
+                .get_mut(d.start..d.end)
+                .unwrap_or_default()
+                .iter_mut()
+                .any(|p| self.contains(p, ci))
+        }) && !blocked.iter_mut().any(|p| self.contains(p, ci))
+    }
+
+    /// Whether part `p`'s posting holds campaign `ci`; a sparse part's read position moves to
+    /// the first member not below `ci`.
+    fn contains(&self, p: &mut Part, ci: u32) -> bool {
+        match self.posting(p.id) {
+            Some(Posting::Sparse(list)) => {
+                let at = seek(list, p.next as usize, |x| x < ci);
+                // A list holds fewer members than campaigns, far below u32::MAX.
+                p.next = u32::try_from(at).unwrap_or(u32::MAX);
+                list.get(at) == Some(&ci)
+            }
+            Some(Posting::Dense { bits, .. }) => bits
+                .get(ci as usize / 64)
+                .is_some_and(|w| w & (1 << (ci % 64)) != 0),
+            None => false,
         }
     }
 
-    /// Clears posting `id`'s members in words `w0..w0 + chunk.len()` from `chunk`.
-    fn clear_chunk(&self, id: PostingId, w0: usize, chunk: &mut [u64]) {
-        if let Some(p) = self.posting(id) {
-            p.clear_chunk(w0, chunk);
+    /// ORs part `p`'s members in words `w0..w0 + chunk.len()` into `chunk`.
+    fn or_chunk(&self, p: &mut Part, w0: usize, chunk: &mut [u64]) {
+        if let Some(posting) = self.posting(p.id) {
+            posting.or_chunk(&mut p.next, w0, chunk);
         }
     }
 
-    /// Appends the `block_domains` postings of the request's domains and their parents: the
-    /// campaigns to clear from the survivors.
-    fn blocked_postings(&self, req: &RequestFacts<'_>, out: &mut Vec<PostingId>) {
-        if self.block.values.is_empty() {
+    /// ORs part `p`'s members into `chunk` (words `w0..w0 + chunk.len()`), at least at the
+    /// words set in `live` (bit `w` for word `w`): a bitset is read there only; a list is
+    /// read over the chunk.
+    fn or_live(&self, p: &mut Part, w0: usize, live: u64, chunk: &mut [u64]) {
+        match self.posting(p.id) {
+            Some(Posting::Dense { bits, .. }) => {
+                let bits = bits.get(w0..).unwrap_or_default();
+                for w in bits_of(live) {
+                    if let (Some(c), Some(b)) = (chunk.get_mut(w), bits.get(w)) {
+                        *c |= *b;
+                    }
+                }
+            }
+            Some(posting) => posting.or_chunk(&mut p.next, w0, chunk),
+            None => {}
+        }
+    }
+
+    /// Clears part `p`'s members in words `w0..w0 + chunk.len()` from `chunk`.
+    fn clear_chunk(&self, p: &mut Part, w0: usize, chunk: &mut [u64]) {
+        if let Some(posting) = self.posting(p.id) {
+            posting.clear_chunk(&mut p.next, w0, chunk);
+        }
+    }
+
+    /// Fills `out` with the postings of the request's domains and their parents, each
+    /// domain once (a parent shared by two request domains is looked up once).
+    fn domain_ids(&self, req: &RequestFacts<'_>, out: &mut Vec<DomainIds>) {
+        out.clear();
+        if self.domains.is_empty() {
             return;
         }
-        for d in &req.domains {
+        for (k, d) in req.domains.iter().enumerate() {
             for parent in parent_domains(d) {
-                if let Some(id) = self.block.get(parent) {
-                    out.push(id);
+                let seen = req.domains[..k]
+                    .iter()
+                    .any(|e| parent_domains(e).any(|p| p == parent));
+                if let (false, Some(&ids)) = (seen, self.domains.get(parent)) {
+                    out.push(ids);
                 }
             }
         }
@@ -727,7 +850,7 @@ impl Index {
             Dim::Deal if imp.private_auction => return false,
             Dim::Deal => &self.deal.any,
             Dim::Country => &self.country.any,
-            Dim::Domain => &self.domain.any,
+            Dim::Domain => &self.domain_any,
             Dim::Publisher => &self.publisher.any,
             Dim::Segment => &self.segment.any,
             Dim::Category => &self.category.any,
@@ -746,9 +869,10 @@ impl Index {
         dim: Dim,
         req: &RequestFacts<'_>,
         imp: &ImpFacts<'_>,
+        domains: &[DomainIds],
         mut f: impl FnMut(PostingId),
     ) {
-        fn strings(p: &Postings<Box<str>>, values: &[&str], f: &mut impl FnMut(PostingId)) {
+        fn strings(p: &Postings<SmallKey>, values: &[&str], f: &mut impl FnMut(PostingId)) {
             f(p.any);
             for v in values {
                 if let Some(posting) = p.get(*v) {
@@ -784,17 +908,9 @@ impl Index {
                 }
             }
             Dim::Domain => {
-                f(self.domain.any);
-                for (k, d) in req.domains.iter().enumerate() {
-                    for parent in parent_domains(d) {
-                        // A parent shared with an earlier domain was already visited.
-                        let seen = req.domains[..k]
-                            .iter()
-                            .any(|e| parent_domains(e).any(|p| p == parent));
-                        if let (false, Some(posting)) = (seen, self.domain.get(parent)) {
-                            f(posting);
-                        }
-                    }
+                f(self.domain_any);
+                for d in domains.iter().filter(|d| d.allow != NO_POSTING) {
+                    f(d.allow);
                 }
             }
             Dim::Publisher => strings(&self.publisher, req.publisher.as_slice(), &mut f),
@@ -823,6 +939,31 @@ impl Index {
                 if let Some(posting) = self.hour.get(&req.hour) {
                     f(posting);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seek_finds_what_a_binary_search_finds() {
+        let list: Vec<u32> = (0..200).map(|i| i * 8 + i % 7).collect();
+        for from in 0..=list.len() + 1 {
+            for target in 0..1_700 {
+                let expected = from.min(list.len())
+                    + list
+                        .get(from..)
+                        .unwrap_or_default()
+                        .partition_point(|&x| x < target);
+                let expected = if from > list.len() { from } else { expected };
+                assert_eq!(
+                    seek(&list, from, |x| x < target),
+                    expected,
+                    "{from} {target}"
+                );
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use openrtb::Price;
 
-use crate::model::Campaign;
+use crate::model::{BidRule, Campaign};
 
 /// The CPM `campaign` bids on an impression with `floor`, or `None` when it will not pay the
 /// floor.
@@ -17,7 +17,12 @@ use crate::model::Campaign;
 ///
 /// A negative floor counts as 0.
 pub fn bid_price(campaign: &Campaign, floor: Price, first_price: bool) -> Option<Price> {
-    let rule = campaign.bid();
+    rule_price(campaign.bid(), floor, first_price)
+}
+
+/// [`bid_price`] from the campaign's bid rule alone (ranking reads the rule from a packed copy,
+/// [`crate::CampaignSet::bid_rule`]).
+pub fn rule_price(rule: &BidRule, floor: Price, first_price: bool) -> Option<Price> {
     let floor = floor.max(Price::ZERO);
     if floor > rule.max_cpm {
         return None;

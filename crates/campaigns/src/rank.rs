@@ -10,7 +10,7 @@ use openrtb::Price;
 use pacing::Timestamp;
 
 use crate::facts::{ImpFacts, RequestFacts};
-use crate::pricing::bid_price;
+use crate::pricing::rule_price;
 use crate::snapshot::Snapshot;
 
 /// Most proposals kept per impression: when the best one's reservation is refused, the next
@@ -68,7 +68,7 @@ pub fn rank(
 ) -> Ranking {
     let mut proposals: Vec<Proposal> = Vec::with_capacity(MAX_PROPOSALS + 1);
     let mut skips = Skips::default();
-    let campaigns = snapshot.set.campaigns();
+    let set = &snapshot.set;
     // The index visits candidates by campaign, so one campaign's are adjacent: once it has a
     // proposal, its other candidates are skipped by comparing with the last one.
     let mut proposed: Option<u32> = None;
@@ -76,8 +76,8 @@ pub fn rank(
         if proposed == Some(cand.campaign) {
             return ControlFlow::Continue(());
         }
-        let (Some(campaign), Some(state)) = (
-            campaigns.get(cand.campaign as usize),
+        let (Some(rule), Some(state)) = (
+            set.bid_rule(cand.campaign),
             snapshot.states.get(cand.campaign as usize),
         ) else {
             return ControlFlow::Continue(());
@@ -86,12 +86,12 @@ pub fn rank(
         if proposals.len() == MAX_PROPOSALS
             && proposals
                 .last()
-                .is_some_and(|lowest| campaign.bid().max_cpm <= lowest.price)
+                .is_some_and(|lowest| rule.max_cpm <= lowest.price)
         {
             return ControlFlow::Break(());
         }
         let (floor, first_price) = imp.terms(req, cand.deal);
-        let Some(price) = bid_price(campaign, floor, first_price) else {
+        let Some(price) = rule_price(&rule, floor, first_price) else {
             skips.below_floor += 1;
             return ControlFlow::Continue(());
         };

@@ -18,7 +18,7 @@ use crate::error::{CampaignError, Problem};
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::fxhash::FxHashMap;
 use crate::limits::MAX_CAMPAIGNS;
-use crate::model::Campaign;
+use crate::model::{BidRule, Campaign};
 use crate::parse::{self, Format};
 use crate::postings::Index;
 use crate::targeting::{Candidate, Done, visit_fitting};
@@ -139,6 +139,13 @@ impl CampaignSet {
         mut visit: impl FnMut(Candidate) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         self.index.visit(&self.campaigns, req, imp, &mut visit)
+    }
+
+    /// The bid rule of the campaign at `campaign` (an index of [`CampaignSet::campaigns`]),
+    /// the same as its [`Campaign::bid`], read from a packed copy: ranking reads it for every
+    /// candidate, and the campaign itself may be a cache miss away.
+    pub fn bid_rule(&self, campaign: u32) -> Option<BidRule> {
+        self.index.bid_rule(campaign)
     }
 
     /// The reference the index is tested against: the same predicate over every campaign.

@@ -193,16 +193,7 @@ fn video_fits(v: &VideoCreative, iv: &Video) -> bool {
             .iter()
             .any(|m| accepted.iter().any(|a| a.trim().eq_ignore_ascii_case(m))),
     };
-    let d = i64::from(v.duration);
-    let duration_ok = match iv.rqddurs.as_deref() {
-        Some(durs) if !durs.is_empty() => durs.iter().any(|&r| i64::from(r) == d),
-        _ => {
-            iv.minduration.is_none_or(|min| i64::from(min) <= d)
-                && iv
-                    .maxduration
-                    .is_none_or(|max| max <= 0 || d <= i64::from(max))
-        }
-    };
+    let duration_ok = duration_fits(v.duration, iv);
     let protocols_ok = v.protocols.is_empty()
         || match iv.protocols.as_deref() {
             None | Some([]) => true,
@@ -211,6 +202,21 @@ fn video_fits(v: &VideoCreative, iv: &Video) -> bool {
                 .any(|p| v.protocols.binary_search(&p.0).is_ok()),
         };
     mimes_ok && duration_ok && protocols_ok
+}
+
+/// Whether a video of `duration` seconds meets the player's required durations (`rqddurs`),
+/// else its `minduration` and `maxduration` (a `maxduration` of 0 or less sets no maximum).
+pub(crate) fn duration_fits(duration: u32, iv: &Video) -> bool {
+    let d = i64::from(duration);
+    match iv.rqddurs.as_deref() {
+        Some(durs) if !durs.is_empty() => durs.iter().any(|&r| i64::from(r) == d),
+        _ => {
+            iv.minduration.is_none_or(|min| i64::from(min) <= d)
+                && iv
+                    .maxduration
+                    .is_none_or(|max| max <= 0 || d <= i64::from(max))
+        }
+    }
 }
 
 fn contains(sorted: &[String], value: &str) -> bool {
