@@ -9,8 +9,8 @@ other with fresh fleets, in the same run. The ratio is the exchange's share of t
 `admission`: the exchange at fan-out 10 with the gate under test (the default `deadline`, and
 the previous default `adaptive` beside it): open loop at 20-80% of the capacity measured with
 the gate off (target: 0 sheds), then closed loop with 32, 256 and 1,024 connections (target:
-completed within tmax >= 90% of capacity, refusals < 10% of what is answered). tmax 500 ms, as
-in the issue's measurements."""
+completed within tmax >= 90% of the gate-off throughput, refusals < 10% of what is answered).
+tmax 500 ms, as in the issue's measurements."""
 from fleet import Exchange, instant
 from overload import delta
 from procs import gavel_load, settle
@@ -100,12 +100,28 @@ def one_load(ex, load_args):
             **c}
 
 
+def closed_loop(ex, conns, args):
+    print(f"closed loop, {conns} connections", flush=True)
+    r = one_load(ex, ["--closed-loop", "--connections", conns, "--duration", f"{args.level_seconds}s"])
+    r["connections"] = conns
+    return r
+
+
 def run_admission(args, ctx, capacity, fanout=10):
+    """Two capacities, both with the gate off: the open-loop one (p99 <= 10 ms) sets the open
+    loop's rates; the throughput one (auctions completed per second under a closed loop of 32
+    connections, where queueing stays far inside tmax) is what closed-loop completions are a
+    share of. The gate-off closed loop at 256 and 1,024 connections is kept beside the gated
+    ones: it shows what the gate is for (every request served, late)."""
     with Exchange(instant(fanout), admission="off") as ex:
         print(f"admission: fan-out {fanout}; capacity first, admission off", flush=True)
         cap = searched(ex, fanout, args, capacity)
+        off = [closed_loop(ex, conns, args) for conns in CLOSED_CONNECTIONS]
     c = cap["capacity"] or 1000
-    modes = {}
+    throughput = off[0]["completed_in_tmax_per_s"] or 1
+    for r in off:
+        r["completed_share_of_capacity"] = (r["completed_in_tmax_per_s"] or 0) / throughput
+    modes = {"off": {"open": [], "closed": off}}
     for mode in ("deadline", "adaptive"):
         settle(3)
         with Exchange(instant(fanout), admission=mode) as ex:
@@ -118,12 +134,10 @@ def run_admission(args, ctx, capacity, fanout=10):
                                                                 "--connections", 512])})
             closed = []
             for conns in CLOSED_CONNECTIONS:
-                print(f"admission {mode}: closed loop, {conns} connections", flush=True)
-                r = one_load(ex, ["--closed-loop", "--connections", conns,
-                                  "--duration", f"{args.level_seconds}s"])
-                r["connections"] = conns
-                r["completed_share_of_capacity"] = (r["completed_in_tmax_per_s"] or 0) / c
+                print(f"admission {mode}: ", end="", flush=True)
+                r = closed_loop(ex, conns, args)
+                r["completed_share_of_capacity"] = (r["completed_in_tmax_per_s"] or 0) / throughput
                 closed.append(r)
         modes[mode] = {"open": levels, "closed": closed}
-    return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap["search"],
-            "modes": modes}
+    return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "throughput": throughput,
+            "search": cap["search"], "modes": modes}

@@ -63,14 +63,19 @@ pub fn judge(now: Instant, answer_by: Instant, floor: Duration, load: &Load) -> 
     if now > latest_start {
         return Fit::Never;
     }
-    if now
-        .checked_add(load.cpu_of(load.running))
-        .is_some_and(|done| done <= latest_start)
-    {
+    if fits_from(now, load).is_some_and(|from| from <= latest_start) {
         Fit::Now
     } else {
         Fit::WaitUntil(latest_start)
     }
+}
+
+/// The earliest latest start that can start at `now`: the instant the work ahead is done. A
+/// waiting request starts now exactly when its latest start is at or after it, so the starter
+/// finds the ones that can with one lookup in its queue ordered by latest start. `None`: the
+/// work ahead overflows the clock, nothing fits.
+pub fn fits_from(now: Instant, load: &Load) -> Option<Instant> {
+    now.checked_add(load.cpu_of(load.running))
 }
 
 #[cfg(test)]
