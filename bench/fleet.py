@@ -41,6 +41,7 @@ class Exchange:
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
                  floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
                  fleet_threads=1):
+        self.floor = floor
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")

@@ -29,13 +29,39 @@ def slo_ms(n):
     return 10 if n <= 20 else 30
 
 
+def bidder_calls(ex):
+    """The exchange's bidder calls so far: (sent, lost), lost = skipped (pool full, breaker
+    open, rate cap) or ended in a timeout or error. The floor (`gavel baseline`) has no
+    metrics: it answers 502 when a call is lost, so the search counts those itself."""
+    if ex.floor:
+        return 0, 0
+    m = ex.metrics()
+    total = lambda name, pred=lambda labels: True: sum(v for (k, labels), v in m.items()
+                                                        if k == name and pred(labels))
+    lost = total("gavel_exchange_bidder_skips_total") + total(
+        "gavel_exchange_bidder_responses_total",
+        lambda labels: any(f'outcome="{o}"' in labels for o in ("timeout", "error")))
+    return total("gavel_exchange_bidder_requests_total"), lost
+
+
 def searched(ex, n, args, capacity):
+    """A capacity search, then one more run at the capacity found: `valid` is false when the
+    exchange lost more than 0.1% of its bidder calls in it (a saturated fleet trips breakers,
+    and the fast no-bids that follow would count as capacity)."""
     fleet0 = ex.fleet_cpu_seconds()
     cap = capacity(ex.url, START[n], args, ex.cpu_seconds, slo_ms=slo_ms(n))
     wall = sum(args.trial_seconds + 1 for _ in cap["trials"])
+    fleet_share = (ex.fleet_cpu_seconds() - fleet0) / wall
+    sent0, lost0 = bidder_calls(ex)
+    if cap["capacity"]:
+        gavel_load(ex.url, ["--rate", cap["capacity"], "--duration", f"{args.trial_seconds}s",
+                            "--connections", 256, "--timeout", "1s"])
+    sent1, lost1 = bidder_calls(ex)
+    sent, lost = sent1 - sent0, lost1 - lost0
     return {"capacity": cap["capacity"], "search": cap,
             "server_cpu_us_per_request": cap.get("server_cpu_us_per_request"),
-            "fleet_core_share": (ex.fleet_cpu_seconds() - fleet0) / wall}
+            "fleet_core_share": fleet_share, "bidder_calls_at_capacity": sent,
+            "bidder_calls_lost_at_capacity": lost, "valid": lost <= 0.001 * (sent + lost)}
 
 
 def cpu_at(ex, rate, seconds):

@@ -112,13 +112,19 @@ def floor_table(floor, out):
                "pools, read every answer, answer 204. Capacities (p99 <= 10 ms; 30 ms at fan-out 50 and "
                "100, where one auction's I/O alone puts p99 near 10 ms here), then CPU per request of "
                "both at one fixed rate (half the lower capacity): at fan-out 50 and 100 the one-core fleet "
-               "limits both capacities, so the CPU columns are the comparison there.\n")
+               "limits both capacities, so the CPU columns are the comparison there. The floor answers 502 "
+               "when a bidder call is lost (so the search fails that rate); an exchange capacity marked ✗ "
+               "lost more than 0.1% of its bidder calls in a run at that rate (skipped or failed: its "
+               "fast no-bids are not capacity).\n")
     out.append("| fan-out | floor capacity/s | exchange capacity/s | exchange / floor | floor CPU per request | exchange CPU per auction | at rate | floor CPU / exchange CPU | fleet core share (floor / exchange search) |")
     out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in floor["rows"]:
         f, e = r["floor"], r["exchange"]
         ff, fe = f.get("fixed_rate") or {}, e.get("fixed_rate") or {}
-        out.append(f"| {r['bidders']} | {n(f['capacity'])} | {n(e['capacity'])} | {n(r['ratio'], 3)} "
+        lost = "" if e.get("valid", True) else (
+            f" ✗ (lost {n(e['bidder_calls_lost_at_capacity'])} of "
+            f"{n(e['bidder_calls_at_capacity'] + e['bidder_calls_lost_at_capacity'])} bidder calls)")
+        out.append(f"| {r['bidders']} | {n(f['capacity'])} | {n(e['capacity'])}{lost} | {n(r['ratio'], 3)} "
                    f"| {n(ff.get('server_cpu_us_per_request'))} µs | {n(fe.get('server_cpu_us_per_request'))} µs "
                    f"| {n(fe.get('rate'))}/s | {n(r.get('cpu_ratio_at_fixed_rate'), 3)} "
                    f"| {pct(f['fleet_core_share'], 0)} / {pct(e['fleet_core_share'], 0)} |")

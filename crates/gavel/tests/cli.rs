@@ -194,13 +194,14 @@ struct Baseline {
 
 impl Baseline {
     fn start() -> Baseline {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        Baseline::with(&[])
+    }
+
+    fn with(extra: &[&str]) -> Baseline {
+        let port = free_port();
         let mut child = gavel()
             .args(["baseline", "--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -226,6 +227,87 @@ impl Drop for Baseline {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The status code of one POST of `{}` to `url` (`http://127.0.0.1:PORT/`), on its own
+/// connection.
+fn post_status(url: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+}
+
+/// `gavel baseline --bidders`: 204 once every bidder answered; a bidder that cannot be
+/// reached makes it 502, so a floor that lost calls never counts as capacity.
+#[test]
+fn baseline_fans_out_and_fails_a_request_whose_bidders_did_not_all_answer() {
+    let dir = TempDir::new("floor");
+    let live = dir.join("live.toml");
+    let mut sim = gavel()
+        .args([
+            "sim",
+            "--bidders",
+            "2",
+            "--duration",
+            "60s",
+            "--write-bidders",
+        ])
+        .arg(&live)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(sim.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("wrote the [[bidders]]") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "sim ended"
+        );
+    }
+    let floor = Baseline::with(&["--bidders", live.to_str().unwrap()]);
+    assert_eq!(post_status(&floor.url), 204);
+    drop(floor);
+
+    // The same two bidders and one on a port nobody listens on.
+    let dead = dir.join("dead.toml");
+    let section = std::fs::read_to_string(&live).unwrap();
+    std::fs::write(
+        &dead,
+        format!(
+            "{section}\n[[bidders]]\nname = \"gone\"\nendpoint = \"http://127.0.0.1:{}/\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let floor = Baseline::with(&["--bidders", dead.to_str().unwrap()]);
+    assert_eq!(post_status(&floor.url), 502);
+    drop(floor);
+    let _ = sim.kill();
+    let _ = sim.wait();
 }
 
 #[test]

@@ -59,11 +59,27 @@ impl FanOut {
         Ok(FanOut { pools, timeout })
     }
 
-    /// One request to every bidder at once, every answer read (or the timeout).
-    async fn call_all(&self) {
+    /// One request to every bidder at once, every answer read (or the timeout). Whether every
+    /// bidder was called and answered 2xx in time: a floor that skipped or lost calls would
+    /// measure less than the exchange's work, so such a request is answered 502 and the load
+    /// generator counts it as failed.
+    async fn call_all(&self) -> bool {
         let body = Bytes::from_static(FAN_OUT_REQUEST);
-        let calls = self.pools.iter().filter_map(|p| p.start(body.clone()).ok());
-        let _ = tokio::time::timeout(self.timeout, join_all(calls)).await;
+        let calls: Vec<_> = self
+            .pools
+            .iter()
+            .filter_map(|p| p.start(body.clone()).ok())
+            .collect();
+        let all_started = calls.len() == self.pools.len();
+        match tokio::time::timeout(self.timeout, join_all(calls)).await {
+            Ok(answers) => {
+                all_started
+                    && answers
+                        .iter()
+                        .all(|a| a.as_ref().is_ok_and(|a| a.status.is_success()))
+            }
+            Err(_) => false,
+        }
     }
 }
 
@@ -97,12 +113,15 @@ pub async fn run(args: BaselineArgs) -> anyhow::Result<()> {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     let fan_out = fan_out.clone();
                     async move {
-                        let status = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-                            Ok(_) => StatusCode::NO_CONTENT,
-                            Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
-                        };
-                        if let Some(f) = fan_out.filter(|_| status == StatusCode::NO_CONTENT) {
-                            f.call_all().await;
+                        let mut status =
+                            match Limited::new(req.into_body(), MAX_BODY).collect().await {
+                                Ok(_) => StatusCode::NO_CONTENT,
+                                Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                            };
+                        if let Some(f) = fan_out.filter(|_| status == StatusCode::NO_CONTENT)
+                            && !f.call_all().await
+                        {
+                            status = StatusCode::BAD_GATEWAY;
                         }
                         let mut response = Response::new(Empty::<Bytes>::new());
                         *response.status_mut() = status;
