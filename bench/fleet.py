@@ -36,11 +36,12 @@ def profiles_toml(bidders):
 class Exchange:
     """`with Exchange(bidders) as ex:` starts the fleet and the exchange (with `floor=True`,
     `gavel baseline --bidders` over the same fleet instead); `ex.url`, `ex.metrics()`,
-    `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`."""
+    `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`. `server_binary`: another build of gavel for
+    the server only (the fleet and the load generator stay this one), to compare builds."""
 
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
                  floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
-                 fleet_threads=1):
+                 fleet_threads=1, server_binary=None):
         self.floor = floor
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
@@ -79,7 +80,8 @@ class Exchange:
         command = (["baseline", "--listen", f"127.0.0.1:{port}", "--bidders", config] if floor
                    else ["exchange", "--config", config])
         try:
-            self.server = Proc(command, server_core, ready="listening", threads=threads)
+            self.server = Proc(command, server_core, ready="listening", threads=threads,
+                               binary=server_binary)
         except Exception:
             self.fleet.stop()
             raise

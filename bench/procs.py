@@ -21,8 +21,8 @@ class Proc:
     """A gavel subcommand pinned to `core` (a taskset list) with a `threads`-thread runtime,
     stopped on exit."""
 
-    def __init__(self, args, core, nice=(), ready=None, timeout=15, threads=1):
-        cmd = list(nice) + ["taskset", "-c", core, GAVEL, "--threads", str(threads)] + args
+    def __init__(self, args, core, nice=(), ready=None, timeout=15, threads=1, binary=None):
+        cmd = list(nice) + ["taskset", "-c", core, binary or GAVEL, "--threads", str(threads)] + args
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if ready:
             deadline = time.time() + timeout

@@ -13,6 +13,7 @@
 //! | `floor` | the least time its own work needs off the CPU (the fastest bidder's typical answer) |
 //! | `cpu` | the runtime's busy time per finished request, lately: one request's own CPU |
 //! | `running` | requests started and not finished: at most `running * cpu` of CPU work ahead |
+//! | `waiting` | requests waiting for a start: each place that frees goes to one of them first |
 //!
 //! `running * cpu` counts all of a running request's CPU as still to do, though part of it is
 //! done: the estimate errs towards refusing a request that would have made it, never towards
@@ -27,6 +28,8 @@ pub struct Load {
     pub age: Duration,
     /// Requests started and not finished.
     pub running: u32,
+    /// Requests waiting for a start.
+    pub waiting: u32,
     /// The runtime's busy time per finished request; zero until measured.
     pub cpu: Duration,
     /// The runtime's worker threads (at least 1).
@@ -40,6 +43,11 @@ pub enum Fit {
     Now,
     /// Not now; it can still start up to this instant and be in time.
     WaitUntil(Instant),
+    /// Not now, and the requests already waiting would take every place that frees before its
+    /// latest start: waiting would end in a refusal anyway, so refuse now. Under open-loop
+    /// overload this keeps the queue to what can start in time, and the rest is answered at
+    /// once instead of holding its connection to the end.
+    Full,
     /// Not even alone would it be answered in time.
     Never,
 }
@@ -64,9 +72,18 @@ pub fn judge(now: Instant, answer_by: Instant, floor: Duration, load: &Load) -> 
         return Fit::Never;
     }
     if fits_from(now, load).is_some_and(|from| from <= latest_start) {
-        Fit::Now
-    } else {
+        return Fit::Now;
+    }
+    // A place frees about once per `cpu` (per worker); the waiting requests take the first
+    // ones. Counting them all as ahead errs towards refusing: some have later latest starts.
+    let ahead = Load {
+        running: load.waiting,
+        ..*load
+    };
+    if fits_from(now, &ahead).is_some_and(|drained| drained <= latest_start) {
         Fit::WaitUntil(latest_start)
+    } else {
+        Fit::Full
     }
 }
 
@@ -88,9 +105,26 @@ mod tests {
         Load {
             age: age_ms * MS,
             running,
+            waiting: 0,
             cpu: Duration::from_micros(cpu_us),
             workers: 1,
         }
+    }
+
+    #[test]
+    fn a_request_behind_more_waiters_than_can_start_in_time_is_refused_at_once() {
+        let t = Instant::now();
+        // 300 running at 300 µs: it must wait (latest start 88.7 ms). With 200 waiting, their
+        // 60 ms of starts fit before it: wait. With 300 waiting (90 ms): refuse now.
+        let mut l = load(0, 300, 300);
+        l.waiting = 200;
+        assert!(matches!(judge(t, t + 90 * MS, MS, &l), Fit::WaitUntil(_)));
+        l.waiting = 300;
+        assert_eq!(judge(t, t + 90 * MS, MS, &l), Fit::Full);
+        // Waiters do not matter to a request that fits now.
+        let mut room = load(0, 3, 300);
+        room.waiting = 10_000;
+        assert_eq!(judge(t, t + 90 * MS, MS, &room), Fit::Now);
     }
 
     #[test]
@@ -143,6 +177,7 @@ mod tests {
         let l = Load {
             age: Duration::MAX,
             running: u32::MAX,
+            waiting: u32::MAX,
             cpu: Duration::MAX,
             workers: 0,
         };
@@ -153,5 +188,10 @@ mod tests {
             ..Load::default()
         };
         assert!(matches!(judge(t, t + 10 * MS, MS, &l), Fit::WaitUntil(_)));
+        let l = Load {
+            waiting: u32::MAX,
+            ..l
+        };
+        assert_eq!(judge(t, t + 10 * MS, MS, &l), Fit::Full);
     }
 }

@@ -174,7 +174,7 @@ impl Admission {
             };
             match judge(now, answer_by, floor, &alone) {
                 Fit::Never => Err(Missed::TooLittleTime),
-                Fit::Now | Fit::WaitUntil(_) => Ok(Started::uncounted()),
+                Fit::Now | Fit::WaitUntil(_) | Fit::Full => Ok(Started::uncounted()),
             }
         };
         match result {

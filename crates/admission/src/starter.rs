@@ -44,7 +44,8 @@ const MIN_FINISHED: u64 = 4;
 pub enum Missed {
     /// Not even a start at once, with nothing ahead, would be answered in time.
     TooLittleTime,
-    /// It waited for the work ahead of it, and no start in time came.
+    /// The work ahead of it would have made it late: it waited and no start in time came, or
+    /// the requests already waiting would have taken every start in time.
     WouldMiss,
 }
 
@@ -146,6 +147,7 @@ impl Starter {
         Load {
             age: self.queue_delay(now),
             running: self.running.load(SeqCst),
+            waiting: self.waiting.load(SeqCst),
             cpu: Duration::from_nanos(self.cpu_nanos.load(Relaxed)),
             workers: self.workers.load(Relaxed),
         }
@@ -165,6 +167,10 @@ impl Starter {
         let latest = match judge(now, answer_by, floor, &load) {
             Fit::Now => return Ok(self.started()),
             Fit::Never => return Err(Missed::TooLittleTime),
+            Fit::Full => {
+                self.would_miss.fetch_add(1, Relaxed);
+                return Err(Missed::WouldMiss);
+            }
             Fit::WaitUntil(latest) => latest,
         };
         let mut waiter = self.enqueue(latest);

@@ -1,0 +1,73 @@
+"""Builds of the exchange side by side in one run: CPU per auction and p99 of each at the same
+fixed rates, fan-out 10, instant bidders, the builds alternating round by round. This is how a
+change's gain is measured against the step before it (issue 18): each build is a `gavel`
+binary from its own worktree; the fleet and the load generator are this checkout's.
+
+    git worktree add /tmp/step-a <commit> && (cd /tmp/step-a && \\
+        CARGO_TARGET_DIR=/tmp/step-a/target cargo build --release)
+    python3 bench/steps.py --build before=/tmp/step-a/target/release/gavel \\
+        --build after=target/release/gavel --rates 2000,4000 --rounds 2
+
+Exchange on core 0 (`--threads 1`), fleet and generator on core 1, loopback only, bounded:
+each measurement is `--seconds` long after 2 s of warm-up. Prints one JSON object."""
+import argparse, json, os, platform, statistics, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fleet import Exchange, instant  # noqa: E402
+from procs import gavel_load, settle  # noqa: E402
+
+
+def measure(binary, fanout, rate, seconds, notices=True, floor=False):
+    with Exchange(instant(fanout), admission="off", server_binary=binary, notices=notices,
+                  floor=floor) as ex:
+        gavel_load(ex.url, ["--rate", rate, "--duration", "2s"])
+        c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
+        r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512,
+                                "--timeout", "1s", "--tmax", 500])
+        cpu, fleet = ex.cpu_seconds() - c0, ex.fleet_cpu_seconds() - f0
+    return {"cpu_us_per_auction": 1e6 * cpu / r["sent"], "fleet_us_per_auction": 1e6 * fleet / r["sent"],
+            "p99_ms": r["latency_ms"]["p99"], "success": r["success_share"],
+            "status": r["status"]["by_code"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", action="append", required=True, metavar="NAME=PATH[,OPTION]",
+                    help="a gavel binary to run as the exchange; two or more, in step order. "
+                         "Options: no-notices (win and billing notices off), floor (`gavel "
+                         "baseline --bidders` instead of the exchange: the I/O of the fan-out only)")
+    ap.add_argument("--rates", default="2000,4000", help="fixed open-loop rates, comma-separated")
+    ap.add_argument("--fanout", type=int, default=10, choices=range(1, 101), metavar="1..100")
+    ap.add_argument("--rounds", type=int, default=2, choices=range(1, 6), metavar="1..5")
+    ap.add_argument("--seconds", type=int, default=5, choices=range(1, 61), metavar="1..60")
+    args = ap.parse_args()
+    builds, options = [], {}
+    for b in args.build:
+        name, _, spec = b.partition("=")
+        path, *opts = spec.split(",")
+        if not os.access(path, os.X_OK):
+            sys.exit(f"--build {name}: {path} is not an executable")
+        if set(opts) - {"no-notices", "floor"}:
+            sys.exit(f"--build {name}: unknown option in {opts} (no-notices, floor)")
+        builds.append((name, path))
+        options[name] = {"notices": "no-notices" not in opts, "floor": "floor" in opts}
+    rates = [int(x) for x in args.rates.split(",")]
+    runs = {name: {rate: [] for rate in rates} for name, _ in builds}
+    for rnd in range(args.rounds):
+        for rate in rates:
+            for name, path in builds:
+                m = measure(path, args.fanout, rate, args.seconds, **options[name])
+                runs[name][rate].append(m)
+                print(f"round {rnd + 1} {rate}/s {name}: {m['cpu_us_per_auction']:.0f} µs/auction, "
+                      f"p99 {m['p99_ms']:.1f} ms", file=sys.stderr, flush=True)
+                settle(1)
+    summary = {name: {rate: {"cpu_us_per_auction_median": statistics.median(
+        m["cpu_us_per_auction"] for m in ms), "p99_ms": [m["p99_ms"] for m in ms]}
+        for rate, ms in by_rate.items()} for name, by_rate in runs.items()}
+    print(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
+                      "command": " ".join(sys.argv), "fanout": args.fanout, "builds": dict(builds),
+                      "summary": summary, "runs": runs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
