@@ -9,8 +9,10 @@ binary from its own worktree; the fleet and the load generator are this checkout
         --build after=target/release/gavel --rates 2000,4000 --rounds 2
 
 Exchange on core 0 (`--threads 1`), fleet and generator on core 1, loopback only, bounded:
-each measurement is `--seconds` long after 2 s of warm-up. Prints one JSON object."""
-import argparse, json, os, platform, statistics, sys, time
+each measurement is `--seconds` long after 2 s of warm-up. Writes the runs as JSON to `--out`
+(default bench-results/steps.json) and prints a table of medians (the load generator's own
+reports go to stderr)."""
+import argparse, contextlib, json, os, platform, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import Exchange, instant  # noqa: E402
@@ -40,6 +42,8 @@ def main():
     ap.add_argument("--fanout", type=int, default=10, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--rounds", type=int, default=2, choices=range(1, 6), metavar="1..5")
     ap.add_argument("--seconds", type=int, default=5, choices=range(1, 61), metavar="1..60")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "bench-results", "steps.json"))
     args = ap.parse_args()
     builds, options = [], {}
     for b in args.build:
@@ -56,7 +60,8 @@ def main():
     for rnd in range(args.rounds):
         for rate in rates:
             for name, path in builds:
-                m = measure(path, args.fanout, rate, args.seconds, **options[name])
+                with contextlib.redirect_stdout(sys.stderr):
+                    m = measure(path, args.fanout, rate, args.seconds, **options[name])
                 runs[name][rate].append(m)
                 print(f"round {rnd + 1} {rate}/s {name}: {m['cpu_us_per_auction']:.0f} µs/auction, "
                       f"p99 {m['p99_ms']:.1f} ms", file=sys.stderr, flush=True)
@@ -64,9 +69,19 @@ def main():
     summary = {name: {rate: {"cpu_us_per_auction_median": statistics.median(
         m["cpu_us_per_auction"] for m in ms), "p99_ms": [m["p99_ms"] for m in ms]}
         for rate, ms in by_rate.items()} for name, by_rate in runs.items()}
-    print(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-                      "command": " ".join(sys.argv), "fanout": args.fanout, "builds": dict(builds),
-                      "summary": summary, "runs": runs}, indent=1))
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
+                   "command": " ".join(sys.argv), "fanout": args.fanout, "builds": dict(builds),
+                   "summary": summary, "runs": runs}, f, indent=1)
+    print(f"| build | " + " | ".join(f"{r}/s: CPU per auction (median of {args.rounds}), p99 ms"
+                                     for r in rates) + " |")
+    print("| --- |" + " ---: |" * len(rates))
+    for name, _ in builds:
+        cells = [f"{summary[name][r]['cpu_us_per_auction_median']:.0f} µs, "
+                 + " / ".join(f"{p:.1f}" for p in summary[name][r]["p99_ms"]) for r in rates]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

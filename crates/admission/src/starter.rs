@@ -424,12 +424,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_freed_place_goes_to_the_most_urgent_waiter_that_fits() {
         let s = Starter::new();
-        s.cpu_nanos.store(nanos(10 * MS), Relaxed);
         let now = clock();
-        let mut running = Vec::new();
-        for _ in 0..9 {
-            running.push(s.start(now + 200 * MS, Duration::ZERO).await.expect("fits"));
-        }
+        let mut running = nine_running(&s, now).await;
         // 90 ms of work ahead. Latest starts: a 40 ms, b 85 ms, d 82 ms; none fits yet.
         let mut a = std::pin::pin!(s.start(now + 50 * MS, Duration::ZERO));
         let mut b = std::pin::pin!(s.start(now + 95 * MS, Duration::ZERO));
@@ -464,12 +460,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_picked_request_dropped_before_it_runs_passes_its_place_on() {
         let s = Starter::new();
-        s.cpu_nanos.store(nanos(10 * MS), Relaxed);
         let now = clock();
-        let mut running = Vec::new();
-        for _ in 0..9 {
-            running.push(s.start(now + 200 * MS, Duration::ZERO).await.expect("fits"));
-        }
+        let mut running = nine_running(&s, now).await;
         let mut first = Box::pin(s.start(now + 92 * MS, Duration::ZERO));
         let mut second = std::pin::pin!(s.start(now + 95 * MS, Duration::ZERO));
         assert!(poll_once(first.as_mut()).await.is_none());
@@ -484,6 +476,16 @@ mod tests {
         assert_eq!((s.running(), s.waiting()), (9, 0));
         drop((started, running));
         assert_eq!(s.running(), 0);
+    }
+
+    /// Nine requests started at `now` at 10 ms of CPU each: 90 ms of work ahead.
+    async fn nine_running(s: &Starter, now: Instant) -> Vec<Started<'_>> {
+        s.cpu_nanos.store(nanos(10 * MS), Relaxed);
+        let mut running = Vec::new();
+        for _ in 0..9 {
+            running.push(s.start(now + 200 * MS, Duration::ZERO).await.expect("fits"));
+        }
+        running
     }
 
     /// Polls `f` once: its output if ready.
