@@ -58,6 +58,11 @@ def baseline_of(r, base):
     return None
 
 
+# An overload cell whose generator fell further behind its own schedule than this (p99) is
+# marked: the requests aged in the generator, not only in the server.
+GENERATOR_LAG_MS = 10
+
+
 def overload_table(over, out):
     """One table for all runs of an overload scenario, each cell giving every run in order
     (older results hold one run at the top level)."""
@@ -81,14 +86,17 @@ def overload_table(over, out):
                "Goodput = auctions run to the end (exchange: fanned out and answered in time; bidder: decided; not shed) per second of the "
                "overload step; recovery = seconds after the overload until the first second with p99 within "
                "the capacity SLO and no errors (+n: later seconds over it again). Each cell lists the runs in "
-               f"order; trials and per-second timelines are in the JSON. Command: `{over['command'].strip()}`.\n")
+               f"order; trials and per-second timelines are in the JSON. ⚠: the generator ran more than "
+               f"{GENERATOR_LAG_MS} ms behind its own schedule (p99), so that cell measures the generator's core "
+               f"as much as the server. Command: `{over['command'].strip()}`.\n")
     out.append("| load | answered within tmax | goodput (share of capacity) | shed | p99 ms | max ms "
                "| late answers | generator lag p99 ms | admission bound after | peak RSS MiB | recovery |")
     out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     each = lambda levels, f: " / ".join(f(l) for l in levels)
     for i, level in enumerate(first["levels"]):
         ls = [r["levels"][i] for r in runs if i < len(r["levels"])]
-        out.append(f"| {level['multiple']}x | {each(ls, lambda l: share(l['within_tmax'], 2))} "
+        lagged = lambda l: " ⚠" if (l.get("schedule_lag_p99_ms") or 0) > GENERATOR_LAG_MS else ""
+        out.append(f"| {level['multiple']}x | {each(ls, lambda l: share(l['within_tmax'], 2) + lagged(l))} "
                    f"| {each(ls, lambda l: pct(l['goodput_share_of_capacity'], 0))} "
                    f"| {each(ls, lambda l: n(l['shed']))} | {each(ls, lambda l: n(l['p99'], 1))} "
                    f"| {each(ls, lambda l: n(l['max'], 0))} | {each(ls, lambda l: n(l.get('late_answers')))} "
