@@ -2,8 +2,9 @@
 //! `deadline` admission mode ([`crate::starter`] feeds it the readings and acts on the answer).
 //!
 //! A request is started when the work ahead of it and its own fit before its deadline; it waits
-//! while they do not but a later start still could; it is refused only when not even a start
-//! now, with nothing ahead, would be in time. Nothing here reads a clock.
+//! while they do not but a later start still could, behind the requests already waiting; it is
+//! refused when not even a start now, with nothing ahead, would be in time, or when those
+//! waiting would take every start in time. Nothing here reads a clock.
 //!
 //! The terms, all measured by the starter:
 //!

@@ -181,9 +181,7 @@ impl Starter {
             let picked = waiter.leave();
             waiter.done = true;
             return Ok(if picked {
-                Started {
-                    starter: Some(self),
-                }
+                self.place_taken()
             } else {
                 self.started()
             });
@@ -196,9 +194,7 @@ impl Starter {
         waiter.done = true;
         if outcome {
             self.started_after_wait.fetch_add(1, Relaxed);
-            Ok(Started {
-                starter: Some(self),
-            })
+            Ok(self.place_taken())
         } else {
             self.would_miss.fetch_add(1, Relaxed);
             Err(Missed::WouldMiss)
@@ -254,6 +250,11 @@ impl Starter {
 
     fn started(&self) -> Started<'_> {
         self.running.fetch_add(1, SeqCst);
+        self.place_taken()
+    }
+
+    /// The guard of a start whose place is already counted in `running`.
+    fn place_taken(&self) -> Started<'_> {
         Started {
             starter: Some(self),
         }

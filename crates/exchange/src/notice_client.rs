@@ -101,13 +101,10 @@ impl NoticeClient {
         let Some(first) = targets.first() else {
             return Vec::new();
         };
-        if let Some(mut conn) = self.take(first) {
+        if let Some(conn) = self.take(first) {
             // A cached connection may have been closed by the host since; then the requests
             // never reached it, and one try on a fresh connection is safe.
-            if let Some((results, keep)) = pipeline(&mut conn, targets, max_bytes, each).await {
-                if keep {
-                    self.put(first, conn);
-                }
+            if let Some(results) = self.pipeline_and_keep(conn, targets, max_bytes, each).await {
                 return results;
             }
         }
@@ -132,24 +129,35 @@ impl NoticeClient {
                 }
             }
         };
-        let mut conn = match bounded(each, dial(addr, tls)).await {
+        let conn = match bounded(each, dial(addr, tls)).await {
             Some(Ok(conn)) => conn,
             Some(Err(e)) => {
                 return failed(NoticeError::Failed(format!("{}: {e}", first.authority)));
             }
             None => return failed(timed_out()),
         };
-        match pipeline(&mut conn, targets, max_bytes, each).await {
-            Some((results, keep)) => {
-                if keep {
-                    self.put(first, conn);
-                }
-                results
-            }
-            None => failed(NoticeError::Failed(
-                "connection closed before an answer".to_owned(),
-            )),
+        self.pipeline_and_keep(conn, targets, max_bytes, each)
+            .await
+            .unwrap_or_else(|| {
+                failed(NoticeError::Failed(
+                    "connection closed before an answer".to_owned(),
+                ))
+            })
+    }
+
+    /// [`pipeline`] on `conn`, which goes back to the cache when it may be kept.
+    async fn pipeline_and_keep(
+        &self,
+        mut conn: Conn,
+        targets: &[&Target],
+        max_bytes: usize,
+        each: Option<Duration>,
+    ) -> Option<Vec<Result<Answer, NoticeError>>> {
+        let (results, keep) = pipeline(&mut conn, targets, max_bytes, each).await?;
+        if let (true, Some(first)) = (keep, targets.first()) {
+            self.put(first, conn);
         }
+        Some(results)
     }
 
     /// The first address of `target`'s host that the exchange may call.
@@ -237,21 +245,26 @@ async fn pipeline(
     each: Option<Duration>,
 ) -> Option<(Vec<Result<Answer, NoticeError>>, bool)> {
     let failed = |e: &H1Error| Err(NoticeError::Failed(e.to_string()));
-    let timed_out = H1Error::Io(std::io::ErrorKind::TimedOut.into());
+    let timed_out = || H1Error::Io(std::io::ErrorKind::TimedOut.into());
     let paths: Vec<&str> = targets.iter().map(|t| t.path_and_query.as_str()).collect();
     let authority = targets.first().map_or("", |t| t.authority.as_str());
     match bounded(each, conn.send_gets(&paths, authority)).await {
         Some(Ok(())) => {}
         Some(Err(H1Error::ClosedBeforeAnswer)) => return None,
         Some(Err(e)) => return Some((targets.iter().map(|_| failed(&e)).collect(), false)),
-        None => return Some((targets.iter().map(|_| failed(&timed_out)).collect(), false)),
+        None => {
+            return Some((
+                targets.iter().map(|_| failed(&timed_out())).collect(),
+                false,
+            ));
+        }
     }
     let mut results = Vec::with_capacity(targets.len());
     let mut keep = true;
     while results.len() < targets.len() {
         let answer = bounded(each, conn.read_answer(max_bytes))
             .await
-            .unwrap_or(Err(H1Error::Io(std::io::ErrorKind::TimedOut.into())));
+            .unwrap_or_else(|| Err(timed_out()));
         match answer {
             Ok(r) => {
                 results.push(Ok(Answer {

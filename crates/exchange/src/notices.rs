@@ -4,8 +4,9 @@
 //! refuses delays and drops only the notices addressed to it: another bidder's win and billing
 //! notices never wait behind it. A sender takes what its host's queue holds, waiting up to
 //! `notices.batch_linger_ms` for more, and sends the batch pipelined on one connection: one
-//! write and a read or two for many notices, where one each cost as much as a bid call. A URL is checked against its bidder's allowlist before it is
-//! queued ([`crate::outbound`]); a refused one is counted and never sent.
+//! write and a read or two for many notices, where one each cost as much as a bid call. A URL
+//! is checked against its bidder's allowlist before it is queued ([`crate::outbound`]); a
+//! refused one is counted and never sent.
 //!
 //! A notice that failed to connect, timed out or got 5xx/429 is tried again, up to
 //! `notices.max_attempts`, after a backoff that doubles each time with jitter, so that a host
@@ -219,12 +220,11 @@ async fn sender(rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>, inner: Weak<In
         let s = inner.settings;
         let targets: Vec<&Target> = batch.iter().map(|j| &j.target).collect();
         let tls = batch.first().and_then(|j| j.route.tls.as_ref());
+        // One result per target, in order (`get_batch`), timeouts included.
         let results = inner
             .client
             .get_batch(&targets, tls, MAX_NOTICE_ANSWER, Some(s.timeout))
             .await;
-        let mut results: Vec<_> = results.into_iter().map(Some).collect();
-        results.resize_with(batch.len(), || None);
         for (job, result) in batch.into_iter().zip(results) {
             conclude(&inner, job, result);
         }
@@ -254,27 +254,26 @@ async fn next_batch(rx: &mut mpsc::Receiver<Job>, max: usize, linger: Duration) 
     batch
 }
 
-/// Counts a notice's attempt (`None`: it timed out), or queues it again after a backoff when
-/// the failure may pass and attempts are left.
-fn conclude(inner: &Arc<Inner>, job: Job, result: Option<Result<Answer, NoticeError>>) {
+/// Counts a notice's attempt, or queues it again after a backoff when the failure may pass
+/// and attempts are left.
+fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
     let s = inner.settings;
     let (outcome, retry) = match result {
-        Some(Ok(answer)) if answer.status.is_success() => (NoticeOutcome::Sent, false),
-        Some(Ok(answer)) => {
+        Ok(answer) if answer.status.is_success() => (NoticeOutcome::Sent, false),
+        Ok(answer) => {
             let status = answer.status;
             tracing::debug!(host = %job.target.authority, %status, "notice refused by its host");
             let transient = status.is_server_error() || status.as_u16() == 429;
             (NoticeOutcome::Failed, transient)
         }
-        Some(Err(NoticeError::Refused(refusal))) => {
+        Err(NoticeError::Refused(refusal)) => {
             edge::log_limit::warn("notice refused", &refusal);
             (NoticeOutcome::Refused, false)
         }
-        Some(Err(NoticeError::Failed(e))) => {
+        Err(NoticeError::Failed(e)) => {
             tracing::debug!(host = %job.target.authority, error = %e, "notice failed");
             (NoticeOutcome::Failed, true)
         }
-        None => (NoticeOutcome::Failed, true),
     };
     if retry && job.attempt < s.max_attempts {
         inner.metrics.notice_retried(job.kind);
