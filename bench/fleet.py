@@ -37,11 +37,13 @@ class Exchange:
     """`with Exchange(bidders) as ex:` starts the fleet and the exchange (with `floor=True`,
     `gavel baseline --bidders` over the same fleet instead); `ex.url`, `ex.metrics()`,
     `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`. `server_binary`: another build of gavel for
-    the server only (the fleet and the load generator stay this one), to compare builds."""
+    the server only (the fleet and the load generator stay this one), to compare builds.
+    `lean_fleet` (default, but not with TLS): the bidders serve with `gavel sim --lean-http`,
+    the same answers for less CPU on the core they share with the load generator."""
 
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
                  floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
-                 fleet_threads=1, server_binary=None):
+                 fleet_threads=1, server_binary=None, lean_fleet=True):
         self.floor = floor
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
@@ -52,7 +54,8 @@ class Exchange:
             ca, cert, key = certificates(d)
             tls_args = ["--tls-cert", cert, "--tls-key", key]
         self.fleet = Proc(["sim", "--profiles", profiles, "--write-bidders", section,
-                           "--duration", "60m"] + tls_args, load_core, FLEET_NICE,
+                           "--duration", "60m"] + tls_args + (["--lean-http"] if lean_fleet and not tls else []),
+                          load_core, FLEET_NICE,
                           ready="wrote the [[bidders]]", threads=fleet_threads)
         port = free_port()
         fire = "true" if notices else "false"

@@ -73,8 +73,11 @@ class Target:
     """What the level loop needs of a server under test: its URL, a scrape, its process id,
     its metric prefix, and how many requests of a scrape delta ran to the end (goodput)."""
 
-    def __init__(self, url, metrics, pid, prefix, ran):
+    def __init__(self, url, metrics, pid, prefix, ran, fleet_cpu=None):
         self.url, self.metrics, self.pid, self.prefix, self.ran = url, metrics, pid, prefix, ran
+        # CPU seconds of the bidder fleet so far, when the target has one (it shares core 1
+        # with the load generator).
+        self.fleet_cpu = fleet_cpu
 
     def requests_seen(self, scraped):
         name = f"{self.prefix}_requests_total"
@@ -91,6 +94,8 @@ def scrape_at_step_end(target, before, seconds, into):
         time.sleep(0.02)
     time.sleep(seconds)
     into.update(target.metrics())
+    if target.fleet_cpu:
+        into[("fleet_cpu_seconds", "")] = target.fleet_cpu()
 
 
 def exchange_ran(before, after):
@@ -133,6 +138,12 @@ def run_levels(target, c, seconds, slo_ms):
         codes = over["status"]["by_code"]
         ran = target.ran(before, after)
         late = f"{p}_late_answers_total"
+        # Core 1 during the overload step: the fleet as measured, the generator at its CPU per
+        # request over the whole run (warm-up and recovery included) times the offered rate.
+        issued = run["sent"] + low * WARMUP_S   # `sent` counts the measured window only
+        gen_us = run["generator_cpu_seconds"] / issued * 1e6
+        fleet_s = delta(before, after, "fleet_cpu_seconds") if target.fleet_cpu else 0.0
+        core1 = fleet_s / seconds + gen_us * 1e-6 * high
         levels.append({
             "multiple": k, "offered": high, "achieved": over["rate_achieved"],
             "within_tmax": over.get("within_slo"),
@@ -150,6 +161,9 @@ def run_levels(target, c, seconds, slo_ms):
             "lagging_windows": delta(before, after, f"{p}_admission_lagging_windows_total"),
             "peak_rss_mib": rss.peak / 1024,
             "schedule_lag_p99_ms": run["schedule_lag_ms"]["p99"],
+            "generator_cpu_us_per_request": gen_us,
+            "fleet_cpu_share": fleet_s / seconds if target.fleet_cpu else None,
+            "core1_needed_share": core1,
             "timeline": [{k: t[k] for k in ("second", "sent", "completed", "errors", "p99_ms", "max_ms")}
                          for t in run["timeline"]],
             "recovery": {"rate": low, "within_tmax": rec.get("within_slo"),
@@ -169,7 +183,8 @@ def run_overload(args, ctx, capacity, slo_ms, fanout=10, start=500):
     c = cap["capacity"] or 1000
     settle(3)
     with Exchange(instant(fanout), max_connections=256) as ex:
-        target = Target(ex.url, ex.metrics, ex.server.p.pid, "gavel_exchange", exchange_ran)
+        target = Target(ex.url, ex.metrics, ex.server.p.pid, "gavel_exchange", exchange_ran,
+                        fleet_cpu=ex.fleet_cpu_seconds)
         levels = run_levels(target, c, seconds, slo_ms)
     base = ctx.get("baseline_capacity")
     return {"bidders": fanout, "tmax_ms": TMAX_MS, "capacity": c, "search": cap, "admission": "deadline",

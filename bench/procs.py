@@ -1,6 +1,6 @@
 """Process plumbing for the benchmark suite: pinned gavel processes, CPU time from /proc, load
 runs through `gavel load --json`, and Prometheus scrapes. Loopback only."""
-import json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+import json, os, resource, shutil, signal, socket, subprocess, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAVEL = os.environ.get("GAVEL_BIN") or os.path.join(ROOT, "target", "release", "gavel")
@@ -57,8 +57,10 @@ class Proc:
 
 
 def gavel_load(url, args, core=LOAD_CORE, threads=1):
-    """Runs `gavel load` pinned to `core` and returns its JSON report; its text goes to our
+    """Runs `gavel load` pinned to `core` and returns its JSON report, with the CPU seconds the
+    generator itself used (`generator_cpu_seconds`, user + system); its text goes to our
     stdout as it comes, indented."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = ["taskset", "-c", core, GAVEL, "--threads", str(threads), "load", "--url", url,
                "--no-progress", "--json", out.name] + [str(a) for a in args]
@@ -67,7 +69,13 @@ def gavel_load(url, args, core=LOAD_CORE, threads=1):
             print("    " + line.rstrip(), flush=True)
         if p.wait() != 0:
             raise RuntimeError(f"gavel load failed: {' '.join(cmd)}")
-        return json.load(open(out.name))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        report = json.load(open(out.name))
+        # Only this child was waited for in between (the fleet and servers are waited for when
+        # they stop), so the difference is the generator's.
+        report["generator_cpu_seconds"] = (after.ru_utime - before.ru_utime
+                                           + after.ru_stime - before.ru_stime)
+        return report
 
 
 def wrk(url, connections, seconds, script=None, core=LOAD_CORE):

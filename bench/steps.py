@@ -19,15 +19,16 @@ from fleet import Exchange, instant  # noqa: E402
 from procs import gavel_load, settle  # noqa: E402
 
 
-def measure(binary, fanout, rate, seconds, notices=True, floor=False):
+def measure(binary, fanout, rate, seconds, notices=True, floor=False, lean_fleet=True):
     with Exchange(instant(fanout), admission="off", server_binary=binary, notices=notices,
-                  floor=floor) as ex:
+                  floor=floor, lean_fleet=lean_fleet) as ex:
         gavel_load(ex.url, ["--rate", rate, "--duration", "2s"])
         c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
         r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512,
                                 "--timeout", "1s", "--tmax", 500])
         cpu, fleet = ex.cpu_seconds() - c0, ex.fleet_cpu_seconds() - f0
     return {"cpu_us_per_auction": 1e6 * cpu / r["sent"], "fleet_us_per_auction": 1e6 * fleet / r["sent"],
+            "generator_us_per_request": 1e6 * r["generator_cpu_seconds"] / r["sent"],
             "p99_ms": r["latency_ms"]["p99"], "success": r["success_share"],
             "status": r["status"]["by_code"]}
 
@@ -37,7 +38,8 @@ def main():
     ap.add_argument("--build", action="append", required=True, metavar="NAME=PATH[,OPTION]",
                     help="a gavel binary to run as the exchange; two or more, in step order. "
                          "Options: no-notices (win and billing notices off), floor (`gavel "
-                         "baseline --bidders` instead of the exchange: the I/O of the fan-out only)")
+                         "baseline --bidders` instead of the exchange: the I/O of the fan-out only), "
+                         "hyper-fleet (the bidders on hyper rather than `gavel sim --lean-http`)")
     ap.add_argument("--rates", default="2000,4000", help="fixed open-loop rates, comma-separated")
     ap.add_argument("--fanout", type=int, default=10, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--rounds", type=int, default=2, choices=range(1, 6), metavar="1..5")
@@ -51,10 +53,11 @@ def main():
         path, *opts = spec.split(",")
         if not os.access(path, os.X_OK):
             sys.exit(f"--build {name}: {path} is not an executable")
-        if set(opts) - {"no-notices", "floor"}:
-            sys.exit(f"--build {name}: unknown option in {opts} (no-notices, floor)")
+        if set(opts) - {"no-notices", "floor", "hyper-fleet"}:
+            sys.exit(f"--build {name}: unknown option in {opts} (no-notices, floor, hyper-fleet)")
         builds.append((name, path))
-        options[name] = {"notices": "no-notices" not in opts, "floor": "floor" in opts}
+        options[name] = {"notices": "no-notices" not in opts, "floor": "floor" in opts,
+                         "lean_fleet": "hyper-fleet" not in opts}
     rates = [int(x) for x in args.rates.split(",")]
     runs = {name: {rate: [] for rate in rates} for name, _ in builds}
     for rnd in range(args.rounds):
@@ -66,19 +69,24 @@ def main():
                 print(f"round {rnd + 1} {rate}/s {name}: {m['cpu_us_per_auction']:.0f} µs/auction, "
                       f"p99 {m['p99_ms']:.1f} ms", file=sys.stderr, flush=True)
                 settle(1)
-    summary = {name: {rate: {"cpu_us_per_auction_median": statistics.median(
-        m["cpu_us_per_auction"] for m in ms), "p99_ms": [m["p99_ms"] for m in ms]}
-        for rate, ms in by_rate.items()} for name, by_rate in runs.items()}
+    med = lambda ms, k: statistics.median(m[k] for m in ms)
+    summary = {name: {rate: {"cpu_us_per_auction_median": med(ms, "cpu_us_per_auction"),
+                             "fleet_us_per_auction_median": med(ms, "fleet_us_per_auction"),
+                             "generator_us_per_request_median": med(ms, "generator_us_per_request"),
+                             "p99_ms": [m["p99_ms"] for m in ms]}
+                      for rate, ms in by_rate.items()} for name, by_rate in runs.items()}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
                    "command": " ".join(sys.argv), "fanout": args.fanout, "builds": dict(builds),
                    "summary": summary, "runs": runs}, f, indent=1)
-    print(f"| build | " + " | ".join(f"{r}/s: CPU per auction (median of {args.rounds}), p99 ms"
-                                     for r in rates) + " |")
+    print(f"| build | " + " | ".join(f"{r}/s: CPU per auction, fleet, generator (medians of "
+                                     f"{args.rounds}); p99 ms" for r in rates) + " |")
     print("| --- |" + " ---: |" * len(rates))
     for name, _ in builds:
         cells = [f"{summary[name][r]['cpu_us_per_auction_median']:.0f} µs, "
+                 f"{summary[name][r]['fleet_us_per_auction_median']:.0f} µs, "
+                 f"{summary[name][r]['generator_us_per_request_median']:.0f} µs; "
                  + " / ".join(f"{p:.1f}" for p in summary[name][r]["p99_ms"]) for r in rates]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print(f"wrote {args.out}")

@@ -31,15 +31,17 @@ SLO_MS = 10
 
 def capacity(url, start, args, measure=None, slo_ms=SLO_MS):
     """`gavel load --find-capacity`; returns its JSON, plus the server's CPU per request over
-    the whole search when `measure` (a callable returning CPU seconds) is given."""
+    the whole search when `measure` (a callable returning CPU seconds) is given, and the load
+    generator's own."""
     before = measure() if measure else None
     r = gavel_load(url, ["--find-capacity", "--slo-p99", f"{slo_ms}ms", "--rate", start,
                          "--duration", f"{args.trial_seconds}s", "--warmup", "1s",
                          "--connections", 256, "--timeout", "1s"])
+    sent = sum(t["rate"] * (args.trial_seconds + 1) for t in r["trials"])
     if measure:
         cpu = measure() - before
-        sent = sum(t["rate"] * (args.trial_seconds + 1) for t in r["trials"])
         r["server_cpu_us_per_request"] = 1e6 * cpu / sent if sent else None
+    r["generator_cpu_us_per_request"] = 1e6 * r["generator_cpu_seconds"] / sent if sent else None
     return r
 
 
@@ -64,6 +66,7 @@ def run_baseline(args, ctx):
     ctx["baseline_capacity"] = cap["capacity"]
     return {"capacity": cap["capacity"], "search": cap,
             "server_cpu_us_per_request": cap.get("server_cpu_us_per_request"),
+            "generator_cpu_us_per_request": cap.get("generator_cpu_us_per_request"),
             "crosscheck": check}
 
 
@@ -115,7 +118,8 @@ def run_tls(args, ctx):
     the same fleet over plain HTTP, alternated in one run: what TLS costs the exchange."""
     out = {}
     for label, tls in (("plain", False), ("tls", True), ("plain-again", False), ("tls-again", True)):
-        with Exchange(instant(10), admission="off", tls=tls) as ex:
+        # hyper bidders on both sides: the lean server has no TLS, and the two must compare.
+        with Exchange(instant(10), admission="off", tls=tls, lean_fleet=False) as ex:
             print(f"fan-out 10 over {label}: exchange on core 0, bidders on core 1", flush=True)
             before = ex.metrics()
             cap = capacity(ex.url, 500, args, ex.cpu_seconds)
@@ -139,7 +143,7 @@ def tls_summary(out):
         r["valid"] = bool(r["capacity"]) and (r.get("bid_share_of_calls") or 0) >= 0.5
     best = lambda a, b: max((out[x]["capacity"] for x in (a, b) if out[x]["valid"]), default=None)
     plain, tls = best("plain", "plain-again"), best("tls", "tls-again")
-    return {"runs": out, "plain_capacity": plain, "tls_capacity": tls,
+    return {"fleet": "hyper", "runs": out, "plain_capacity": plain, "tls_capacity": tls,
             "tls_to_plain": tls / plain if plain and tls else None}
 
 
@@ -252,7 +256,8 @@ REPEATABLE = ("overload", "overload-50", "bidder-overload", "admission")
 
 def save(name, result, meta, started, ctx):
     result.setdefault("baseline_capacity", ctx.get("baseline_capacity"))
-    result.update(meta, scenario=name, wall_seconds=round(time.time() - started))
+    fleet = result.get("fleet", meta["fleet"])
+    result.update(meta, scenario=name, wall_seconds=round(time.time() - started), fleet=fleet)
     with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=2)
     print(f"{name}: done in {result['wall_seconds']} s", flush=True)
@@ -283,7 +288,7 @@ def main():
     names = args.only or list(SCENARIOS)
     if "baseline" not in names:
         names = ["baseline"] + names   # every scenario's ratio needs the same-run baseline
-    ctx, meta = {}, {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
+    ctx, meta = {}, {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "fleet": "lean",
                      "command": "python3 bench/suite.py " + " ".join(sys.argv[1:]),
                      "slo_p99_ms": SLO_MS, "trial_seconds": args.trial_seconds}
     once = [nm for nm in names if nm not in REPEATABLE]

@@ -47,6 +47,13 @@ def recovery(level):
     return rec
 
 
+def ran(r):
+    """"Run `COMMAND`, DATE", and which server the simulated bidders ran when it was the lean
+    one (from 2026-11-25; hyper before)."""
+    fleet = ", bidders on `gavel sim --lean-http`" if r.get("fleet") == "lean" else ""
+    return f"Run `{r['command'].strip()}`, {r['date']}{fleet}"
+
+
 def baseline_of(r, base):
     """The baseline capacity measured in the same run as `r`: stored in it, or the current
     baseline's when both came from the same command on the same day; None otherwise (a
@@ -88,10 +95,13 @@ def overload_table(over, out):
                "the capacity SLO and no errors (+n: later seconds over it again). Each cell lists the runs in "
                f"order; trials and per-second timelines are in the JSON. ⚠: the generator ran more than "
                f"{GENERATOR_LAG_MS} ms behind its own schedule (p99), so that cell measures the generator's core "
-               f"as much as the server. Command: `{over['command'].strip()}`.\n")
+               "as much as the server. Core 1 needed = the fleet's CPU during the overload step plus the "
+               "generator's CPU per request (whole run) times the offered rate, as a share of core 1: over "
+               f"100% the load cannot be offered as scheduled. Command: `{over['command'].strip()}`.\n")
     out.append("| load | answered within tmax | goodput (share of capacity) | shed | p99 ms | max ms "
-               "| late answers | generator lag p99 ms | admission bound after | peak RSS MiB | recovery |")
-    out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+               "| late answers | generator lag p99 ms | core 1 needed | admission bound after | peak RSS MiB "
+               "| recovery |")
+    out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     each = lambda levels, f: " / ".join(f(l) for l in levels)
     for i, level in enumerate(first["levels"]):
         ls = [r["levels"][i] for r in runs if i < len(r["levels"])]
@@ -101,6 +111,7 @@ def overload_table(over, out):
                    f"| {each(ls, lambda l: n(l['shed']))} | {each(ls, lambda l: n(l['p99'], 1))} "
                    f"| {each(ls, lambda l: n(l['max'], 0))} | {each(ls, lambda l: n(l.get('late_answers')))} "
                    f"| {each(ls, lambda l: n(l['schedule_lag_p99_ms'], 1))} "
+                   f"| {each(ls, lambda l: pct(l.get('core1_needed_share'), 0))} "
                    f"| {each(ls, lambda l: n(l['admission_limit_after'], 1))} "
                    f"| {each(ls, lambda l: n(l['peak_rss_mib'], 0))} | {each(ls, recovery)} |")
     all_levels = [l for r in runs for l in r["levels"]]
@@ -115,7 +126,7 @@ def overload_table(over, out):
 def floor_table(floor, out):
     """Issue 18: the exchange against the floor of its design, same run, same fleets."""
     out.append("### The exchange against the floor of its design (instant bidders)\n")
-    out.append(f"Run `{floor['command'].strip()}`, {floor['date']}. The floor is `gavel baseline --bidders`: "
+    out.append(f"{ran(floor)}. The floor is `gavel baseline --bidders`: "
                "read the request, send every bidder a small pre-encoded request over the exchange's own "
                "pools, read every answer, answer 204. Capacities (p99 <= 10 ms; 30 ms at fan-out 50 and "
                "100, where one auction's I/O alone puts p99 near 10 ms here), then CPU per request of "
@@ -147,7 +158,7 @@ def admission_table(adm, out):
                f"instant bidders, tmax {first['tmax_ms']} ms, {len(runs)} run(s))\n")
     caps = ", ".join(n(r["capacity"]) for r in runs)
     tputs = ", ".join(n(r.get("throughput")) for r in runs)
-    out.append(f"Run `{adm['command'].strip()}`, {adm['date']}. With the gate off, run by run: capacity "
+    out.append(f"{ran(adm)}. With the gate off, run by run: capacity "
                f"(open loop, p99 <= 10 ms) {caps}/s; throughput (closed loop, 32 connections) {tputs}/s. "
                "Open loop at shares of the capacity, then closed loop (each connection sends its next "
                "request when the last is answered). Completed = auctions answered in tmax (server side) "
@@ -186,10 +197,11 @@ def section(results):
                "that run, and a ratio is only ever to its own run's baseline.\n")
     if base:
         out.append(f"### Baseline of the latest run (`{base['command'].strip()}`)\n")
-        out.append("| server | capacity/s (open loop, p99 <= 10 ms) | server CPU per request | trials |")
-        out.append("| --- | ---: | ---: | --- |")
+        out.append("| server | capacity/s (open loop, p99 <= 10 ms) | server CPU per request "
+                   "| load generator CPU per request | trials |")
+        out.append("| --- | ---: | ---: | ---: | --- |")
         out.append(f"| `gavel baseline` | {n(base['capacity'])} | {n(base['server_cpu_us_per_request'], 1)} µs "
-                   f"| {trials(base['search'])} |\n")
+                   f"| {n(base.get('generator_cpu_us_per_request'), 1)} µs | {trials(base['search'])} |\n")
     checks = [(label, r["crosscheck"]) for label, r in
               (("`gavel baseline` (bare server, 2.5 KB request; the generators are the bottleneck)", base),
                ("exchange without bidders, 2.5 KB request (the server is the bottleneck)", load(results, "crosscheck")))
@@ -207,7 +219,7 @@ def section(results):
     if any(rows):
         out.append("### Exchange capacity by fan-out (instant bidders)\n")
         first = next(filter(None, rows))
-        out.append(f"Run `{first['command'].strip()}`, {first['date']}.\n")
+        out.append(f"{ran(first)}.\n")
         out.append("| fan-out | capacity/s | ratio to that run's baseline | p50 / p99 ms at capacity | exchange CPU per auction | bidder fleet (core 1) | trials |")
         out.append("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for r in filter(None, rows):
@@ -227,7 +239,7 @@ def section(results):
     tls = load(results, "fanout-10-tls")
     if tls:
         out.append("### Fan-out 10 over kept-alive TLS vs plain HTTP (bidder calls and notices)\n")
-        out.append(f"Run `{tls['command'].strip()}`, {tls['date']}; the two alternate (plain, TLS, plain, TLS). "
+        out.append(f"{ran(tls)}; the two alternate (plain, TLS, plain, TLS). "
                    f"Best TLS over best plain: **{n(tls['tls_to_plain'], 3) if tls['tls_to_plain'] else '–'}**.\n")
         out.append("| run | capacity/s | p50 / p99 ms at capacity | exchange CPU per auction | bidder calls answered with bids | trials |")
         out.append("| --- | ---: | ---: | ---: | ---: | --- |")
@@ -273,7 +285,7 @@ def section(results):
     if bid:
         out.append(f"### The bidder (`gavel bidder`, one core), capacity at p99 <= {bid['bidder_slo_p99_ms']} ms\n")
         b = baseline_of(bid, base)
-        out.append(f"Run `{bid['command'].strip()}`, {bid['date']}; that run's baseline: {n(b)}/s.\n")
+        out.append(f"{ran(bid)}; that run's baseline: {n(b)}/s.\n")
         out.append("| campaigns | ledger | capacity/s | ratio to that run's baseline | p50 / p99 ms at capacity | bidder CPU per request | trials |")
         out.append("| ---: | --- | ---: | ---: | ---: | ---: | --- |")
         for r in bid["runs"].values():

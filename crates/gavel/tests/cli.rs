@@ -100,6 +100,20 @@ fn bad_arguments_are_named() {
     let (ok, _, stderr) = run(&["load", "--url", "ftp://127.0.0.1/", "--duration", "1s"]);
     assert!(!ok);
     assert!(stderr.to_lowercase().contains("url"), "{stderr}");
+    // The lean server has no TLS: asking for both is refused, not half done.
+    let (ok, _, stderr) = run(&[
+        "sim",
+        "--lean-http",
+        "--tls-cert",
+        "c.pem",
+        "--tls-key",
+        "k.pem",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("--lean-http") && stderr.contains("--tls-cert"),
+        "{stderr}"
+    );
 }
 
 #[test]

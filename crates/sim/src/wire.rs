@@ -147,24 +147,24 @@ mod lean {
 pub(crate) fn encode_response(
     id: &str,
     seat: &str,
-    bids: &[BidOut],
+    bids: Vec<BidOut>,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    let non_empty = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    let non_empty = |v: Vec<String>| (!v.is_empty()).then_some(v);
     let bid = bids
-        .iter()
+        .into_iter()
         .map(|b| Bid {
-            id: b.id.clone(),
-            impid: b.impid.clone(),
+            id: b.id,
+            impid: b.impid,
             price: b.price,
-            nurl: Some(b.nurl.clone()),
-            burl: Some(b.burl.clone()),
-            lurl: Some(b.lurl.clone()),
-            adm: b.adm.clone(),
-            adid: Some(b.adid.clone()),
-            adomain: non_empty(&b.adomain),
-            crid: Some(b.crid.clone()),
-            cat: non_empty(&b.cat),
-            dealid: b.dealid.clone(),
+            nurl: Some(b.nurl),
+            burl: Some(b.burl),
+            lurl: Some(b.lurl),
+            adm: b.adm,
+            adid: Some(b.adid),
+            adomain: non_empty(b.adomain),
+            crid: Some(b.crid),
+            cat: non_empty(b.cat),
+            dealid: b.dealid,
             w: b.w,
             h: b.h,
             mtype: Some(if b.video {

@@ -36,6 +36,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             bind: std::net::IpAddr::from([127, 0, 0, 1]),
             profiles: sim::demo_profiles(args.bidders),
             tls: None,
+            transport: sim::Transport::Hyper,
         },
         stopped(stop_rx.clone()),
     )

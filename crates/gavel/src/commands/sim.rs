@@ -1,4 +1,4 @@
-//! `gavel sim [--bidders N | --profiles FILE] [--write-bidders FILE]`.
+//! `gavel sim [--bidders N | --profiles FILE] [--write-bidders FILE] [--lean-http]`.
 
 use anyhow::Context;
 
@@ -39,6 +39,11 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         bind: std::net::IpAddr::from([127, 0, 0, 1]),
         profiles,
         tls,
+        transport: if args.lean_http {
+            sim::Transport::Lean
+        } else {
+            sim::Transport::Hyper
+        },
     };
     let fleet = sim::start(config, async {
         let _ = stop_rx.await;
