@@ -107,9 +107,8 @@ pub struct SimArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Serve with a minimal HTTP/1.1 server instead of hyper: the same answers for about half
-    /// the CPU per call, for benchmarks where the fleet shares a core. No TLS, no chunked
-    /// request bodies.
+    /// Serve with a minimal HTTP/1.1 server instead of hyper: the same answers for a fifth less
+    /// CPU, for benchmarks where the fleet shares a core. No TLS, no chunked request bodies.
     #[arg(long, conflicts_with = "tls_cert")]
     pub lean_http: bool,
     /// Stop after this long (e.g. 30s, 5m); default: until Ctrl-C.
