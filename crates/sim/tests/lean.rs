@@ -129,6 +129,17 @@ async fn the_lean_server_answers_as_the_hyper_server_does() {
     assert_eq!(lean.stats(), hyper.stats());
 }
 
+/// Writes `wire` to the first bidder on a fresh connection and reads until it closes (or 30 s,
+/// a bound no passing run comes near).
+async fn send_raw(fleet: &Fleet, wire: &str) -> (String, bool) {
+    raw(
+        fleet.bidders[0].addr,
+        wire.as_bytes(),
+        Duration::from_secs(30),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order_then_the_connection_closes() {
     let lean = fleet(Transport::Lean, vec![BidderProfile::instant("p", 1.0)]).await;
@@ -140,12 +151,7 @@ async fn pipelined_requests_are_answered_in_order_then_the_connection_closes() {
          GET /health HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
         body.len()
     );
-    let (text, closed) = raw(
-        lean.bidders[0].addr,
-        wire.as_bytes(),
-        Duration::from_secs(30),
-    )
-    .await;
+    let (text, closed) = send_raw(&lean, &wire).await;
     assert_eq!(statuses(&text), [200, 200, 404, 200], "{text}");
     assert!(text.contains("\"id\":\"pipe\""), "{text}");
     assert!(text.ends_with("connection: close\r\n\r\nok"), "{text}");
@@ -201,12 +207,7 @@ async fn a_no_answer_decision_closes_the_connection_without_a_response() {
         "POST /openrtb2 HTTP/1.1\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
-    let (text, closed) = raw(
-        lean.bidders[0].addr,
-        wire.as_bytes(),
-        Duration::from_secs(30),
-    )
-    .await;
+    let (text, closed) = send_raw(&lean, &wire).await;
     assert_eq!((text.as_str(), closed), ("", true));
     assert_eq!(lean.stats()[0].no_answer, 1);
 }
