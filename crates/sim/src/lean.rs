@@ -33,8 +33,10 @@ const READ_CHUNK: usize = 8 * 1024;
 #[derive(Debug, PartialEq, Eq)]
 struct Head {
     method: Method,
-    /// Where the request target (path and query) lies in the buffer.
-    target: Range<usize>,
+    /// Where the path and the query (after `?`, maybe empty) of the request target lie in the
+    /// buffer.
+    path: Range<usize>,
+    query: Range<usize>,
     /// Bytes of the head, up to and including the blank line.
     len: usize,
     body_len: usize,
@@ -84,6 +86,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Refusal> {
     };
     // The target borrows from `buf`: its offset there lets the caller find it again.
     let start = path.as_ptr() as usize - buf.as_ptr() as usize;
+    let end = start + path.len();
+    let path_end = start + path.find('?').unwrap_or(path.len());
     let mut body_len: Option<usize> = None;
     let mut close = req.version != Some(1);
     for h in req.headers.iter() {
@@ -115,7 +119,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Refusal> {
     }
     Ok(Some(Head {
         method,
-        target: start..start + path.len(),
+        path: start..path_end,
+        query: (path_end + 1).min(end)..end,
         len,
         body_len: body_len.unwrap_or(0),
         keep_alive: !close,
@@ -175,18 +180,22 @@ async fn serve_connection(mut stream: TcpStream, ctx: &BidderCtx) -> std::io::Re
                 continue;
             }
             Err(Refusal(status, msg)) => {
-                encode(&mut out, &answer(status, msg), false);
+                encode(&mut out, &handlers::answer_now(status, msg, None), false);
                 return flush(&mut stream, &mut out).await;
             }
         };
-        let route = handlers::route(&head.method, target_path(&buf, &head));
+        let route = handlers::route(&head.method, text(&buf, &head.path));
         if route == Route::BidRequest {
             handlers::count_bid_request(ctx);
         }
         if head.body_len > MAX_BODY_BYTES {
             let reply = match route {
                 Route::BidRequest => Reply::too_large(ctx),
-                _ => answer(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
+                _ => handlers::answer_now(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "request body too large",
+                    None,
+                ),
             };
             encode(&mut out, &reply, false);
             return flush(&mut stream, &mut out).await;
@@ -198,16 +207,7 @@ async fn serve_connection(mut stream: TcpStream, ctx: &BidderCtx) -> std::io::Re
         }
         let request = buf.split_to(head.len + head.body_len);
         let reply = match route {
-            Route::Notice(kind) => {
-                let target = &request[head.target.clone()];
-                let query = target
-                    .iter()
-                    .position(|&b| b == b'?')
-                    .map_or(&[][..], |q| &target[q + 1..]);
-                // A query that is not UTF-8 is a bad notice, as hyper's server would make it.
-                let query = std::str::from_utf8(query).unwrap_or("\u{fffd}");
-                handlers::answer_notice(ctx, kind, query)
-            }
+            Route::Notice(kind) => handlers::answer_notice(ctx, kind, text(&request, &head.query)),
             Route::Now(status, msg, allow) => handlers::answer_now(status, msg, allow),
             Route::BidRequest => {
                 // The answer may wait its latency: what is ready goes out first.
@@ -225,16 +225,12 @@ async fn serve_connection(mut stream: TcpStream, ctx: &BidderCtx) -> std::io::Re
     }
 }
 
-fn answer(status: StatusCode, msg: &'static str) -> Reply {
-    handlers::answer_now(status, msg, None)
-}
-
-/// The path of the request target, without its query.
-fn target_path<'a>(buf: &'a [u8], head: &Head) -> &'a str {
-    let target = &buf[head.target.clone()];
-    let path = target.split(|&b| b == b'?').next().unwrap_or(target);
-    // httparse admits only visible ASCII in a target.
-    std::str::from_utf8(path).unwrap_or("")
+/// A part of the request head. httparse handed the target out as `&str` and the parts are cut
+/// at `?`, so the bytes are UTF-8; the empty fallback is never taken.
+fn text<'a>(buf: &'a [u8], range: &Range<usize>) -> &'a str {
+    buf.get(range.clone())
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or("")
 }
 
 async fn flush(stream: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result<()> {
@@ -272,10 +268,10 @@ mod tests {
         let text = "POST /openrtb2?x=1 HTTP/1.1\r\nhost: a\r\ncontent-length: 12\r\n\r\n{";
         let h = head(text).unwrap().unwrap();
         assert_eq!(h.method, Method::POST);
-        assert_eq!(&text[h.target.clone()], "/openrtb2?x=1");
+        assert_eq!(&text[h.path.clone()], "/openrtb2");
+        assert_eq!(&text[h.query.clone()], "x=1");
         assert_eq!(h.len, text.len() - 1);
         assert_eq!((h.body_len, h.keep_alive), (12, true));
-        assert_eq!(target_path(text.as_bytes(), &h), "/openrtb2");
     }
 
     #[test]
