@@ -11,6 +11,7 @@
 //! | [`json`], [`json_error`], [`no_bid`], [`shed_answer`], ... | the small answers every route needs |
 //! | [`log_limit`] | rate-limited logging of what clients can provoke |
 //! | [`AdminDoor`] | admin access: bearer token, audit lines, loopback unless asked otherwise |
+//! | [`ServerTls`], [`SniCerts`] | TLS on a listener: one certificate reloaded on change, or one per server name from a directory |
 //!
 //! Invariants: a body larger than the limit is refused before it is read when it announces its
 //! length, and as soon as it passes the limit otherwise; a body that does not arrive within the
@@ -27,13 +28,17 @@ pub mod admin;
 mod door;
 pub mod log_limit;
 mod serve;
+pub mod sni;
 pub mod tls;
 
 pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied, bearer_token};
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
-pub use serve::{ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve, serve_with_tls};
-pub use tls::ServerTls;
+pub use serve::{
+    AnswerBody, ConnStats, HttpLimits, Limits, MIN_HEADER_BYTES, serve, serve_with_tls,
+};
+pub use sni::SniCerts;
+pub use tls::{ServerTls, Tls};
 
 /// The body type of every answer.
 pub type Body = Full<Bytes>;

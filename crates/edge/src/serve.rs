@@ -27,8 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-use crate::Body;
-use crate::tls::ServerTls;
+use crate::tls::Tls;
 
 /// What a server accepts from its clients' connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +161,7 @@ impl ConnStats {
 /// Accepts connections until `shutdown` completes, serving each over HTTP/1.1 keep-alive with
 /// `handler` (given each request and its peer's address) within `limits`. Then it stops accepting, asks every connection to close after its
 /// request in flight, and returns once all are closed or `limits.shutdown_grace` has passed.
-pub async fn serve<H, F>(
+pub async fn serve<H, F, B>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
     limits: Limits,
@@ -170,22 +169,24 @@ pub async fn serve<H, F>(
     handler: H,
 ) where
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: AnswerBody,
 {
     serve_with_tls(listener, None, shutdown, limits, stats, handler).await;
 }
 
 /// [`serve`], over TLS when `tls` is given: the handshake must end within the header timeout.
-pub async fn serve_with_tls<H, F>(
+pub async fn serve_with_tls<H, F, B>(
     listener: TcpListener,
-    tls: Option<Arc<ServerTls>>,
+    tls: Option<Tls>,
     shutdown: impl Future<Output = ()>,
     limits: Limits,
     stats: Arc<ConnStats>,
     handler: H,
 ) where
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: AnswerBody,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
     let per_ip = Arc::new(PerIp::default());
@@ -223,13 +224,12 @@ pub async fn serve_with_tls<H, F>(
         let handler = handler.clone();
         let stats = stats.clone();
         let stop = stop_rx.clone();
-        let acceptor = tls.as_ref().and_then(|t| t.acceptor());
+        let tls = tls.clone();
         tokio::spawn(async move {
-            match acceptor {
+            match tls {
                 None => connection(stream, peer, limits, &stats, stop, handler).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await
-                    {
+                Some(tls) => {
+                    match tokio::time::timeout(limits.header_timeout, tls.accept(stream)).await {
                         Ok(Ok(stream)) => {
                             connection(stream, peer, limits, &stats, stop, handler).await;
                         }
@@ -327,6 +327,63 @@ enum Verdict {
     Idle,
 }
 
+/// What a server's answers may carry as a body: any HTTP body of bytes (whole, or streamed).
+pub trait AnswerBody:
+    hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<B> AnswerBody for B where
+    B: hyper::body::Body<
+            Data = bytes::Bytes,
+            Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        > + Send
+        + Unpin
+        + 'static
+{
+}
+
+/// An answer's body that marks its request served when it is dropped: once sent in full,
+/// or when the connection ends.
+struct Tracked<B> {
+    body: B,
+    activity: Option<Arc<Activity>>,
+}
+
+impl<B: AnswerBody> hyper::body::Body for Tracked<B> {
+    type Data = bytes::Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, B::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl<B> Drop for Tracked<B> {
+    fn drop(&mut self) {
+        if let Some(activity) = self.activity.take() {
+            activity.quiet_since_ms.store(activity.now_ms(), Relaxed);
+            activity.quiet.store(true, Relaxed);
+            activity.served.fetch_add(1, Relaxed);
+            activity.serving.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
 /// Pure reading of a connection's activity against the limits at `now_ms`.
 fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
     let header_ms = u64::try_from(limits.header_timeout.as_millis()).unwrap_or(u64::MAX);
@@ -369,7 +426,7 @@ fn judge(a: &Activity, limits: &Limits, now_ms: u64) -> Verdict {
     }
 }
 
-async fn connection<S, H, F>(
+async fn connection<S, H, F, B>(
     stream: S,
     peer: SocketAddr,
     limits: Limits,
@@ -379,7 +436,8 @@ async fn connection<S, H, F>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: AnswerBody,
 {
     let activity = Arc::new(Activity {
         born: Instant::now(),
@@ -399,11 +457,12 @@ async fn connection<S, H, F>(
         activity.serving.fetch_add(1, Relaxed);
         let answer = handler(req, peer);
         async move {
-            let response = answer.await;
-            activity.quiet_since_ms.store(activity.now_ms(), Relaxed);
-            activity.quiet.store(true, Relaxed);
-            activity.served.fetch_add(1, Relaxed);
-            activity.serving.fetch_sub(1, Relaxed);
+            // The request is served until its body is sent (or dropped): a long streamed
+            // answer is work in progress, not an idle connection.
+            let response = answer.await.map(|body| Tracked {
+                body,
+                activity: Some(activity),
+            });
             Ok::<_, Infallible>(response)
         }
     });

@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::server::TlsStream;
 
 /// A listener's certificate, reloadable.
 pub struct ServerTls {
@@ -84,6 +86,18 @@ impl ServerTls {
 }
 
 fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
+    Ok(TlsAcceptor::from(server_config(cert_file, key_file)?))
+}
+
+/// A server configuration (HTTP/1.1, the safe default protocol versions) for the PEM
+/// certificate chain and key in these files.
+///
+/// # Errors
+/// A message naming the file at fault.
+pub(crate) fn server_config(
+    cert_file: &Path,
+    key_file: &Path,
+) -> Result<Arc<ServerConfig>, String> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
         .map_err(|e| format!("cannot read certificate file {}: {e}", cert_file.display()))?
         .collect::<Result<_, _>>()
@@ -110,5 +124,28 @@ fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
             )
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    Ok(Arc::new(config))
+}
+
+/// How a listener ends TLS: one certificate, or one per server name.
+#[derive(Debug, Clone)]
+pub enum Tls {
+    Single(Arc<ServerTls>),
+    Sni(Arc<crate::sni::SniCerts>),
+}
+
+impl Tls {
+    /// The handshake on an accepted connection.
+    ///
+    /// # Errors
+    /// The handshake failed, or no certificate serves the name the client asked for.
+    pub async fn accept(&self, stream: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
+        match self {
+            Tls::Single(tls) => match tls.acceptor() {
+                Some(acceptor) => acceptor.accept(stream).await,
+                None => Err(std::io::Error::other("certificate lock poisoned")),
+            },
+            Tls::Sni(certs) => certs.accept(stream).await,
+        }
+    }
 }

@@ -56,7 +56,7 @@ impl Exchange {
         let connections = state.connections.clone();
         edge::serve_with_tls(
             listener,
-            state.config.listener_tls.clone(),
+            state.config.listener_tls.clone().map(edge::Tls::Single),
             shutdown,
             limits,
             connections,

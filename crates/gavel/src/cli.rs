@@ -33,6 +33,8 @@ pub enum Command {
     Bidder(BidderArgs),
     /// Run a fleet of simulated DSPs on loopback.
     Sim(SimArgs),
+    /// Run the creative edge: a Prebid-Cache-compatible markup store and a caching asset proxy.
+    Edge(EdgeArgs),
     /// Drive an HTTP endpoint with open-loop load and report latency percentiles.
     Load(Box<LoadArgs>),
     /// Exchange, simulated DSPs and the load generator in one process; prints a report.
@@ -57,6 +59,16 @@ pub struct BaselineArgs {
     /// How long the fan-out waits for its bidders, in milliseconds (1..=10000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub bidder_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct EdgeArgs {
+    /// Edge configuration (TOML; see docs/edge.md).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Listen address; overrides `listen` in the file.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -14,11 +14,21 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-/// Makes a CA named `name` and a server certificate it signs, in `dir`.
+/// Makes a CA named `name` and a server certificate it signs for `localhost` and `127.0.0.1`,
+/// in `dir`.
 ///
 /// # Panics
 /// When `openssl` is missing or fails (the message says how to install it).
 pub fn generate(dir: &Path, name: &str) -> TlsFiles {
+    generate_for(dir, name, &["DNS:localhost", "IP:127.0.0.1"])
+}
+
+/// [`generate`], with the server certificate's subject alternative names given
+/// (`DNS:ads.example.com`, `DNS:*.example.org`, `IP:127.0.0.1`).
+///
+/// # Panics
+/// When `openssl` is missing or fails.
+pub fn generate_for(dir: &Path, name: &str, alt_names: &[&str]) -> TlsFiles {
     let file = |ext: &str| dir.join(format!("{name}.{ext}"));
     let files = TlsFiles {
         ca: file("ca.crt"),
@@ -26,7 +36,8 @@ pub fn generate(dir: &Path, name: &str) -> TlsFiles {
         key: file("key"),
     };
     let ext = file("ext");
-    if let Err(e) = std::fs::write(&ext, "subjectAltName=DNS:localhost,IP:127.0.0.1\n") {
+    let sans = format!("subjectAltName={}\n", alt_names.join(","));
+    if let Err(e) = std::fs::write(&ext, sans) {
         panic!("cannot write {}: {e}", ext.display());
     }
     let p = |p: &Path| p.display().to_string();

@@ -4,6 +4,7 @@ mod baseline;
 mod bidder;
 mod demo;
 mod demo_bidder;
+mod edge;
 mod exchange;
 mod load;
 mod sim;
@@ -15,6 +16,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Exchange(args) => exchange::run(args).await,
         Command::Bidder(args) => bidder::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Edge(args) => edge::run(args).await,
         Command::Load(args) => load::run(*args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,

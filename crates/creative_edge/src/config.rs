@@ -1,0 +1,692 @@
+//! `gavel edge --config FILE`: the creative edge's TOML, typed, every key documented, unknown
+//! keys refused, and validated as a whole with errors naming the key. Restart-only.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::freshness::TtlBounds;
+use crate::policy::TierRule;
+
+/// Largest accepted configuration file.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+/// Most origins one edge fronts.
+pub const MAX_ORIGINS: usize = 256;
+
+/// Why a configuration was refused. Messages name the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Read(#[from] settings::ReadError),
+    #[error("config is not valid TOML for the edge: {0}")]
+    Parse(String),
+    #[error("{key}: {problem}")]
+    Invalid { key: String, problem: String },
+}
+
+fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        problem: problem.into(),
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on. Default `127.0.0.1:8090`; `--listen` overrides it.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Lifetime of an origin answer that states none, in seconds. Default 300.
+    #[serde(default = "default_ttl")]
+    pub default_ttl_s: u64,
+    /// Longest lifetime kept, whatever the origin says, in seconds. Default 86400.
+    #[serde(default = "max_ttl")]
+    pub max_ttl_s: u64,
+    /// How long past its lifetime a copy may still be served while its origin fails, in
+    /// seconds. Default 3600; 0 never serves stale.
+    #[serde(default = "stale_if_error")]
+    pub stale_if_error_s: u64,
+    /// How long an origin's 404 or 410, or its failure, is remembered before it is asked
+    /// again, in seconds. Default 10; 0 remembers nothing.
+    #[serde(default = "negative_ttl")]
+    pub negative_ttl_s: u64,
+    /// Largest object carried at all; larger ones get 502. Default 64 MiB.
+    #[serde(default = "max_object")]
+    pub max_object_bytes: u64,
+    /// `Access-Control-Allow-Origin` on assets and stored markup (players fetch VAST from the
+    /// page). Default `*`; empty sends none.
+    #[serde(default = "default_cors")]
+    pub cors_allow_origin: String,
+    #[serde(default)]
+    pub memory: MemorySection,
+    /// The disk tier; without this section there is none.
+    #[serde(default)]
+    pub disk: Option<DiskSection>,
+    /// The origins assets are fetched from: `/assets/{name}/{path}`.
+    #[serde(default)]
+    pub origins: Vec<OriginConfig>,
+    #[serde(default)]
+    pub store: StoreSection,
+    #[serde(default)]
+    pub http: HttpSection,
+    /// HTTPS with a certificate per server name; without this section, plain HTTP.
+    #[serde(default)]
+    pub tls: Option<TlsSection>,
+}
+
+/// `[memory]`: the memory tier and which objects it takes.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemorySection {
+    /// Byte budget. Default 256 MiB; 0 keeps nothing in memory.
+    pub max_bytes: u64,
+    /// Smallest object kept, in bytes. Default 0.
+    pub min_object_bytes: u64,
+    /// Largest object kept, in bytes. Default 1 MiB.
+    pub max_object_bytes: u64,
+    /// Media types kept (`image/png`, `video/*`); empty keeps every type. Default empty.
+    pub content_types: Vec<String>,
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        MemorySection {
+            max_bytes: 256 * 1024 * 1024,
+            min_object_bytes: 0,
+            max_object_bytes: 1024 * 1024,
+            content_types: Vec::new(),
+        }
+    }
+}
+
+/// `[disk]`: the disk tier.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSection {
+    /// Directory of the tier (relative to the configuration file); created if missing.
+    pub dir: PathBuf,
+    /// Byte budget. Default 1 GiB.
+    #[serde(default = "disk_max_bytes")]
+    pub max_bytes: u64,
+    /// Smallest object kept, in bytes. Default 0.
+    #[serde(default)]
+    pub min_object_bytes: u64,
+    /// Largest object kept, in bytes. Default 64 MiB.
+    #[serde(default = "max_object")]
+    pub max_object_bytes: u64,
+    /// Media types kept; empty keeps every type. Default empty.
+    #[serde(default)]
+    pub content_types: Vec<String>,
+}
+
+/// `[[origins]]`: one origin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OriginConfig {
+    /// The name in `/assets/{name}/...`: letters, digits, `-` and `_`.
+    pub name: String,
+    /// `http://host[:port][/prefix]`.
+    pub url: String,
+    /// Connections open to it at most, busy or idle. Default 32.
+    #[serde(default = "max_connections")]
+    pub max_connections: u32,
+    /// Default 1000.
+    #[serde(default = "connect_timeout")]
+    pub connect_timeout_ms: u64,
+    /// From asking to the answer's head, waiting for a pooled connection included. Default 5000.
+    #[serde(default = "response_timeout")]
+    pub response_timeout_ms: u64,
+    /// Longest pause between two body chunks. Default 5000.
+    #[serde(default = "response_timeout")]
+    pub read_timeout_ms: u64,
+    /// A pooled connection idle longer is closed rather than reused. Default 30000.
+    #[serde(default = "idle_timeout")]
+    pub idle_timeout_ms: u64,
+    /// The URL, read (set by validation).
+    #[serde(skip)]
+    pub parsed: OriginUrl,
+}
+
+/// An origin's URL, taken apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OriginUrl {
+    pub host: String,
+    pub port: u16,
+    /// `host` or `host:port`, as the `Host` header.
+    pub authority: String,
+    /// The path prefix, `/` at least.
+    pub path: String,
+}
+
+/// `[store]`: the markup store (`/cache`, compatible with Prebid Cache).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    /// Byte budget; the least recently used entries go first beyond it. Default 64 MiB.
+    pub max_bytes: u64,
+    /// Largest value of one put, in bytes. Default 100 KiB.
+    pub max_value_bytes: usize,
+    /// Most puts in one request. Default 10.
+    pub max_puts: usize,
+    /// Lifetime of a put without `ttlseconds`. Default 300.
+    pub default_ttl_s: u64,
+    /// Longest lifetime; a longer `ttlseconds` is cut to it. Default 3600.
+    pub max_ttl_s: u64,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        StoreSection {
+            max_bytes: 64 * 1024 * 1024,
+            max_value_bytes: 100 * 1024,
+            max_puts: 10,
+            default_ttl_s: 300,
+            max_ttl_s: 3_600,
+        }
+    }
+}
+
+impl StoreSection {
+    /// Largest `POST /cache` body: every put at its largest, JSON-escaped, plus the envelope.
+    pub fn max_request_bytes(&self) -> usize {
+        self.max_puts
+            .saturating_mul(self.max_value_bytes.saturating_mul(2).saturating_add(256))
+            .saturating_add(1024)
+    }
+}
+
+/// `[http]`: what the listener accepts.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Time to receive a request's headers, then its body, in ms. Default 5000.
+    pub read_timeout_ms: u64,
+    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
+    pub idle_timeout_ms: u64,
+    /// Open client connections at most. Default 4096.
+    pub max_connections: u32,
+    /// Open client connections from one IP address at most. Default 1024.
+    pub max_connections_per_ip: u32,
+    /// Largest request line plus headers, in bytes. Default 16384.
+    pub max_header_bytes: usize,
+    /// On SIGTERM, how long answers in flight may take to finish, in ms. Default 5000.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            read_timeout_ms: 5_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 4_096,
+            max_connections_per_ip: 1_024,
+            max_header_bytes: 16 * 1024,
+            shutdown_grace_ms: 5_000,
+        }
+    }
+}
+
+impl HttpSection {
+    fn limits(&self) -> edge::HttpLimits {
+        edge::HttpLimits {
+            max_connections: self.max_connections,
+            read_timeout_ms: self.read_timeout_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_header_bytes: self.max_header_bytes,
+            shutdown_grace_ms: self.shutdown_grace_ms,
+            max_connections_per_ip: self.max_connections_per_ip,
+        }
+    }
+}
+
+/// `[tls]`: certificates per server name (SNI), read from a directory.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    /// Directory of `{name}.crt` and `{name}.key` pairs (relative to the configuration file);
+    /// `_wildcard.{parent}` serves `*.{parent}`, and `default` clients without a known name.
+    pub cert_dir: PathBuf,
+    /// Certificates kept loaded at most; the least recently used is dropped beyond. Default 1000.
+    #[serde(default = "max_certs")]
+    pub max_certs: usize,
+    /// A loaded certificate is checked against its files again after this long, in seconds,
+    /// and reloaded if they changed. Default 60.
+    #[serde(default = "cert_check")]
+    pub check_interval_s: u64,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8090))
+}
+fn default_ttl() -> u64 {
+    300
+}
+fn max_ttl() -> u64 {
+    86_400
+}
+fn stale_if_error() -> u64 {
+    3_600
+}
+fn negative_ttl() -> u64 {
+    10
+}
+fn max_object() -> u64 {
+    64 * 1024 * 1024
+}
+fn default_cors() -> String {
+    "*".into()
+}
+fn disk_max_bytes() -> u64 {
+    1024 * 1024 * 1024
+}
+fn max_connections() -> u32 {
+    32
+}
+fn connect_timeout() -> u64 {
+    1_000
+}
+fn response_timeout() -> u64 {
+    5_000
+}
+fn idle_timeout() -> u64 {
+    30_000
+}
+fn max_certs() -> usize {
+    1_000
+}
+fn cert_check() -> u64 {
+    60
+}
+
+impl Config {
+    /// Reads, parses and validates `path`; relative paths in it are taken from its directory.
+    ///
+    /// # Errors
+    /// A message naming the file or the key at fault.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
+        Config::parse(&text)?.validate_in(path.parent())
+    }
+
+    /// Parses a TOML document (not yet validated).
+    ///
+    /// # Errors
+    /// The TOML error, with the key it stopped at.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    }
+
+    /// Checks every value, reads the origins' URLs, and makes relative paths start at `dir`.
+    ///
+    /// # Errors
+    /// The first key at fault.
+    pub fn validate_in(mut self, dir: Option<&Path>) -> Result<Config, ConfigError> {
+        const YEAR_S: u64 = 365 * 86_400;
+        const GIB: u64 = 1024 * 1024 * 1024;
+        if !(1..=YEAR_S).contains(&self.max_ttl_s) {
+            return Err(invalid("max_ttl_s", "must be 1..=31536000"));
+        }
+        if !(1..=self.max_ttl_s).contains(&self.default_ttl_s) {
+            return Err(invalid("default_ttl_s", "must be 1..=max_ttl_s"));
+        }
+        if self.stale_if_error_s > YEAR_S {
+            return Err(invalid("stale_if_error_s", "must be at most 31536000"));
+        }
+        if self.negative_ttl_s > 3_600 {
+            return Err(invalid("negative_ttl_s", "must be at most 3600"));
+        }
+        if !(1..=GIB).contains(&self.max_object_bytes) {
+            return Err(invalid("max_object_bytes", "must be 1..=1073741824"));
+        }
+        if self.cors_allow_origin.len() > 256
+            || http::HeaderValue::from_str(&self.cors_allow_origin).is_err()
+        {
+            return Err(invalid(
+                "cors_allow_origin",
+                "must be a header value of at most 256 bytes",
+            ));
+        }
+        check_rule("memory", &self.memory_rule())?;
+        if self.memory.max_bytes > 1024 * GIB {
+            return Err(invalid("memory.max_bytes", "must be at most 1 TiB"));
+        }
+        if let Some(disk) = &mut self.disk {
+            if disk.dir.as_os_str().is_empty() {
+                return Err(invalid("disk.dir", "must name a directory"));
+            }
+            if let Some(d) = dir
+                && disk.dir.is_relative()
+            {
+                disk.dir = d.join(&disk.dir);
+            }
+            if disk.max_bytes == 0 {
+                return Err(invalid("disk.max_bytes", "must be at least 1"));
+            }
+        }
+        if let Some(rule) = self.disk_rule() {
+            check_rule("disk", &rule)?;
+        }
+        self.check_origins()?;
+        self.check_store()?;
+        self.http
+            .limits()
+            .check()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        if let Some(tls) = &mut self.tls {
+            if let Some(d) = dir
+                && tls.cert_dir.is_relative()
+            {
+                tls.cert_dir = d.join(&tls.cert_dir);
+            }
+            if !(1..=1_000_000).contains(&tls.max_certs) {
+                return Err(invalid("tls.max_certs", "must be 1..=1000000"));
+            }
+            if !(1..=86_400).contains(&tls.check_interval_s) {
+                return Err(invalid("tls.check_interval_s", "must be 1..=86400"));
+            }
+        }
+        Ok(self)
+    }
+
+    fn check_origins(&mut self) -> Result<(), ConfigError> {
+        if self.origins.len() > MAX_ORIGINS {
+            return Err(invalid("origins", format!("at most {MAX_ORIGINS}")));
+        }
+        let mut names = HashSet::new();
+        for (i, origin) in self.origins.iter_mut().enumerate() {
+            let key = |field: &str| format!("origins[{i}].{field}");
+            let name_ok = !origin.name.is_empty()
+                && origin.name.len() <= 64
+                && origin
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !name_ok {
+                return Err(invalid(
+                    key("name"),
+                    "must be 1 to 64 letters, digits, '-' or '_'",
+                ));
+            }
+            if !names.insert(origin.name.clone()) {
+                return Err(invalid(
+                    key("name"),
+                    format!("{:?} is named twice", origin.name),
+                ));
+            }
+            origin.parsed = parse_origin_url(&origin.url).map_err(|p| invalid(key("url"), p))?;
+            if !(1..=10_000).contains(&origin.max_connections) {
+                return Err(invalid(key("max_connections"), "must be 1..=10000"));
+            }
+            for (field, ms) in [
+                ("connect_timeout_ms", origin.connect_timeout_ms),
+                ("response_timeout_ms", origin.response_timeout_ms),
+                ("read_timeout_ms", origin.read_timeout_ms),
+                ("idle_timeout_ms", origin.idle_timeout_ms),
+            ] {
+                if !(1..=600_000).contains(&ms) {
+                    return Err(invalid(key(field), "must be 1..=600000"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_store(&self) -> Result<(), ConfigError> {
+        let s = &self.store;
+        if !(1..=16 * 1024 * 1024).contains(&s.max_value_bytes) {
+            return Err(invalid("store.max_value_bytes", "must be 1..=16777216"));
+        }
+        if !(1..=1_000).contains(&s.max_puts) {
+            return Err(invalid("store.max_puts", "must be 1..=1000"));
+        }
+        if !(1..=86_400).contains(&s.max_ttl_s) {
+            return Err(invalid("store.max_ttl_s", "must be 1..=86400"));
+        }
+        if !(1..=s.max_ttl_s).contains(&s.default_ttl_s) {
+            return Err(invalid(
+                "store.default_ttl_s",
+                "must be 1..=store.max_ttl_s",
+            ));
+        }
+        if s.max_request_bytes() > 256 * 1024 * 1024 {
+            return Err(invalid(
+                "store.max_puts",
+                "max_puts x max_value_bytes must stay under 128 MiB",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The memory tier's rule.
+    pub fn memory_rule(&self) -> TierRule {
+        TierRule {
+            min_object_bytes: self.memory.min_object_bytes,
+            max_object_bytes: self.memory.max_object_bytes,
+            content_types: self.memory.content_types.clone(),
+        }
+    }
+
+    /// The disk tier's rule, when there is a disk tier.
+    pub fn disk_rule(&self) -> Option<TierRule> {
+        self.disk.as_ref().map(|d| TierRule {
+            min_object_bytes: d.min_object_bytes,
+            max_object_bytes: d.max_object_bytes,
+            content_types: d.content_types.clone(),
+        })
+    }
+
+    /// The lifetime bounds of assets.
+    pub fn ttl_bounds(&self) -> TtlBounds {
+        TtlBounds {
+            default: Duration::from_secs(self.default_ttl_s),
+            max: Duration::from_secs(self.max_ttl_s),
+        }
+    }
+
+    /// The listener's limits.
+    pub fn http_limits(&self) -> edge::Limits {
+        self.http.limits().limits()
+    }
+}
+
+fn check_rule(tier: &str, rule: &TierRule) -> Result<(), ConfigError> {
+    if rule.min_object_bytes > rule.max_object_bytes {
+        return Err(invalid(
+            format!("{tier}.min_object_bytes"),
+            "must not exceed max_object_bytes",
+        ));
+    }
+    if let Some(bad) = rule.bad_pattern() {
+        return Err(invalid(
+            format!("{tier}.content_types"),
+            format!("{bad:?} is not \"type/subtype\" or \"type/*\""),
+        ));
+    }
+    Ok(())
+}
+
+/// Takes `http://host[:port][/prefix]` apart.
+///
+/// # Errors
+/// What is wrong with it, for the message naming the key.
+pub fn parse_origin_url(url: &str) -> Result<OriginUrl, String> {
+    let rest = match url.strip_prefix("http://") {
+        Some(rest) => rest,
+        None if url.starts_with("https://") => {
+            return Err("https origins are not supported; reach the origin over http (a private network or a local TLS-ending proxy)".into());
+        }
+        None => return Err(format!("{url:?} must start with http://")),
+    };
+    if url.len() > 2_048 || url.contains(['?', '#', '@', ' ', '\\']) {
+        return Err(format!(
+            "{url:?} must be at most 2048 bytes, without query, fragment, user or spaces"
+        ));
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("{url:?} has an unclosed IPv6 address"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => return Err(format!("{url:?} has junk after its IPv6 address")),
+        };
+        (host, port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{url:?} has no host"));
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| format!("{url:?} has a bad port"))?,
+        None => 80,
+    };
+    Ok(OriginUrl {
+        host: host.to_owned(),
+        port,
+        authority: authority.to_owned(),
+        path: path.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(toml: &str) -> String {
+        match Config::parse(toml).and_then(|c| c.validate_in(None)) {
+            Ok(_) => panic!("accepted: {toml}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_empty_file_is_a_working_edge_without_origins_or_disk() {
+        let c = Config::parse("")
+            .and_then(|c| c.validate_in(None))
+            .expect("valid");
+        assert_eq!(c.listen.port(), 8090);
+        assert!(c.disk.is_none() && c.origins.is_empty() && c.tls.is_none());
+        assert_eq!(c.memory.max_object_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn a_full_file_reads_with_relative_paths_under_its_directory() {
+        let toml = r#"
+            listen = "127.0.0.1:9999"
+            [memory]
+            max_bytes = 1000000
+            content_types = ["image/*"]
+            [disk]
+            dir = "cache"
+            max_bytes = 5000000
+            [[origins]]
+            name = "cdn"
+            url = "http://[::1]:9000/creatives/"
+            [tls]
+            cert_dir = "certs"
+        "#;
+        let c = Config::parse(toml)
+            .and_then(|c| c.validate_in(Some(Path::new("/etc/gavel"))))
+            .expect("valid");
+        assert_eq!(
+            c.disk.as_ref().map(|d| d.dir.clone()),
+            Some("/etc/gavel/cache".into())
+        );
+        assert_eq!(
+            c.tls.as_ref().map(|t| t.cert_dir.clone()),
+            Some("/etc/gavel/certs".into())
+        );
+        let url = &c.origins[0].parsed;
+        assert_eq!(
+            (url.host.as_str(), url.port, url.path.as_str()),
+            ("::1", 9000, "/creatives/")
+        );
+        assert_eq!(url.authority, "[::1]:9000");
+    }
+
+    #[test]
+    fn every_bad_value_is_refused_naming_its_key() {
+        for (toml, key) in [
+            ("default_ttl_s = 0", "default_ttl_s"),
+            ("max_ttl_s = 10\ndefault_ttl_s = 20", "default_ttl_s"),
+            ("max_object_bytes = 0", "max_object_bytes"),
+            ("cors_allow_origin = \"a\\nb\"", "cors_allow_origin"),
+            (
+                "[memory]\nmin_object_bytes = 5\nmax_object_bytes = 4",
+                "memory.min_object_bytes",
+            ),
+            (
+                "[memory]\ncontent_types = [\"image\"]",
+                "memory.content_types",
+            ),
+            ("[disk]\ndir = \"\"", "disk.dir"),
+            ("[disk]\ndir = \"d\"\nmax_bytes = 0", "disk.max_bytes"),
+            (
+                "[[origins]]\nname = \"a b\"\nurl = \"http://x\"",
+                "origins[0].name",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"ftp://x\"",
+                "origins[0].url",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"https://x\"",
+                "origins[0].url",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"http://x:0\"",
+                "origins[0].url",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"http://u@x\"",
+                "origins[0].url",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"http://x\"\nmax_connections = 0",
+                "origins[0].max_connections",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"http://x\"\nread_timeout_ms = 0",
+                "origins[0].read_timeout_ms",
+            ),
+            (
+                "[[origins]]\nname = \"a\"\nurl = \"http://x\"\n[[origins]]\nname = \"a\"\nurl = \"http://y\"",
+                "origins[1].name",
+            ),
+            ("[store]\nmax_puts = 0", "store.max_puts"),
+            (
+                "[store]\nmax_ttl_s = 100\ndefault_ttl_s = 101",
+                "store.default_ttl_s",
+            ),
+            ("[http]\nmax_connections = 0", "http.max_connections"),
+            ("[tls]\ncert_dir = \"c\"\nmax_certs = 0", "tls.max_certs"),
+        ] {
+            let e = error_of(toml);
+            assert!(e.starts_with(&format!("{key}:")), "{toml:?} gave {e:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        let e = error_of("[memory]\nmax_byte = 5");
+        assert!(e.contains("max_byte"), "{e}");
+    }
+}

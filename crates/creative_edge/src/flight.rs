@@ -1,0 +1,310 @@
+//! Single flight with streaming: every client that misses on an object while it is being
+//! fetched joins the one fill in flight, and reads its bytes as they arrive.
+//!
+//! A [`Flight`] is a growing list of chunks shared by its readers. The fill publishes how it
+//! starts (a streamed answer's head, a whole object, or a failure), then chunks, then the end.
+//! Each reader keeps its own position, so a client that joins late reads from the first byte
+//! at its own pace, and a slow client never holds back a fast one. The fill runs in its own
+//! task: a client that goes away does not stop it for the others or for the cache.
+//!
+//! Readers wait through wakers registered under the same lock that publishing takes, so no
+//! wake-up is lost between a reader's check and its sleep.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use http::StatusCode;
+
+use crate::metrics::Fetch;
+use crate::object::Object;
+
+/// The head of an answer streamed from the origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHead {
+    pub content_type: String,
+    pub content_length: Option<u64>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub cache_control: Option<String>,
+}
+
+/// Where a whole object handed to a flight came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Disk,
+    /// A stale copy the origin confirmed (304).
+    Revalidated,
+    /// A stale copy served because the origin failed.
+    StaleMemory,
+    StaleDisk,
+}
+
+/// Why a fill produced no object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The origin says the object does not exist (404, 410): passed on.
+    Missing(StatusCode),
+    /// The origin failed and no stale copy could stand in.
+    Origin(Fetch),
+    /// Larger than `max_object_bytes`.
+    TooLarge,
+}
+
+/// What a fill publishes first.
+#[derive(Debug, Clone)]
+pub enum Start {
+    Streaming(Arc<StreamHead>),
+    Ready(Arc<Object>, Source),
+    /// `remembered`: the failure came from the negative cache, not from a fetch just now.
+    Failed {
+        failure: Failure,
+        remembered: bool,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    start: Option<Start>,
+    chunks: Vec<Bytes>,
+    /// `Some(true)` once the body is complete, `Some(false)` if it was cut.
+    end: Option<bool>,
+    wakers: Vec<Waker>,
+    clients: u64,
+}
+
+/// One fill in flight.
+#[derive(Debug, Default)]
+pub struct Flight {
+    state: Mutex<State>,
+}
+
+/// A reader's next step.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Chunk(Bytes),
+    End,
+    /// The fill failed mid-body: the client's answer must be cut, not completed.
+    Cut,
+}
+
+impl Flight {
+    fn lock(&self) -> Option<MutexGuard<'_, State>> {
+        self.state.lock().ok()
+    }
+
+    /// Counts one more client served by this fill.
+    pub fn join(&self) {
+        if let Some(mut s) = self.lock() {
+            s.clients += 1;
+        }
+    }
+
+    /// Clients served so far (the herd).
+    pub fn clients(&self) -> u64 {
+        self.lock().map_or(0, |s| s.clients)
+    }
+
+    fn publish(&self, change: impl FnOnce(&mut State)) {
+        let wakers = match self.lock() {
+            Some(mut s) => {
+                change(&mut s);
+                std::mem::take(&mut s.wakers)
+            }
+            None => return,
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Publishes how the fill starts; only the first call counts.
+    pub fn start(&self, start: Start) {
+        self.publish(|s| {
+            s.start.get_or_insert(start);
+        });
+    }
+
+    /// Publishes the next chunk of a streamed body.
+    pub fn push(&self, chunk: Bytes) {
+        self.publish(|s| s.chunks.push(chunk));
+    }
+
+    /// Publishes the end of a streamed body: complete, or cut.
+    pub fn end(&self, complete: bool) {
+        self.publish(|s| {
+            s.end.get_or_insert(complete);
+        });
+    }
+
+    /// Waits for how the fill starts.
+    pub async fn started(&self) -> Start {
+        std::future::poll_fn(|cx| match self.lock() {
+            Some(mut s) => match &s.start {
+                Some(start) => Poll::Ready(start.clone()),
+                None => {
+                    s.wakers.push(cx.waker().clone());
+                    Poll::Pending
+                }
+            },
+            None => Poll::Ready(Start::Failed {
+                failure: Failure::Origin(Fetch::BrokenBody),
+                remembered: false,
+            }),
+        })
+        .await
+    }
+
+    /// The chunk at `at`, or the end, or `Pending` with the waker registered.
+    pub fn poll_chunk(&self, at: usize, cx: &mut Context<'_>) -> Poll<Next> {
+        let Some(mut s) = self.lock() else {
+            return Poll::Ready(Next::Cut);
+        };
+        if let Some(chunk) = s.chunks.get(at) {
+            return Poll::Ready(Next::Chunk(chunk.clone()));
+        }
+        match s.end {
+            Some(true) => Poll::Ready(Next::End),
+            Some(false) => Poll::Ready(Next::Cut),
+            None => {
+                s.wakers.push(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The whole body received so far, as one buffer (for storing it once complete).
+    pub fn body(&self) -> Bytes {
+        let Some(s) = self.lock() else {
+            return Bytes::new();
+        };
+        match s.chunks.as_slice() {
+            [one] => one.clone(),
+            chunks => {
+                let mut all = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
+                for c in chunks {
+                    all.extend_from_slice(c);
+                }
+                Bytes::from(all)
+            }
+        }
+    }
+}
+
+/// The flights in progress, by key.
+#[derive(Debug, Default)]
+pub struct Flights {
+    map: Mutex<HashMap<String, Arc<Flight>>>,
+}
+
+impl Flights {
+    /// The flight for `key`, joined; `true` when the caller started it and must run its fill.
+    /// `recheck` runs under the lock when no flight is found: an object a fill stored just
+    /// before landing is found there instead of being fetched twice.
+    pub fn join_or_lead<T>(
+        &self,
+        key: &str,
+        recheck: impl FnOnce() -> Option<T>,
+    ) -> Result<(Arc<Flight>, bool), T> {
+        let Ok(mut map) = self.map.lock() else {
+            // A poisoned map: serve this client with a flight of its own.
+            let flight = Arc::new(Flight::default());
+            flight.join();
+            return Ok((flight, true));
+        };
+        if let Some(flight) = map.get(key) {
+            flight.join();
+            return Ok((flight.clone(), false));
+        }
+        if let Some(found) = recheck() {
+            return Err(found);
+        }
+        let flight = Arc::new(Flight::default());
+        flight.join();
+        map.insert(key.to_owned(), flight.clone());
+        Ok((flight, true))
+    }
+
+    /// Removes the flight of `key` once its object is stored; later clients find it there.
+    pub fn land(&self, key: &str, flight: &Arc<Flight>) {
+        if let Ok(mut map) = self.map.lock()
+            && map.get(key).is_some_and(|f| Arc::ptr_eq(f, flight))
+        {
+            map.remove(key);
+        }
+    }
+
+    /// Flights in progress now.
+    pub fn in_flight(&self) -> usize {
+        self.map.lock().map_or(0, |m| m.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    struct Counter(std::sync::atomic::AtomicU32);
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_waiting_reader_is_woken_by_each_chunk_and_reads_them_in_order() {
+        let flight = Flight::default();
+        let counter = Arc::new(Counter(0.into()));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(flight.poll_chunk(0, &mut cx), Poll::Pending);
+        flight.push(Bytes::from_static(b"ab"));
+        assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(
+            flight.poll_chunk(0, &mut cx),
+            Poll::Ready(Next::Chunk(Bytes::from_static(b"ab")))
+        );
+        assert_eq!(flight.poll_chunk(1, &mut cx), Poll::Pending);
+        flight.push(Bytes::from_static(b"cd"));
+        flight.end(true);
+        assert_eq!(
+            flight.poll_chunk(1, &mut cx),
+            Poll::Ready(Next::Chunk(Bytes::from_static(b"cd")))
+        );
+        assert_eq!(flight.poll_chunk(2, &mut cx), Poll::Ready(Next::End));
+        assert_eq!(flight.body(), Bytes::from_static(b"abcd"));
+    }
+
+    #[test]
+    fn a_cut_body_is_reported_after_the_chunks_that_came() {
+        let flight = Flight::default();
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        flight.push(Bytes::from_static(b"x"));
+        flight.end(false);
+        flight.end(true);
+        assert!(matches!(
+            flight.poll_chunk(0, &mut cx),
+            Poll::Ready(Next::Chunk(_))
+        ));
+        assert_eq!(flight.poll_chunk(1, &mut cx), Poll::Ready(Next::Cut));
+    }
+
+    #[test]
+    fn one_leader_per_key_until_it_lands() {
+        let flights = Flights::default();
+        let (first, led) = flights
+            .join_or_lead::<()>("k", || None)
+            .expect("no recheck hit");
+        assert!(led);
+        let (second, led) = flights.join_or_lead::<()>("k", || None).expect("joined");
+        assert!(!led);
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(first.clients(), 2);
+        flights.land("k", &first);
+        assert_eq!(flights.in_flight(), 0);
+        assert_eq!(flights.join_or_lead("k", || Some(7)).err(), Some(7));
+    }
+}

@@ -1,0 +1,139 @@
+//! The creative edge (`gavel edge`): the cache tier between a winning bid and the page.
+//!
+//! | route | what |
+//! | --- | --- |
+//! | `POST /cache`, `GET /cache?uuid=` | the markup store, compatible with Prebid Cache (`store.rs`) |
+//! | `GET\|HEAD /assets/{origin}/{path}` | the asset proxy: memory and disk tiers, one fill per herd, streamed (`assets.rs`) |
+//! | `/healthz`, `/metrics` | liveness, Prometheus text |
+//!
+//! Pure parts: `freshness` (lifetimes), `conditional` (ETag, Range), `policy` (which tier),
+//! `lru`, `record` (the disk format). The rest owns sockets, files and time (through
+//! [`Clock`], so tests move time by hand). See docs/edge.md.
+
+pub mod answer;
+pub mod assets;
+pub mod body;
+pub mod clock;
+pub mod conditional;
+pub mod config;
+pub mod disk;
+pub mod fill;
+pub mod flight;
+pub mod freshness;
+pub mod lru;
+pub mod memory;
+pub mod metrics;
+pub mod negative;
+pub mod object;
+pub mod origin;
+pub mod policy;
+pub mod record;
+mod server;
+pub mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{Config, ConfigError};
+pub use metrics::Metrics;
+
+/// Why the edge did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("disk tier {dir}: {reason}")]
+    Disk { dir: String, reason: String },
+    #[error("tls.cert_dir {dir}: {reason}")]
+    Tls { dir: String, reason: String },
+}
+
+/// A configured edge, ready to serve.
+#[derive(Debug, Clone)]
+pub struct Edge {
+    state: Arc<server::State>,
+    limits: edge::Limits,
+}
+
+impl Edge {
+    /// Builds the edge: opens and indexes the disk tier, reads the certificate directory.
+    ///
+    /// # Errors
+    /// The disk tier or the certificate directory cannot be used.
+    pub fn new(config: &Config, clock: Arc<dyn Clock>) -> Result<Edge, StartError> {
+        let metrics = Arc::new(Metrics::default());
+        let assets = assets::Assets::new(config, metrics, clock).map_err(|e| StartError::Disk {
+            dir: config
+                .disk
+                .as_ref()
+                .map(|d| d.dir.display().to_string())
+                .unwrap_or_default(),
+            reason: e.to_string(),
+        })?;
+        let tls = match &config.tls {
+            Some(t) => Some(Arc::new(
+                edge::SniCerts::open(
+                    &t.cert_dir,
+                    t.max_certs,
+                    Duration::from_secs(t.check_interval_s),
+                )
+                .map_err(|reason| StartError::Tls {
+                    dir: t.cert_dir.display().to_string(),
+                    reason,
+                })?,
+            )),
+            None => None,
+        };
+        let state = server::State {
+            assets: Arc::new(assets),
+            store: store::MarkupStore::new(config.store.clone()),
+            conns: Arc::new(edge::ConnStats::default()),
+            max_request_bytes: config.store.max_request_bytes(),
+            read_timeout: Duration::from_millis(config.http.read_timeout_ms),
+            tls,
+        };
+        Ok(Edge {
+            state: Arc::new(state),
+            limits: config.http_limits(),
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then lets answers in flight finish
+    /// (within `http.shutdown_grace_ms`).
+    pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        let state = self.state.clone();
+        let tls = self.state.tls.clone().map(edge::Tls::Sni);
+        edge::serve_with_tls(
+            listener,
+            tls,
+            shutdown,
+            self.limits,
+            self.state.conns.clone(),
+            move |request, _peer: SocketAddr| server::route(state.clone(), request),
+        )
+        .await;
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.state.assets.common.metrics
+    }
+
+    /// The disk file of an object key (`{origin}/{path}`), when there is a disk tier (tests
+    /// corrupt it on purpose).
+    pub fn disk_file_of(&self, key: &str) -> Option<std::path::PathBuf> {
+        self.state.assets.disk.as_ref().map(|d| d.file_of(key))
+    }
+
+    /// Fetches counted for an origin, by outcome label.
+    pub fn origin_fetches(&self, origin: &str, outcome: metrics::Fetch) -> u64 {
+        self.state
+            .assets
+            .origins
+            .get(origin)
+            .map_or(0, |o| o.stats.fetches.get(outcome as usize))
+    }
+}

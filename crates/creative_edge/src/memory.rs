@@ -1,0 +1,62 @@
+//! The memory tier: objects behind one lock in a byte-bounded LRU. Lookups are a hash probe
+//! and a pointer move under the lock; bodies are shared (`Arc`), never copied per hit.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use crate::lru::Lru;
+use crate::metrics::TierStats;
+use crate::object::Object;
+
+/// The tier.
+#[derive(Debug)]
+pub struct MemoryTier {
+    lru: Mutex<Lru<Arc<Object>>>,
+}
+
+impl MemoryTier {
+    /// An empty tier of `max_bytes`.
+    pub fn new(max_bytes: u64) -> MemoryTier {
+        MemoryTier {
+            lru: Mutex::new(Lru::new(max_bytes)),
+        }
+    }
+
+    /// The object under `key`, fresh or stale, marked as recently used.
+    pub fn get(&self, key: &str) -> Option<Arc<Object>> {
+        self.lru.lock().ok()?.get(key).cloned()
+    }
+
+    /// Stores `object` under `key`, evicting the least recently used to make room.
+    pub fn insert(&self, key: &str, object: Arc<Object>, stats: &TierStats) {
+        let weight = object.weight(key);
+        let Ok(mut lru) = self.lru.lock() else {
+            return;
+        };
+        let evicted = lru.insert(key.to_owned(), object, weight);
+        // A refused object (heavier than the tier) comes back under its own key.
+        let refused = evicted.iter().any(|(k, _)| k == key);
+        let evictions = evicted.len() - usize::from(refused);
+        stats.evictions.fetch_add(evictions as u64, Relaxed);
+        if !refused {
+            stats.inserts.fetch_add(1, Relaxed);
+        }
+        stats.bytes.store(lru.weight(), Relaxed);
+        stats.objects.store(lru.len() as u64, Relaxed);
+        drop(lru);
+        // The evicted objects are freed here, outside the lock.
+        drop(evicted);
+    }
+
+    /// Drops the object under `key`.
+    pub fn remove(&self, key: &str, stats: &TierStats) {
+        let Ok(mut lru) = self.lru.lock() else {
+            return;
+        };
+        let removed = lru.remove(key);
+        stats.bytes.store(lru.weight(), Relaxed);
+        stats.objects.store(lru.len() as u64, Relaxed);
+        drop(lru);
+        drop(removed);
+    }
+}

@@ -1,0 +1,353 @@
+//! The markup store: ad markup and VAST kept for a while under a random id, with the API of
+//! Prebid Cache, so Prebid Server, Prebid.js and video players use it unchanged.
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `POST /cache` `{"puts":[{"type":"xml"\|"json","value":...,"ttlseconds":N}]}` | `{"responses":[{"uuid":"..."}]}`, one per put, in order |
+//! | `GET /cache?uuid=ID` | the value: XML as `application/xml`, JSON as `application/json`; 404 once expired |
+//!
+//! A request is stored whole or not at all: one bad put refuses it with 400 naming the put.
+//! `ttlseconds` above the maximum is cut to it, as Prebid Cache does; a negative one is refused.
+//! Custom keys (`"key"`) are refused: ids are the store's, so one caller cannot overwrite
+//! another's markup. Beyond its byte budget the store drops the least recently used entries.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::config::StoreSection;
+use crate::lru::Lru;
+use crate::metrics::{Metrics, Store as Op};
+
+/// A stored value.
+#[derive(Debug)]
+struct Entry {
+    content_type: &'static str,
+    value: Bytes,
+    expires_ms: u64,
+}
+
+/// The store.
+#[derive(Debug)]
+pub struct MarkupStore {
+    entries: Mutex<Lru<Arc<Entry>>>,
+    limits: StoreSection,
+    /// Ids must be unguessable (they are the only key to a stored value): a CSPRNG seeded
+    /// by the system.
+    ids: Mutex<StdRng>,
+}
+
+/// Why a put request was refused (400); the message names the put and the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PutError(pub String);
+
+#[derive(Deserialize)]
+struct PutRequest<'a> {
+    #[serde(borrow)]
+    puts: Vec<Put<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Put<'a> {
+    #[serde(rename = "type")]
+    kind: Option<&'a str>,
+    #[serde(borrow)]
+    value: Option<&'a RawValue>,
+    ttlseconds: Option<i64>,
+    #[serde(borrow)]
+    key: Option<&'a RawValue>,
+}
+
+impl MarkupStore {
+    /// An empty store within `limits`.
+    pub fn new(limits: StoreSection) -> MarkupStore {
+        MarkupStore {
+            entries: Mutex::new(Lru::new(limits.max_bytes)),
+            limits,
+            ids: Mutex::new(StdRng::from_os_rng()),
+        }
+    }
+
+    /// Stores every put of a request body, at `now_ms`; the ids in order.
+    ///
+    /// # Errors
+    /// The first put at fault, or the body's shape.
+    pub fn put(
+        &self,
+        body: &[u8],
+        now_ms: u64,
+        metrics: &Metrics,
+    ) -> Result<Vec<String>, PutError> {
+        let refuse = |why: String| {
+            metrics.store.inc(Op::Refused as usize);
+            PutError(why)
+        };
+        let request: PutRequest<'_> = serde_json::from_slice(body)
+            .map_err(|e| refuse(format!("body is not {{\"puts\":[...]}}: {e}")))?;
+        if request.puts.is_empty() {
+            return Err(refuse("puts: must hold at least one entry".into()));
+        }
+        if request.puts.len() > self.limits.max_puts {
+            return Err(refuse(format!(
+                "puts: {} entries; the limit is {}",
+                request.puts.len(),
+                self.limits.max_puts
+            )));
+        }
+        let mut ready = Vec::with_capacity(request.puts.len());
+        for (i, put) in request.puts.iter().enumerate() {
+            ready.push(
+                self.entry(put, now_ms)
+                    .map_err(|why| refuse(format!("puts[{i}].{why}")))?,
+            );
+        }
+        let mut ids = Vec::with_capacity(ready.len());
+        let Ok(mut rng) = self.ids.lock() else {
+            return Err(PutError("store unavailable".into()));
+        };
+        let fresh: Vec<String> = ready.iter().map(|_| new_id(&mut rng)).collect();
+        drop(rng);
+        let Ok(mut entries) = self.entries.lock() else {
+            return Err(PutError("store unavailable".into()));
+        };
+        let mut evicted = Vec::new();
+        for (entry, id) in ready.into_iter().zip(fresh) {
+            let weight = entry.value.len() as u64 + 96;
+            evicted.extend(entries.insert(id.clone(), Arc::new(entry), weight));
+            ids.push(id);
+        }
+        metrics.store_bytes.store(entries.weight(), Relaxed);
+        metrics.store_entries.store(entries.len() as u64, Relaxed);
+        drop(entries);
+        metrics.store.add(Op::Stored as usize, ids.len() as u64);
+        metrics
+            .store
+            .add(Op::Evicted as usize, evicted.len() as u64);
+        Ok(ids)
+    }
+
+    fn entry(&self, put: &Put<'_>, now_ms: u64) -> Result<Entry, String> {
+        if put.key.is_some() {
+            return Err("key: custom keys are not accepted; the store names entries".into());
+        }
+        let raw = put.value.ok_or("value: missing")?;
+        let (content_type, value) = match put.kind {
+            Some("xml") => {
+                let text: String = serde_json::from_str(raw.get())
+                    .map_err(|_| "value: an xml put's value must be a JSON string")?;
+                if text.trim().is_empty() {
+                    return Err("value: empty".into());
+                }
+                ("application/xml", Bytes::from(text))
+            }
+            Some("json") => (
+                "application/json",
+                Bytes::copy_from_slice(raw.get().as_bytes()),
+            ),
+            Some(other) => return Err(format!("type: {other:?} is not \"xml\" or \"json\"")),
+            None => return Err("type: missing (\"xml\" or \"json\")".into()),
+        };
+        if value.len() > self.limits.max_value_bytes {
+            return Err(format!(
+                "value: {} bytes; the limit is {}",
+                value.len(),
+                self.limits.max_value_bytes
+            ));
+        }
+        let ttl_s = match put.ttlseconds {
+            None | Some(0) => self.limits.default_ttl_s,
+            Some(n) if n < 0 => return Err("ttlseconds: must not be negative".into()),
+            Some(n) => (n as u64).min(self.limits.max_ttl_s),
+        };
+        Ok(Entry {
+            content_type,
+            value,
+            expires_ms: now_ms.saturating_add(ttl_s * 1_000),
+        })
+    }
+
+    /// The value stored under `id` at `now_ms`, with its content type.
+    pub fn get(&self, id: &str, now_ms: u64, metrics: &Metrics) -> Option<(&'static str, Bytes)> {
+        let found = self.entries.lock().ok().and_then(|mut entries| {
+            let entry = entries.get(id)?.clone();
+            if entry.expires_ms <= now_ms {
+                entries.remove(id);
+                metrics.store_bytes.store(entries.weight(), Relaxed);
+                metrics.store_entries.store(entries.len() as u64, Relaxed);
+                return None;
+            }
+            Some(entry)
+        });
+        let op = if found.is_some() {
+            Op::Found
+        } else {
+            Op::NotFound
+        };
+        metrics.store.inc(op as usize);
+        found.map(|e| (e.content_type, e.value.clone()))
+    }
+}
+
+/// A random (version 4) UUID, as Prebid Cache makes them.
+fn new_id(rng: &mut StdRng) -> String {
+    let mut n: u128 = rng.random();
+    n = (n & !(0xF << 76)) | (0x4 << 76);
+    n = (n & !(0x3 << 62)) | (0x2 << 62);
+    let hex = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// Whether `id` has the shape of an id this store makes (checked before any lookup).
+pub fn is_id(id: &str) -> bool {
+    id.len() == 36
+        && id.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> MarkupStore {
+        MarkupStore::new(StoreSection {
+            max_bytes: 10_000,
+            max_value_bytes: 1_000,
+            max_puts: 3,
+            default_ttl_s: 60,
+            max_ttl_s: 600,
+        })
+    }
+
+    #[test]
+    fn xml_and_json_puts_read_back_with_their_types_until_they_expire() {
+        let (s, m) = (store(), Metrics::default());
+        let body = br#"{"puts":[{"type":"xml","value":"<VAST version=\"4.2\"></VAST>","ttlseconds":5},{"type":"json","value":{"adm":"<div/>","w":300}}]}"#;
+        let ids = s.put(body, 1_000, &m).expect("stored");
+        assert_eq!(ids.len(), 2);
+        assert!(ids.iter().all(|id| is_id(id)), "{ids:?}");
+        assert_ne!(ids[0], ids[1]);
+        let (ct, v) = s.get(&ids[0], 5_999, &m).expect("fresh");
+        assert_eq!(
+            (ct, &v[..]),
+            ("application/xml", &b"<VAST version=\"4.2\"></VAST>"[..])
+        );
+        let (ct, v) = s.get(&ids[1], 60_999, &m).expect("default ttl");
+        assert_eq!(
+            (ct, &v[..]),
+            ("application/json", &br#"{"adm":"<div/>","w":300}"#[..])
+        );
+        assert!(s.get(&ids[0], 6_000, &m).is_none(), "expired at its ttl");
+        assert!(s.get(&ids[1], 61_000, &m).is_none());
+    }
+
+    #[test]
+    fn ttls_above_the_maximum_are_cut_to_it() {
+        let (s, m) = (store(), Metrics::default());
+        let ids = s
+            .put(
+                br#"{"puts":[{"type":"xml","value":"<a/>","ttlseconds":99999}]}"#,
+                0,
+                &m,
+            )
+            .expect("stored");
+        assert!(s.get(&ids[0], 599_999, &m).is_some());
+        assert!(s.get(&ids[0], 600_000, &m).is_none());
+    }
+
+    #[test]
+    fn a_bad_put_refuses_the_whole_request_naming_the_put() {
+        let (s, m) = (store(), Metrics::default());
+        for (body, want) in [
+            (r#"{"puts":[]}"#, "puts: must hold"),
+            (
+                r#"{"puts":[{"type":"xml","value":"<a/>"},{"type":"xml","value":"<a/>"},{"type":"xml","value":"<a/>"},{"type":"xml","value":"<a/>"}]}"#,
+                "puts: 4 entries",
+            ),
+            (
+                r#"{"puts":[{"type":"xml","value":"<a/>"},{"type":"html","value":"x"}]}"#,
+                "puts[1].type",
+            ),
+            (r#"{"puts":[{"value":"x"}]}"#, "puts[0].type"),
+            (r#"{"puts":[{"type":"xml"}]}"#, "puts[0].value: missing"),
+            (
+                r#"{"puts":[{"type":"xml","value":{"a":1}}]}"#,
+                "puts[0].value: an xml",
+            ),
+            (
+                r#"{"puts":[{"type":"xml","value":"<a/>","ttlseconds":-1}]}"#,
+                "puts[0].ttlseconds",
+            ),
+            (
+                r#"{"puts":[{"type":"xml","value":"<a/>","key":"mine"}]}"#,
+                "puts[0].key",
+            ),
+            (r#"{"puts":"no"}"#, "body is not"),
+            ("not json", "body is not"),
+        ] {
+            let e = s.put(body.as_bytes(), 0, &m).expect_err(body);
+            assert!(e.0.starts_with(want), "{body}: {e}");
+        }
+        let big = format!(
+            r#"{{"puts":[{{"type":"xml","value":"{}"}}]}}"#,
+            "x".repeat(1_001)
+        );
+        assert!(
+            s.put(big.as_bytes(), 0, &m)
+                .expect_err("big")
+                .0
+                .contains("the limit is 1000")
+        );
+        assert_eq!(
+            m.store_entries.load(Relaxed),
+            0,
+            "nothing of a refused request is kept"
+        );
+    }
+
+    #[test]
+    fn beyond_the_byte_budget_the_oldest_entries_go() {
+        let (s, m) = (store(), Metrics::default());
+        let put = format!(
+            r#"{{"puts":[{{"type":"xml","value":"{}"}}]}}"#,
+            "x".repeat(900)
+        );
+        let first = s.put(put.as_bytes(), 0, &m).expect("stored");
+        for _ in 0..12 {
+            s.put(put.as_bytes(), 0, &m).expect("stored");
+        }
+        assert!(s.get(&first[0], 0, &m).is_none());
+        assert!(m.store.get(Op::Evicted as usize) > 0);
+        assert!(m.store_bytes.load(Relaxed) <= 10_000);
+    }
+
+    #[test]
+    fn ids_are_version_4_uuids() {
+        let id = new_id(&mut StdRng::seed_from_u64(19));
+        assert!(is_id(&id), "{id}");
+        assert_eq!(&id[14..15], "4");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
+        for bad in [
+            "",
+            "x",
+            &"a".repeat(36),
+            "../../../../../../../../../etc/pass",
+        ] {
+            assert!(!is_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! `gavel edge --config FILE [--listen ADDR]`.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use anyhow::Context;
+use creative_edge::{Config, Edge, SystemClock};
+use tokio::net::TcpListener;
+
+use crate::cli::EdgeArgs;
+
+pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
+    let mut config =
+        Config::load(&args.config).with_context(|| format!("{} refused", args.config.display()))?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    let edge = Edge::new(&config, Arc::new(SystemClock))?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let origins: Vec<&str> = config.origins.iter().map(|o| o.name.as_str()).collect();
+    println!(
+        "gavel edge listening on {scheme}://{} (markup store: /cache; assets: /assets/{{origin}}/... \
+         for {}; memory {} MiB, disk {}; metrics: /metrics)",
+        listener.local_addr()?,
+        if origins.is_empty() {
+            "no origins".to_owned()
+        } else {
+            origins.join(", ")
+        },
+        config.memory.max_bytes / (1024 * 1024),
+        config.disk.as_ref().map_or("none".to_owned(), |d| format!(
+            "{} MiB in {}",
+            d.max_bytes / (1024 * 1024),
+            d.dir.display()
+        )),
+    );
+    edge.serve(listener, super::shutdown_signal()).await;
+    let _ = writeln!(std::io::stdout(), "gavel edge stopped");
+    Ok(())
+}
