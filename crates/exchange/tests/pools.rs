@@ -152,8 +152,20 @@ async fn notices_reuse_kept_alive_connections() {
     for i in 1..=10 {
         let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
         assert_eq!(status, 200);
-        // Let this auction's two notices land before the next, as in steady traffic.
+        // Let this auction's two notices finish before the next, as in steady traffic:
+        // answered and counted, so their connections are back in the cache. (Waiting only
+        // for the sink to receive them raced the answers under load: a next notice found its
+        // connection still reading and opened a third.)
         sink.wait_notices(2 * i).await;
+        let sent = || {
+            use exchange::metrics::{NoticeKind, NoticeOutcome};
+            ex.metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
+                + ex.metrics.notice_count(NoticeKind::Billing, NoticeOutcome::Sent)
+        };
+        testkit::time::wait_until(Duration::from_secs(10), "both notices answered", || {
+            sent() == 2 * i as u64
+        })
+        .await;
     }
     assert_eq!(sink.notices.lock().unwrap().len(), 20);
     // Two notices per auction may go out at once on two connections; never one per notice.
