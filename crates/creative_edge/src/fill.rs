@@ -55,25 +55,25 @@ impl Fill {
         let metrics = &assets.common.metrics;
         let now = assets.clock.now_ms();
         let mut stale = self.stale.clone().map(|o| (o, Source::StaleMemory));
-        if let Some(disk) = &assets.disk {
-            if let DiskRead::Found(object) = disk.get(&self.key, metrics).await {
-                let object = Arc::new(object);
-                if object.is_fresh(now) {
-                    let placement = self.placement(&object);
-                    if placement.memory {
-                        assets
-                            .memory
-                            .insert(&self.key, object.clone(), &metrics.memory);
-                    }
-                    self.flight.start(Start::Ready(object, Source::Disk));
-                    return;
+        if let Some(disk) = &assets.disk
+            && let DiskRead::Found(object) = disk.get(&self.key, metrics).await
+        {
+            let object = Arc::new(object);
+            if object.is_fresh(now) {
+                if self.placement(&object).memory {
+                    assets
+                        .memory
+                        .insert(&self.key, object.clone(), &metrics.memory);
                 }
-                if stale
-                    .as_ref()
-                    .is_none_or(|(s, _)| s.meta.stored_at_ms < object.meta.stored_at_ms)
-                {
-                    stale = Some((object, Source::StaleDisk));
-                }
+                self.flight.start(Start::Ready(object, Source::Disk));
+                return;
+            }
+            // The newer of the two stale copies stands in if the origin fails.
+            if stale
+                .as_ref()
+                .is_none_or(|(s, _)| s.meta.stored_at_ms < object.meta.stored_at_ms)
+            {
+                stale = Some((object, Source::StaleDisk));
             }
         }
         if let Some(failure) = assets.negative.get(&self.key, now) {

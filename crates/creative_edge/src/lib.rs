@@ -3,7 +3,7 @@
 //! | route | what |
 //! | --- | --- |
 //! | `POST /cache`, `GET /cache?uuid=` | the markup store, compatible with Prebid Cache (`store.rs`) |
-//! | `GET\|HEAD /assets/{origin}/{path}` | the asset proxy: memory and disk tiers, one fill per herd, streamed (`assets.rs`) |
+//! | `GET\|HEAD /assets/{origin}/{path}` | the asset proxy: memory and disk tiers, one fill per herd, streamed (`proxy.rs`, `fill.rs`) |
 //! | `/healthz`, `/metrics` | liveness, Prometheus text |
 //!
 //! Pure parts: `freshness` (lifetimes), `conditional` (ETag, Range), `policy` (which tier),
@@ -27,6 +27,7 @@ pub mod negative;
 pub mod object;
 pub mod origin;
 pub mod policy;
+pub mod proxy;
 pub mod record;
 mod server;
 pub mod store;

@@ -28,7 +28,7 @@ pub struct State {
 pub async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<EdgeBody> {
     let path = request.uri().path();
     if path.starts_with("/assets/") {
-        return state.assets.serve(request).await;
+        return crate::proxy::serve(&state.assets, request).await;
     }
     match path {
         "/cache" => cache(&state, request).await,

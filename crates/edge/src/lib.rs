@@ -25,6 +25,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 pub mod admin;
+mod certificate;
 mod door;
 pub mod log_limit;
 mod serve;

@@ -155,7 +155,7 @@ impl SniCerts {
             if stamp.is_none() || stamp == old_stamp {
                 return (stamp, None);
             }
-            (stamp, Some(crate::tls::server_config(&cert, &key)))
+            (stamp, Some(crate::certificate::server_config(&cert, &key)))
         })
         .await
         .ok()?;
