@@ -173,6 +173,12 @@ async fn auction(
         state.metrics.request(RequestOutcome::NoBid);
         return no_bid();
     }
+    if let Some(cache) = &state.markup_cache {
+        // Within the deadline's answer margin, after the markup fetch's half of it: what is
+        // left after that is for encoding and sending the answer.
+        let cache_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) * 3 / 4;
+        cache.store(&mut won, cache_by, &state.metrics).await;
+    }
     for (w, fetched) in won.iter_mut().zip(&fetched_nurl) {
         let Some(bidder) = roster.bidders.get(w.bidder as usize) else {
             continue;

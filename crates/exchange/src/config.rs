@@ -103,6 +103,10 @@ pub struct Config {
     /// HTTPS on the auction listener. Default: plain HTTP (TLS ended in front).
     #[serde(default)]
     pub tls: Option<ListenerTls>,
+    /// Store winners' markup in a Prebid-Cache-compatible store (`gavel edge`) before
+    /// answering (docs/edge.md). Default: none.
+    #[serde(default)]
+    pub cache: Option<crate::cache_config::CacheConfig>,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -417,6 +421,8 @@ pub struct Validated {
     pub sellers: Arc<Sellers>,
     /// The listener's certificate, when `[tls]` is set.
     pub listener_tls: Option<Arc<edge::ServerTls>>,
+    /// The `[cache]` store's address, resolved at load.
+    pub cache_endpoint: Option<Endpoint>,
 }
 
 impl Validated {
@@ -653,8 +659,16 @@ impl Config {
                 Some(Arc::new(tls))
             }
         };
+        let cache_endpoint = match &self.cache {
+            None => None,
+            Some(c) => {
+                c.check().map_err(|(key, problem)| invalid(key, problem))?;
+                Some(parse_endpoint(&c.url).map_err(|e| invalid("cache.url", e))?)
+            }
+        };
         Ok(Validated {
             listener_tls,
+            cache_endpoint,
             source: None,
             second_price_increment: increment,
             endpoints,

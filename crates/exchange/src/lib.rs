@@ -14,10 +14,12 @@
 mod admin;
 pub(crate) mod auction_path;
 pub mod breaker;
+pub mod cache_config;
 pub mod config;
 pub mod enrich;
 pub mod fanout;
 pub(crate) mod h1;
+pub mod markup_cache;
 pub mod metrics;
 pub mod notice_client;
 pub mod notice_plan;

@@ -82,6 +82,17 @@ labelled_counters! {
     }
 }
 
+labelled_counters! {
+    /// What became of an auction's markup puts to the `[cache]` store.
+    CacheOutcome {
+        Stored => "stored",
+        Timeout => "timeout",
+        Failed => "failed",
+        Refused => "refused",
+        PoolFull => "pool_full",
+    }
+}
+
 /// How long a bidder's typical answer time stays in use without a new answer.
 pub const TYPICAL_FRESH_MS: u64 = 1_000;
 
@@ -207,6 +218,8 @@ pub struct Metrics {
     pub config_reloads: ByLabel<{ ReloadOutcome::COUNT }>,
     /// The bidders configured now; replaced whole by a reload.
     bidders: ArcSwap<BidderTable>,
+    /// Auctions' markup puts to the `[cache]` store, by outcome.
+    pub cache: ByLabel<{ CacheOutcome::COUNT }>,
 }
 
 /// Per-bidder metrics of the bidders configured now, index-aligned with their names.
@@ -247,6 +260,7 @@ impl Metrics {
             sellers: ArcSwap::from_pointee(crate::sellers::Sellers::empty()),
             config_reloads: ByLabel::default(),
             bidders: ArcSwap::from_pointee(BidderTable::new(bidder_names)),
+            cache: ByLabel::default(),
         }
     }
 
@@ -309,6 +323,15 @@ impl Metrics {
         Some(seller.requests.load(Relaxed))
     }
 
+    /// Counts one auction's markup put.
+    pub fn cache(&self, o: CacheOutcome) {
+        self.cache.inc(o as usize);
+    }
+
+    pub fn cache_count(&self, o: CacheOutcome) -> u64 {
+        self.cache.get(o as usize)
+    }
+
     pub fn notice_count(&self, kind: NoticeKind, o: NoticeOutcome) -> u64 {
         self.notices[kind as usize].get(o as usize)
     }
@@ -349,6 +372,16 @@ impl Metrics {
             "Requests answered without fan-out because their deadline left too little time.",
             self.no_time_left.load(Relaxed),
         );
+        let cache = "gavel_exchange_markup_cache_total";
+        family(
+            o,
+            cache,
+            "counter",
+            "Auctions' markup puts to the [cache] store by outcome; a failure never fails the auction.",
+        );
+        for c in CacheOutcome::ALL {
+            sample(o, cache, &[("outcome", c.label())], self.cache_count(*c));
+        }
         let notices = "gavel_exchange_notices_total";
         family(o, notices, "counter", "Notices fired by kind and outcome.");
         for k in NoticeKind::ALL {

@@ -95,6 +95,9 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.breaker != new.breaker {
         sections.push("[breaker]");
     }
+    if running.cache != new.cache {
+        sections.push("[cache]");
+    }
     if running.admin_listen != new.admin_listen {
         sections.push("admin_listen");
     }

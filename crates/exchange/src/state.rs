@@ -35,6 +35,8 @@ pub(crate) struct State {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) notifier: Notifier,
     pub(crate) notice_client: Arc<NoticeClient>,
+    /// The `[cache]` store, when configured.
+    pub(crate) markup_cache: Option<crate::markup_cache::MarkupCache>,
     /// Auction requests come in through it.
     pub(crate) door: Door,
     pub(crate) connections: Arc<ConnStats>,
@@ -96,7 +98,14 @@ impl Exchange {
         let started_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
+        let markup_cache = match (&config.config.cache, &config.cache_endpoint) {
+            (Some(c), Some(endpoint)) => {
+                Some(crate::markup_cache::MarkupCache::new(c, endpoint.clone()))
+            }
+            _ => None,
+        };
         let state = State {
+            markup_cache,
             policy: config.config.deadline.policy(),
             auction: AuctionConfig {
                 second_price_increment: config.second_price_increment,

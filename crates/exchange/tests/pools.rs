@@ -159,8 +159,10 @@ async fn notices_reuse_kept_alive_connections() {
         sink.wait_notices(2 * i).await;
         let sent = || {
             use exchange::metrics::{NoticeKind, NoticeOutcome};
-            ex.metrics.notice_count(NoticeKind::Win, NoticeOutcome::Sent)
-                + ex.metrics.notice_count(NoticeKind::Billing, NoticeOutcome::Sent)
+            ex.metrics
+                .notice_count(NoticeKind::Win, NoticeOutcome::Sent)
+                + ex.metrics
+                    .notice_count(NoticeKind::Billing, NoticeOutcome::Sent)
         };
         testkit::time::wait_until(Duration::from_secs(10), "both notices answered", || {
             sent() == 2 * i as u64

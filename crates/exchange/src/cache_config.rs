@@ -1,0 +1,120 @@
+//! `[cache]` in the exchange's file: where winners' markup is stored (`markup_cache.rs`).
+
+use serde::Deserialize;
+
+/// `[cache]` in the exchange's file.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Where puts are POSTed: `http://host:port/cache`.
+    pub url: String,
+    /// The store's address as pages and players reach it, put in the bids (`{public_url}?uuid=`).
+    /// Default: `url`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// Longest wait for the store, in ms; never past the deadline's answer margin. Default 20.
+    #[serde(default = "timeout_ms")]
+    pub timeout_ms: u64,
+    /// `ttlseconds` of each put. Default 300.
+    #[serde(default = "ttl_s")]
+    pub ttl_s: u64,
+    /// Connections to the store at most; an auction that finds all busy skips the cache. Default 64.
+    #[serde(default = "max_connections")]
+    pub max_connections: u32,
+}
+
+fn timeout_ms() -> u64 {
+    20
+}
+fn ttl_s() -> u64 {
+    300
+}
+fn max_connections() -> u32 {
+    64
+}
+
+impl CacheConfig {
+    /// Checks the values; the error names the key.
+    ///
+    /// # Errors
+    /// `(key, problem)`.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !self.url.starts_with("http://") {
+            return Err((
+                "cache.url",
+                "must be http://host:port/path (the store runs next to the exchange)".into(),
+            ));
+        }
+        if let Some(public) = &self.public_url
+            && !(public.starts_with("http://") || public.starts_with("https://"))
+        {
+            return Err(("cache.public_url", "must be an http(s) URL".into()));
+        }
+        if !(1..=10_000).contains(&self.timeout_ms) {
+            return Err(("cache.timeout_ms", "must be 1..=10000".into()));
+        }
+        if !(1..=86_400).contains(&self.ttl_s) {
+            return Err(("cache.ttl_s", "must be 1..=86400".into()));
+        }
+        if !(1..=10_000).contains(&self.max_connections) {
+            return Err(("cache.max_connections", "must be 1..=10000".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_values_are_refused_naming_the_key() {
+        let good = CacheConfig {
+            url: "http://127.0.0.1:8090/cache".into(),
+            public_url: None,
+            timeout_ms: 20,
+            ttl_s: 300,
+            max_connections: 64,
+        };
+        assert!(good.check().is_ok());
+        for (bad, key) in [
+            (
+                CacheConfig {
+                    url: "ftp://x".into(),
+                    ..good.clone()
+                },
+                "cache.url",
+            ),
+            (
+                CacheConfig {
+                    public_url: Some("x".into()),
+                    ..good.clone()
+                },
+                "cache.public_url",
+            ),
+            (
+                CacheConfig {
+                    timeout_ms: 0,
+                    ..good.clone()
+                },
+                "cache.timeout_ms",
+            ),
+            (
+                CacheConfig {
+                    ttl_s: 0,
+                    ..good.clone()
+                },
+                "cache.ttl_s",
+            ),
+            (
+                CacheConfig {
+                    max_connections: 0,
+                    ..good.clone()
+                },
+                "cache.max_connections",
+            ),
+        ] {
+            assert_eq!(bad.check().map_err(|e| e.0), Err(key));
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `[cache]`: winners' markup stored in the real creative edge before the answer, and a store
+//! that is down or hangs costing the auction nothing but a counted failure.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use exchange::metrics::CacheOutcome;
+use serde_json::json;
+use support::*;
+use tokio::net::TcpListener;
+
+async fn bidder() -> ScriptedBidder {
+    ScriptedBidder::start(|r| {
+        bids(
+            r,
+            "a",
+            |imp| json!({"id": "b1", "impid": imp, "price": 1.0, "adm": "<div>ad</div>"}),
+        )
+    })
+    .await
+}
+
+fn cache_section(url: &str) -> String {
+    format!(
+        "[cache]\nurl = \"{url}\"\npublic_url = \"https://edge.example/cache\"\ntimeout_ms = 50\n"
+    )
+}
+
+fn the_bid(body: &serde_json::Value) -> &serde_json::Value {
+    &body["seatbid"][0]["bid"][0]
+}
+
+#[tokio::test]
+async fn each_winners_markup_is_stored_before_the_answer_and_the_bid_names_it() {
+    let config = creative_edge::Config::parse("")
+        .and_then(|c| c.validate_in(None))
+        .expect("edge config");
+    let edge =
+        creative_edge::Edge::new(&config, Arc::new(creative_edge::SystemClock)).expect("edge");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let edge_addr = listener.local_addr().expect("addr");
+    let serving = edge.clone();
+    tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
+
+    let a = bidder().await;
+    let ex = exchange(
+        &cache_section(&format!("http://{edge_addr}/cache")),
+        &[("a", a.endpoint())],
+    )
+    .await;
+    let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 200);
+    let body = body.expect("a bid");
+    let cached = &the_bid(&body)["ext"]["prebid"]["cache"]["bids"];
+    let id = cached["cacheId"].as_str().expect("a cache id");
+    assert_eq!(
+        cached["url"],
+        json!(format!("https://edge.example/cache?uuid={id}"))
+    );
+    assert!(
+        the_bid(&body)["ext"]["origbidprice"].is_number(),
+        "the rest of ext is kept"
+    );
+
+    // The store holds the whole bid, as Prebid Server stores it.
+    let stored = testkit::http::send(edge_addr, "GET", &format!("/cache?uuid={id}"), "")
+        .await
+        .expect("get");
+    assert_eq!(stored.status.as_u16(), 200);
+    let stored: serde_json::Value = serde_json::from_slice(&stored.body).expect("json");
+    assert_eq!(stored["adm"], json!("<div>ad</div>"));
+    assert_eq!(stored["impid"], json!("1"));
+    assert_eq!(ex.metrics.cache_count(CacheOutcome::Stored), 1);
+}
+
+#[tokio::test]
+async fn a_cache_that_is_down_costs_the_auction_nothing_but_a_counted_failure() {
+    // A port nobody listens on: the connection is refused.
+    let unused = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let down = unused.local_addr().expect("addr");
+    drop(unused);
+    let a = bidder().await;
+    let ex = exchange(
+        &cache_section(&format!("http://{down}/cache")),
+        &[("a", a.endpoint())],
+    )
+    .await;
+    let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 200);
+    let body = body.expect("the bid is still answered");
+    assert!(
+        the_bid(&body)["ext"]["prebid"].is_null(),
+        "no cache member without a store"
+    );
+    assert_eq!(the_bid(&body)["adm"], json!("<div>ad</div>"));
+    assert_eq!(ex.metrics.cache_count(CacheOutcome::Failed), 1);
+    assert_eq!(
+        ex.metrics
+            .late_answers
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_cache_that_hangs_is_given_up_on_within_the_deadline() {
+    // Accepts connections and never answers.
+    let hang = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hang_addr = hang.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = hang.accept().await {
+            held.push(stream);
+        }
+    });
+    let a = bidder().await;
+    let ex = exchange(
+        &cache_section(&format!("http://{hang_addr}/cache")),
+        &[("a", a.endpoint())],
+    )
+    .await;
+    let started = Instant::now();
+    let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 200);
+    assert!(the_bid(&body.expect("a bid"))["ext"]["prebid"].is_null());
+    assert_eq!(ex.metrics.cache_count(CacheOutcome::Timeout), 1);
+    // The exchange's own check: the answer was written before the request's tmax.
+    assert_eq!(
+        ex.metrics
+            .late_answers
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    // Wide on purpose (tmax is 100 ms): the claim is that the hang is not waited out.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
