@@ -62,6 +62,58 @@ fn exchange_refuses_a_bad_config_naming_the_key() {
 }
 
 #[test]
+fn edge_refuses_a_bad_config_naming_the_key_and_serves_a_good_one() {
+    let dir = TempDir::new("cli-edge");
+    let path = dir.join("edge.toml");
+    for (text, key) in [
+        (
+            "[[origins]]\nname = \"cdn\"\nurl = \"https://x\"\n",
+            "origins[0].url",
+        ),
+        ("[memory]\nmax_byte = 1\n", "max_byte"),
+        ("[disk]\ndir = \"d\"\nmax_bytes = 0\n", "disk.max_bytes"),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let (ok, _, stderr) = run(&["edge", "--config", path.to_str().unwrap()]);
+        assert!(!ok, "{text}");
+        assert!(stderr.contains(key), "{text}: {stderr}");
+    }
+    // A good file: it starts, says where, and answers its health check.
+    std::fs::write(&path, "[store]\nmax_puts = 3\n").unwrap();
+    let port = free_port();
+    let mut child = gavel()
+        .args([
+            "edge",
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(
+        line.contains(&format!("gavel edge listening on http://127.0.0.1:{port}")),
+        "{line}"
+    );
+    let (status, body) = testkit::http::call_blocking(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        "GET",
+        "/healthz",
+        "",
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+}
+
+#[test]
 fn sim_writes_a_bidders_section_the_exchange_accepts() {
     let dir = TempDir::new("sim");
     let path = dir.join("bidders.toml");
