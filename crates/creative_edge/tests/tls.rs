@@ -48,12 +48,12 @@ fn leaf(path: &Path) -> CertificateDer<'static> {
         .expect("pem")
 }
 
-/// Handshakes as `name`, asks for `/healthz`, and returns the certificate the edge sent.
-async fn handshake(
+/// A TLS connection to the edge as `name`, trusting the test CAs.
+async fn connect(
     addr: SocketAddr,
     name: &str,
     certs: &Certs,
-) -> Result<CertificateDer<'static>, String> {
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
     let mut roots = RootCertStore::empty();
     for ca in &certs.cas {
         roots.add(leaf(&ca.ca)).expect("trust the test CA");
@@ -66,26 +66,49 @@ async fn handshake(
         .with_no_client_auth();
     let tcp = TcpStream::connect(addr).await.expect("connect");
     let server_name = ServerName::try_from(name.to_owned()).expect("name");
-    let mut tls = TlsConnector::from(Arc::new(config))
+    TlsConnector::from(Arc::new(config))
         .connect(server_name, tcp)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// One `Connection: close` GET over a TLS connection; the whole answer.
+async fn get_over(mut tls: tokio_rustls::client::TlsStream<TcpStream>, path: &str) -> String {
+    let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    tls.write_all(head.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    tls.read_to_string(&mut answer).await.expect("read");
+    answer
+}
+
+/// Handshakes as `name`, asks for `/healthz`, and returns the certificate the edge sent.
+async fn handshake(
+    addr: SocketAddr,
+    name: &str,
+    certs: &Certs,
+) -> Result<CertificateDer<'static>, String> {
+    let tls = connect(addr, name, certs).await?;
     let sent = tls
         .get_ref()
         .1
         .peer_certificates()
         .and_then(|c| c.first().cloned())
-        .expect("peer cert");
-    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("send");
-    let mut answer = String::new();
-    tls.read_to_string(&mut answer).await.expect("read");
+        .expect("peer cert")
+        .into_owned();
+    let answer = get_over(tls, "/healthz").await;
     assert!(
         answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok\n"),
         "{answer}"
     );
-    Ok(sent.into_owned())
+    Ok(sent)
+}
+
+/// `/metrics` over TLS, as a name that has a certificate.
+async fn tls_metrics(addr: SocketAddr, certs: &Certs) -> String {
+    let tls = connect(addr, "ads.example.com", certs)
+        .await
+        .expect("handshake");
+    get_over(tls, "/metrics").await
 }
 
 fn tls_config(certs: &Certs) -> creative_edge::Config {
@@ -113,8 +136,7 @@ async fn each_server_name_gets_its_own_certificate_a_wildcard_or_the_default() {
     handshake(edge.addr, "ads.example.com", &certs)
         .await
         .expect("again");
-    let text =
-        String::from_utf8_lossy(&common::get_tls_metrics(edge.addr, &certs.cas).await).into_owned();
+    let text = tls_metrics(edge.addr, &certs).await;
     assert!(
         text.contains("gavel_edge_tls_certificate_events_total{event=\"load\"} 3"),
         "{text}"
@@ -131,8 +153,7 @@ async fn a_name_without_a_certificate_and_without_a_default_is_refused_and_count
     handshake(edge.addr, "ads.example.com", &certs)
         .await
         .expect("the known name still works");
-    let text =
-        String::from_utf8_lossy(&common::get_tls_metrics(edge.addr, &certs.cas).await).into_owned();
+    let text = tls_metrics(edge.addr, &certs).await;
     assert!(
         text.contains("gavel_edge_tls_certificate_events_total{event=\"unknown_name\"} 1"),
         "{text}"

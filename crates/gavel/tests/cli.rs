@@ -81,23 +81,14 @@ fn edge_refuses_a_bad_config_naming_the_key_and_serves_a_good_one() {
     // A good file: it starts, says where, and answers its health check.
     std::fs::write(&path, "[store]\nmax_puts = 3\n").unwrap();
     let port = free_port();
-    let mut child = gavel()
-        .args([
-            "edge",
-            "--config",
-            path.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let (mut child, line) = start_listening(&[
+        "edge",
+        "--config",
+        path.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
     assert!(
         line.contains(&format!("gavel edge listening on http://127.0.0.1:{port}")),
         "{line}"
@@ -265,18 +256,10 @@ impl Baseline {
 
     fn with(extra: &[&str]) -> Baseline {
         let port = free_port();
-        let mut child = gavel()
-            .args(["baseline", "--listen", &format!("127.0.0.1:{port}")])
-            .args(extra)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec!["baseline", "--listen", &listen];
+        args.extend_from_slice(extra);
+        let (child, line) = start_listening(&args);
         assert!(
             line.contains("listening"),
             "baseline did not start: {line:?}"
@@ -293,6 +276,23 @@ impl Drop for Baseline {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `gavel ARGS` and returns it with the first line it printed (servers print where they
+/// listen once they do).
+fn start_listening(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = gavel()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line)
 }
 
 fn free_port() -> u16 {

@@ -386,32 +386,3 @@ pub async fn metric(addr: SocketAddr, series: &str) -> u64 {
         .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
         .unwrap_or_else(|| panic!("{series} not in /metrics"))
 }
-
-/// `/metrics` over TLS (as `localhost`, or the default certificate), trusting the test CAs.
-pub async fn get_tls_metrics(addr: SocketAddr, cas: &[testkit::tls::TlsFiles]) -> Bytes {
-    use rustls_pki_types::pem::PemObject;
-    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
-    let mut roots = RootCertStore::empty();
-    for ca in cas {
-        let der = rustls_pki_types::CertificateDer::from_pem_file(&ca.ca).expect("ca");
-        roots.add(der).expect("trust");
-    }
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let name = rustls_pki_types::ServerName::try_from("ads.example.com").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .expect("handshake");
-    tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("send");
-    let mut answer = Vec::new();
-    tls.read_to_end(&mut answer).await.expect("read");
-    Bytes::from(answer)
-}
