@@ -49,8 +49,8 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let _ = record::decode(Bytes::copy_from_slice(data), "cdn/x");
-    let object = Object {
-        meta: Meta {
+    let object = Object::new(
+        Meta {
             content_type: text.chars().take(40).collect(),
             etag: tag.clone(),
             last_modified: None,
@@ -58,8 +58,8 @@ fuzz_target!(|data: &[u8]| {
             stored_at_ms: len,
             fresh_until_ms: len * 2,
         },
-        body: Bytes::copy_from_slice(data),
-    };
+        Bytes::copy_from_slice(data),
+    );
     let written = Bytes::from(record::encode(&text, &object));
     assert_eq!(record::decode(written, &text).as_ref(), Ok(&object));
 });

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
 
 use crate::body::EdgeBody;
 use crate::conditional::{self, RangeAnswer};
@@ -11,32 +11,38 @@ use crate::flight::{Failure, Flight, StreamHead};
 use crate::metrics::{Fetch, Metrics, Served};
 use crate::object::Object;
 
-/// What the client asked besides the object: read from the request before any waiting.
+/// What the client asked besides the object: read from the request before any waiting. The
+/// values share the request's buffer (cloning a header value copies nothing).
 #[derive(Debug, Default, Clone)]
 pub struct Ask {
     pub head_only: bool,
-    pub if_none_match: Option<String>,
-    pub range: Option<String>,
-    pub if_range: Option<String>,
+    if_none_match: Option<HeaderValue>,
+    range: Option<HeaderValue>,
+    if_range: Option<HeaderValue>,
 }
 
 impl Ask {
     /// Reads the request's method and conditional headers.
     pub fn of(method: &Method, headers: &HeaderMap) -> Ask {
-        let text = |name| {
-            headers
-                .get(name)
-                .and_then(|v: &HeaderValue| v.to_str().ok())
-                .map(str::to_owned)
-        };
         Ask {
             head_only: method == Method::HEAD,
-            if_none_match: text(header::IF_NONE_MATCH),
-            range: text(header::RANGE),
-            if_range: text(header::IF_RANGE),
+            if_none_match: headers.get(header::IF_NONE_MATCH).cloned(),
+            range: headers.get(header::RANGE).cloned(),
+            if_range: headers.get(header::IF_RANGE).cloned(),
         }
     }
+
+    /// Whether `If-None-Match` names `etag`, so the answer is 304.
+    fn not_modified(&self, etag: &str) -> bool {
+        text(&self.if_none_match).is_some_and(|inm| conditional::none_match(inm, etag))
+    }
 }
+
+fn text(value: &Option<HeaderValue>) -> Option<&str> {
+    value.as_ref().and_then(|v| v.to_str().ok())
+}
+
+const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
 
 /// Headers every asset answer carries.
 #[derive(Debug, Clone)]
@@ -49,7 +55,7 @@ impl Common {
     fn builder(&self, status: StatusCode, served: Served) -> http::response::Builder {
         let mut b = Response::builder()
             .status(status)
-            .header("x-cache", served.label());
+            .header(X_CACHE, HeaderValue::from_static(served.label()));
         if let Some(cors) = &self.cors {
             b = b.header(header::ACCESS_CONTROL_ALLOW_ORIGIN, cors.clone());
         }
@@ -58,8 +64,8 @@ impl Common {
 }
 
 fn finish(builder: http::response::Builder, body: EdgeBody) -> Response<EdgeBody> {
-    // The headers set here come from stored objects whose values were checked when stored;
-    // a value that still fails gives an empty 500 rather than a panic.
+    // Every value set here is a checked `HeaderValue` or made from digits; a builder error
+    // still gives an empty 500 rather than a panic.
     builder.body(body).unwrap_or_else(|_| {
         let mut r = Response::new(EdgeBody::empty());
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
@@ -77,35 +83,34 @@ pub fn object(
 ) -> Response<EdgeBody> {
     common.metrics.served(served);
     let meta = &object.meta;
+    let values = object.values();
     let len = object.body.len() as u64;
     let mut b = common
         .builder(StatusCode::OK, served)
-        .header(header::ETAG, meta.etag.as_str())
         .header(header::AGE, object.age_s(now_ms))
-        .header(header::ACCEPT_RANGES, "bytes");
-    b = match &meta.cache_control {
-        Some(cc) => b.header(header::CACHE_CONTROL, cc.as_str()),
+        .header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some(etag) = &values.etag {
+        b = b.header(header::ETAG, etag.clone());
+    }
+    b = match &values.cache_control {
+        Some(cc) => b.header(header::CACHE_CONTROL, cc.clone()),
         None => {
             let left = meta.fresh_until_ms.saturating_sub(now_ms) / 1_000;
             b.header(header::CACHE_CONTROL, format!("max-age={left}"))
         }
     };
-    if let Some(lm) = &meta.last_modified {
-        b = b.header(header::LAST_MODIFIED, lm.as_str());
+    if let Some(lm) = &values.last_modified {
+        b = b.header(header::LAST_MODIFIED, lm.clone());
     }
-    if ask
-        .if_none_match
-        .as_deref()
-        .is_some_and(|inm| conditional::none_match(inm, &meta.etag))
-    {
+    if ask.not_modified(&meta.etag) {
         return finish(b.status(StatusCode::NOT_MODIFIED), EdgeBody::empty());
     }
-    b = b.header(header::CONTENT_TYPE, meta.content_type.as_str());
-    let range = match ask.range.as_deref() {
+    b = b.header(header::CONTENT_TYPE, values.content_type.clone());
+    let range = match text(&ask.range) {
         None => RangeAnswer::Full,
         // An If-Range that no longer holds asks for the whole, newer object.
         Some(_)
-            if ask.if_range.as_deref().is_some_and(|ir| {
+            if text(&ask.if_range).is_some_and(|ir| {
                 !conditional::if_range_holds(ir, &meta.etag, meta.last_modified.as_deref())
             }) =>
         {
@@ -145,26 +150,18 @@ pub fn stream(
     common.metrics.served(Served::Miss);
     let mut b = common
         .builder(StatusCode::OK, Served::Miss)
-        .header(header::CONTENT_TYPE, head.content_type.as_str());
+        .header(header::CONTENT_TYPE, head.content_type.clone());
     if let Some(etag) = &head.etag {
-        if ask
-            .if_none_match
-            .as_deref()
-            .is_some_and(|inm| conditional::none_match(inm, etag))
-        {
-            return finish(
-                b.status(StatusCode::NOT_MODIFIED)
-                    .header(header::ETAG, etag.as_str()),
-                EdgeBody::empty(),
-            );
+        b = b.header(header::ETAG, etag.clone());
+        if etag.to_str().is_ok_and(|etag| ask.not_modified(etag)) {
+            return finish(b.status(StatusCode::NOT_MODIFIED), EdgeBody::empty());
         }
-        b = b.header(header::ETAG, etag.as_str());
     }
     if let Some(lm) = &head.last_modified {
-        b = b.header(header::LAST_MODIFIED, lm.as_str());
+        b = b.header(header::LAST_MODIFIED, lm.clone());
     }
     if let Some(cc) = &head.cache_control {
-        b = b.header(header::CACHE_CONTROL, cc.as_str());
+        b = b.header(header::CACHE_CONTROL, cc.clone());
     }
     if let Some(n) = head.content_length {
         b = b.header(header::CONTENT_LENGTH, n);

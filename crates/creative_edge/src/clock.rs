@@ -10,11 +10,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync + Debug {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
-
-    /// The same instant as a `SystemTime`.
-    fn now(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_millis(self.now_ms())
-    }
 }
 
 /// The system's clock.

@@ -24,7 +24,7 @@ use crate::record;
 /// What a read found.
 #[derive(Debug)]
 pub enum DiskRead {
-    Found(Object),
+    Found(Arc<Object>),
     Missing,
     /// There was a file, and it was refused and deleted.
     Corrupt,
@@ -108,7 +108,7 @@ impl DiskTier {
         })
         .await;
         match read {
-            Ok(Ok(Ok(object))) => DiskRead::Found(object),
+            Ok(Ok(Ok(object))) => DiskRead::Found(Arc::new(object)),
             Ok(Ok(Err(e))) => {
                 tracing::warn!(file = %name, error = %e, "disk entry refused; fetching it again");
                 metrics.disk_corrupt.fetch_add(1, Relaxed);

@@ -10,8 +10,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, UNIX_EPOCH};
 
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::assets::Assets;
 use crate::disk::DiskRead;
@@ -58,7 +59,6 @@ impl Fill {
         if let Some(disk) = &assets.disk
             && let DiskRead::Found(object) = disk.get(&self.key, metrics).await
         {
-            let object = Arc::new(object);
             if object.is_fresh(now) {
                 if self.placement(&object).memory {
                     assets
@@ -131,23 +131,17 @@ impl Fill {
             return;
         }
         let now = assets.clock.now_ms();
-        let lifetime = freshness(
-            text(headers, header::CACHE_CONTROL),
-            text(headers, header::EXPIRES),
-            text(headers, header::DATE),
-            assets.clock.now(),
-            assets.ttl,
-        );
-        let head = StreamHead {
-            content_type: text(headers, header::CONTENT_TYPE)
-                .unwrap_or("application/octet-stream")
-                .to_owned(),
+        let lifetime_ms = self.lifetime_ms(headers, None, now);
+        let value = |name| headers.get(name).cloned();
+        let head = Arc::new(StreamHead {
+            content_type: value(header::CONTENT_TYPE)
+                .unwrap_or_else(|| HeaderValue::from_static("application/octet-stream")),
             content_length: length,
-            etag: text(headers, header::ETAG).map(str::to_owned),
-            last_modified: text(headers, header::LAST_MODIFIED).map(str::to_owned),
-            cache_control: text(headers, header::CACHE_CONTROL).map(str::to_owned),
-        };
-        self.flight.start(Start::Streaming(Arc::new(head.clone())));
+            etag: value(header::ETAG),
+            last_modified: value(header::LAST_MODIFIED),
+            cache_control: value(header::CACHE_CONTROL),
+        });
+        self.flight.start(Start::Streaming(head.clone()));
         let mut received = 0u64;
         loop {
             match fetched.chunk().await {
@@ -175,24 +169,28 @@ impl Fill {
         self.origin.stats.fetched(Fetch::Ok);
         assets.negative.clear(&self.key);
         self.flight.end(true);
-        let Freshness::Store(ttl) = lifetime else {
+        if lifetime_ms == 0 {
             metrics.not_stored.fetch_add(1, Relaxed);
             return;
-        };
+        }
         let body = self.flight.body();
-        let object = Object {
-            meta: Meta {
-                content_type: head.content_type,
-                etag: head.etag.unwrap_or_else(|| etag_of(&body)),
-                last_modified: head.last_modified,
-                cache_control: head.cache_control,
-                stored_at_ms: now,
-                fresh_until_ms: now
-                    .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
-            },
-            body,
+        // Origin values that are not text (obs-text) are not stored; the object then goes
+        // without them, as it would through the checks of `Object::new`.
+        let owned =
+            |v: &Option<HeaderValue>| v.as_ref().and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let meta = Meta {
+            content_type: head
+                .content_type
+                .to_str()
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
+            etag: owned(&head.etag).unwrap_or_else(|| etag_of(&body)),
+            last_modified: owned(&head.last_modified),
+            cache_control: owned(&head.cache_control),
+            stored_at_ms: now,
+            fresh_until_ms: now.saturating_add(lifetime_ms),
         };
-        self.store(Arc::new(object)).await;
+        self.store(Arc::new(Object::new(meta, body))).await;
     }
 
     /// A 304 for the stale copy: it is fresh again, with the lifetime the 304 gives.
@@ -203,27 +201,15 @@ impl Fill {
         self.origin.stats.fetched(Fetch::NotModified);
         let headers = &fetched.head.headers;
         let now = assets.clock.now_ms();
-        let lifetime = freshness(
-            text(headers, header::CACHE_CONTROL).or(old.meta.cache_control.as_deref()),
-            text(headers, header::EXPIRES),
-            text(headers, header::DATE),
-            assets.clock.now(),
-            assets.ttl,
-        );
-        let ttl_ms = match lifetime {
-            Freshness::Store(ttl) => u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
-            Freshness::NoStore => 0,
-        };
+        // A 304 that says nothing of caching keeps the stored copy's `Cache-Control`.
+        let ttl_ms = self.lifetime_ms(headers, old.meta.cache_control.as_deref(), now);
         let mut meta = old.meta.clone();
         meta.stored_at_ms = now;
         meta.fresh_until_ms = now.saturating_add(ttl_ms);
         if let Some(cc) = text(headers, header::CACHE_CONTROL) {
             meta.cache_control = Some(cc.to_owned());
         }
-        let object = Arc::new(Object {
-            meta,
-            body: old.body.clone(),
-        });
+        let object = Arc::new(Object::new(meta, old.body.clone()));
         assets.negative.clear(&self.key);
         self.flight
             .start(Start::Ready(object.clone(), Source::Revalidated));
@@ -259,6 +245,22 @@ impl Fill {
             assets
                 .negative
                 .insert(&self.key, failure, now + assets.negative_ttl_ms, now);
+        }
+    }
+
+    /// How long an answer with these headers stays fresh from `now_ms`, within the configured
+    /// bounds; 0 when it may not be stored. `cache_control` stands in when the answer has none.
+    fn lifetime_ms(&self, headers: &HeaderMap, cache_control: Option<&str>, now_ms: u64) -> u64 {
+        let lifetime = freshness(
+            text(headers, header::CACHE_CONTROL).or(cache_control),
+            text(headers, header::EXPIRES),
+            text(headers, header::DATE),
+            UNIX_EPOCH + Duration::from_millis(now_ms),
+            self.assets.ttl,
+        );
+        match lifetime {
+            Freshness::Store(ttl) => u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            Freshness::NoStore => 0,
         }
     }
 

@@ -15,19 +15,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use http::StatusCode;
+use http::{HeaderValue, StatusCode};
 
 use crate::metrics::Fetch;
 use crate::object::Object;
 
-/// The head of an answer streamed from the origin.
+/// The head of an answer streamed from the origin: its values as the origin sent them, passed
+/// on to every client of the flight without copying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamHead {
-    pub content_type: String,
+    pub content_type: HeaderValue,
     pub content_length: Option<u64>,
-    pub etag: Option<String>,
-    pub last_modified: Option<String>,
-    pub cache_control: Option<String>,
+    pub etag: Option<HeaderValue>,
+    pub last_modified: Option<HeaderValue>,
+    pub cache_control: Option<HeaderValue>,
 }
 
 /// Where a whole object handed to a flight came from.

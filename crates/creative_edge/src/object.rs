@@ -2,6 +2,7 @@
 //! lifetime). Shared by both tiers and the fills; immutable once built.
 
 use bytes::Bytes;
+use http::HeaderValue;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -25,9 +26,41 @@ pub struct Meta {
 pub struct Object {
     pub meta: Meta,
     pub body: Bytes,
+    /// The metadata as header values, checked and copied once when the object is built, so a
+    /// hit only clones them (a reference count) instead of validating and copying each.
+    values: HeaderValues,
+}
+
+/// [`Meta`]'s headers, ready to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderValues {
+    pub content_type: HeaderValue,
+    pub etag: Option<HeaderValue>,
+    pub last_modified: Option<HeaderValue>,
+    pub cache_control: Option<HeaderValue>,
 }
 
 impl Object {
+    /// The object with its header values built. A value that is not a valid header (a disk
+    /// record edited by hand, say) is left out; a bad content type becomes
+    /// `application/octet-stream`.
+    pub fn new(meta: Meta, body: Bytes) -> Object {
+        let value = |text: &str| HeaderValue::from_str(text).ok();
+        let values = HeaderValues {
+            content_type: value(&meta.content_type)
+                .unwrap_or_else(|| HeaderValue::from_static("application/octet-stream")),
+            etag: value(&meta.etag),
+            last_modified: meta.last_modified.as_deref().and_then(value),
+            cache_control: meta.cache_control.as_deref().and_then(value),
+        };
+        Object { meta, body, values }
+    }
+
+    /// The metadata as header values.
+    pub fn values(&self) -> &HeaderValues {
+        &self.values
+    }
+
     /// Weight against a tier's byte budget: the body, the metadata and a fixed overhead, so
     /// that many tiny objects cannot exceed the budget unnoticed.
     pub fn weight(&self, key: &str) -> u64 {
@@ -85,8 +118,8 @@ mod tests {
 
     #[test]
     fn freshness_and_the_stale_window_are_half_open() {
-        let o = Object {
-            meta: Meta {
+        let o = Object::new(
+            Meta {
                 content_type: "image/png".into(),
                 etag: "\"x\"".into(),
                 last_modified: None,
@@ -94,8 +127,8 @@ mod tests {
                 stored_at_ms: 1_000,
                 fresh_until_ms: 5_000,
             },
-            body: Bytes::from_static(b"png"),
-        };
+            Bytes::from_static(b"png"),
+        );
         assert!(o.is_fresh(4_999));
         assert!(!o.is_fresh(5_000));
         assert!(o.within_stale_window(5_999, 1_000));

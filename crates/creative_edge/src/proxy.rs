@@ -27,29 +27,29 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
             .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    let (origin, path) = match parse_target(request.uri()) {
-        Ok((origin, path)) => (origin, path.to_owned()),
+    // The key, `{origin}/{path}`, is the target after `/assets/`: borrowed from the request,
+    // so a hit allocates nothing for it.
+    let (key, origin_name, path) = match parse_target(request.uri()) {
+        Ok(parts) => parts,
         Err(why) => return answer::refuse(StatusCode::BAD_REQUEST, why),
     };
-    let Some(origin) = assets.origins.get(origin).cloned() else {
+    let Some(origin) = assets.origins.get(origin_name) else {
         return answer::refuse(StatusCode::NOT_FOUND, "no origin of that name");
     };
-    let key = format!("{}/{}", origin.name, path);
     let ask = Ask::of(request.method(), request.headers());
-    drop(request);
     let now = assets.clock.now_ms();
-    let stale = match assets.memory.get(&key) {
+    let stale = match assets.memory.get(key) {
         Some(o) if o.is_fresh(now) => {
             return answer::object(&o, &ask, Served::HitMemory, now, &assets.common);
         }
         other => other,
     };
-    if let Some(failure @ Failure::Missing(_)) = assets.negative.get(&key, now) {
+    if let Some(failure @ Failure::Missing(_)) = assets.negative.get(key, now) {
         return answer::failure(failure, Served::Negative, &assets.common);
     }
     let joined = assets
         .flights
-        .join_or_lead(&key, || assets.memory.get(&key).filter(|o| o.is_fresh(now)));
+        .join_or_lead(key, || assets.memory.get(key).filter(|o| o.is_fresh(now)));
     let flight = match joined {
         Err(fresh) => {
             return answer::object(&fresh, &ask, Served::HitMemory, now, &assets.common);
@@ -57,9 +57,9 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
         Ok((flight, true)) => {
             let fill = Fill {
                 assets: assets.clone(),
-                key,
-                origin,
-                path,
+                key: key.to_owned(),
+                origin: origin.clone(),
+                path: path.to_owned(),
                 stale,
                 flight: flight.clone(),
             };
@@ -68,6 +68,7 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
         }
         Ok((flight, false)) => flight,
     };
+    drop(request);
     match flight.started().await {
         Start::Streaming(head) => answer::stream(flight, &head, &ask, &assets.common),
         Start::Ready(object, source) => {
@@ -93,8 +94,9 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
     }
 }
 
-/// The origin name and the path (with its query) of `/assets/{origin}/{path}`.
-fn parse_target(uri: &http::Uri) -> Result<(&str, &str), &'static str> {
+/// The key (`{origin}/{path}`, query included), the origin name and the path of
+/// `/assets/{origin}/{path}`.
+fn parse_target(uri: &http::Uri) -> Result<(&str, &str, &str), &'static str> {
     let path_and_query = uri.path_and_query().map_or("", |pq| pq.as_str());
     let Some(rest) = path_and_query.strip_prefix("/assets/") else {
         return Err("asset paths are /assets/{origin}/{path}");
@@ -117,7 +119,7 @@ fn parse_target(uri: &http::Uri) -> Result<(&str, &str), &'static str> {
     if climbs || path_only.contains('\\') || path_only.to_ascii_lowercase().contains("%2f") {
         return Err("asset path has '.' or '..' segments or encoded separators");
     }
-    Ok((origin, path))
+    Ok((rest, origin, path))
 }
 
 #[cfg(test)]
@@ -126,7 +128,10 @@ mod tests {
 
     fn target(t: &str) -> Result<(&'static str, &'static str), &'static str> {
         let uri: &'static http::Uri = Box::leak(Box::new(t.parse().expect("uri")));
-        parse_target(uri)
+        parse_target(uri).map(|(key, origin, path)| {
+            assert_eq!(key, format!("{origin}/{path}"));
+            (origin, path)
+        })
     }
 
     #[test]

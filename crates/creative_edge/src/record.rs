@@ -95,7 +95,7 @@ pub fn decode(file: Bytes, key: &str) -> Result<Object, RecordError> {
     let meta: Meta = serde_json::from_slice(&rest[key_len..key_len + meta_len])
         .map_err(|e| RecordError::Meta(e.to_string()))?;
     let body = file.slice(HEADER + key_len + meta_len..);
-    Ok(Object { meta, body })
+    Ok(Object::new(meta, body))
 }
 
 #[cfg(test)]
@@ -103,8 +103,8 @@ mod tests {
     use super::*;
 
     fn object() -> Object {
-        Object {
-            meta: Meta {
+        Object::new(
+            Meta {
                 content_type: "video/mp4".into(),
                 etag: "\"v1\"".into(),
                 last_modified: Some("Wed, 25 Nov 2026 10:00:00 GMT".into()),
@@ -112,8 +112,8 @@ mod tests {
                 stored_at_ms: 7,
                 fresh_until_ms: 600_007,
             },
-            body: Bytes::from(vec![0xAB; 5_000]),
-        }
+            Bytes::from(vec![0xAB; 5_000]),
+        )
     }
 
     #[test]
