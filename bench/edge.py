@@ -1,6 +1,7 @@
 """The creative edge against nginx's proxy_cache, side by side in one run, over the same origin.
 
-    python3 bench/edge.py [--seconds 5] [--rounds 2] [--out bench-results/edge.json]
+    python3 bench/edge.py [--seconds 5] [--rounds 2] [--out bench-results/edge.json] \
+        [--gavel NAME=PATH ...]   # several gavel builds side by side (default: this checkout's)
 
 For each server (`gavel edge` and nginx from Debian's packages, configured as nginx's
 documentation recommends for a caching proxy: keepalive upstream, `proxy_cache_lock`,
@@ -84,16 +85,15 @@ class Origin:
 # --- the servers under test --------------------------------------------------------------------
 
 class GavelEdge:
-    name = "gavel edge"
-
-    def __init__(self, origin_port, tmp):
+    def __init__(self, origin_port, tmp, name="gavel edge", binary=None):
+        self.name = name
         self.port = free_port()
         conf = os.path.join(tmp, "edge.toml")
         with open(conf, "w") as f:
             f.write(f'listen = "127.0.0.1:{self.port}"\n[memory]\nmax_bytes = 536870912\n'
                     f'max_object_bytes = 2000000\n[[origins]]\nname = "cdn"\n'
                     f'url = "http://127.0.0.1:{origin_port}/o"\nmax_connections = 32\n')
-        self.proc = Proc(["edge", "--config", conf], SERVER_CORE, ready="listening")
+        self.proc = Proc(["edge", "--config", conf], SERVER_CORE, ready="listening", binary=binary)
 
     def cpu_seconds(self):
         return self.proc.cpu_seconds()
@@ -258,7 +258,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=os.path.join("bench-results", "edge.json"))
+    ap.add_argument("--gavel", action="append", metavar="NAME=PATH",
+                    help="a gavel binary to run as the edge; repeat to compare builds in one run")
     args = ap.parse_args()
+    builds = [b.split("=", 1) for b in args.gavel] if args.gavel else [("gavel edge", GAVEL)]
+    kinds = [lambda port, d, n=n, b=b: GavelEdge(port, d, f"gavel {n}" if args.gavel else n, b)
+             for n, b in builds] + [Nginx]
     for tool in ("nginx", "wrk", "ab"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: apt-get install -y nginx wrk apache2-utils")
@@ -266,8 +271,8 @@ def main():
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
-            for kind in (GavelEdge, Nginx):
-                workdir = os.path.join(tmp, f"{kind.__name__}-{rnd}")
+            for k, kind in enumerate(kinds):
+                workdir = os.path.join(tmp, f"server{k}-{rnd}")
                 os.makedirs(workdir)
                 server = kind(origin.port, workdir)
                 try:
@@ -279,7 +284,7 @@ def main():
                         row["hits"][size] = {"wrk": wrk_hits(server, url, args.seconds),
                                              "ab": ab_hits(url, 20_000 if size != "1m" else 4_000)}
                         settle(1)
-                    row["herd"] = herd(server, origin, f"-{kind.__name__}-{rnd}")
+                    row["herd"] = herd(server, origin, f"-server{k}-{rnd}")
                     runs.append(row)
                 finally:
                     server.stop()
