@@ -8,10 +8,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use common::BidderProcess;
+
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -23,62 +23,6 @@ use testkit::RedisServer;
 use testkit::TempDir;
 use testkit::http::{call, call_as};
 use testkit::secrets::ADMIN_TOKEN;
-
-/// One `gavel bidder` child process, stopped with SIGTERM (leases handed back) on drop.
-struct BidderProcess {
-    child: Child,
-    addr: SocketAddr,
-    admin: SocketAddr,
-}
-
-impl BidderProcess {
-    fn start(config: &Path) -> BidderProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-            .args(["bidder", "--config"])
-            .arg(config)
-            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn gavel bidder");
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        // "gavel bidder listening on http://127.0.0.1:PORT/openrtb2/bid (...)"
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
-        let admin = common::admin_addr(&line);
-        BidderProcess { child, addr, admin }
-    }
-
-    fn terminate(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::yield_now();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for BidderProcess {
-    fn drop(&mut self) {
-        self.terminate();
-    }
-}
 
 fn now_ms() -> u64 {
     pacing::Timestamp::now().millis()
@@ -344,9 +288,9 @@ async fn shared_budget(mode: &str) {
         "every instance should have spent part of the budget"
     );
 
-    // After SIGTERM every instance hands its leases back: nothing stays reserved.
+    // After SIGTERM every instance hands its leases back (and exits 0): nothing stays reserved.
     for b in &mut fleet {
-        b.terminate();
+        b.stop();
     }
     let ledger = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: redis.addr(),
@@ -376,14 +320,14 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         pacing::Timestamp(start).to_rfc3339(),
         pacing::Timestamp(end).to_rfc3339()
     );
-    let _fleet = start_fleet(
+    let mut fleet = start_fleet(
         &dir,
         &redis,
         &campaigns,
         "[pacing]\ncontrol_interval_ms = 100\n",
     );
-    let addrs = Arc::new(_fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
-    let admins: Vec<SocketAddr> = _fleet.iter().map(|b| b.admin).collect();
+    let addrs = Arc::new(fleet.iter().map(|b| b.addr).collect::<Vec<_>>());
+    let admins: Vec<SocketAddr> = fleet.iter().map(|b| b.admin).collect();
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..8)
@@ -433,6 +377,9 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         at_end >= budget * 80 / 100,
         "spent only {at_end} by the end of the flight"
     );
+    for b in &mut fleet {
+        b.stop();
+    }
 }
 
 /// The crash bound, measured: instance `b0` is SIGKILLed under traffic once a quarter of the
@@ -474,7 +421,7 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
     })
     .await;
     tally.dead.store(1, Relaxed);
-    fleet[0].child.kill().unwrap();
+    fleet[0].crash();
     let killed = Instant::now();
     let mut returned = Duration::ZERO;
     if mode == "lease" {
@@ -501,8 +448,9 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
     for t in tasks {
         t.await.unwrap();
     }
-    for b in &mut fleet {
-        b.terminate();
+    // The survivors exit cleanly; the killed one was reaped by `crash`.
+    for b in &mut fleet[1..] {
+        b.stop();
     }
     let real = tally.charged.load(Relaxed) as i64;
     let books = balance().await.spent.get();

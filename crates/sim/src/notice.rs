@@ -20,7 +20,9 @@ pub fn parse_notice(bidder: &str, kind: NoticeKind, query: &str) -> Notice {
         || pairs
             .iter()
             .any(|(k, v)| k.contains("${") || v.contains("${"));
-    let price_text = param(&pairs, "price");
+    // A loss notice's price is empty when the exchange does not tell losers the clearing
+    // price: OpenRTB 2.6 section 4.4 removes a macro whose value is not available.
+    let price_text = param(&pairs, "price").filter(|t| !(t.is_empty() && kind == NoticeKind::Loss));
     let price = price_text.and_then(parse_cpm);
     let loss_text = param(&pairs, "loss");
     let loss = loss_text.and_then(|l| l.trim().parse::<i32>().ok());
@@ -70,5 +72,11 @@ mod tests {
         assert!(parse_notice("b", NoticeKind::Loss, "loss=${AUCTION_LOSS}").bad);
         assert!(parse_notice("b", NoticeKind::Loss, "loss=x").bad);
         assert!(parse_notice("b", NoticeKind::Win, "").bad);
+        // Undisclosed (removed) price: fine on a loss notice, not on a win or billing one.
+        let undisclosed = parse_notice("b", NoticeKind::Loss, "auction=1&price=&loss=102");
+        assert!(!undisclosed.bad);
+        assert_eq!(undisclosed.price, None);
+        assert!(parse_notice("b", NoticeKind::Win, "auction=1&price=").bad);
+        assert!(parse_notice("b", NoticeKind::Bill, "price=").bad);
     }
 }

@@ -30,7 +30,11 @@ pub fn admin_toml(dir: &Path) -> String {
     "security.admin_token_file = \"admin.token\"\n".to_owned()
 }
 
-fn write_private(path: &Path, content: &str) {
+/// Writes a secret file only its owner can read (servers refuse world-readable secrets).
+///
+/// # Panics
+/// When the file cannot be written.
+pub fn write_private(path: &Path, content: &str) {
     std::fs::write(path, content)
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     #[cfg(unix)]

@@ -3,8 +3,10 @@
 
 use std::io::{BufRead, BufReader, Lines};
 use std::net::SocketAddr;
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 /// Starts `gavel <subcommand> --config <config> --listen 127.0.0.1:0` and reads the address it
 /// listens on from the first line it prints; the rest of its output is left to the caller.
@@ -40,4 +42,86 @@ pub fn admin_addr(first_line: &str) -> SocketAddr {
         .and_then(|rest| rest.split('/').next())
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no admin address in {first_line:?}"))
+}
+
+/// One `gavel bidder` child process. Dropping it stops it (SIGTERM, then SIGKILL) without
+/// checking how it ended; [`BidderProcess::stop`] checks that it ended cleanly.
+pub struct BidderProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+impl BidderProcess {
+    /// Starts `gavel bidder --config <config>` on free loopback ports (bid and admin).
+    pub fn start(config: &Path) -> BidderProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+            .args(["bidder", "--config"])
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn gavel bidder");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        // "gavel bidder listening on http://127.0.0.1:PORT/openrtb2/bid (...)"
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
+        let admin = admin_addr(&line);
+        BidderProcess { child, addr, admin }
+    }
+
+    /// Sends SIGTERM and waits for the exit (10 s at most, then SIGKILL); how it ended.
+    pub fn terminate(&mut self) -> ExitStatus {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return status;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let mut exited = None;
+        testkit::time::eventually_blocking(Duration::from_secs(10), || {
+            exited = self.child.try_wait().ok().flatten();
+            exited.is_some()
+        });
+        if let Some(status) = exited {
+            return status;
+        }
+        let _ = self.child.kill();
+        self.child.wait().expect("reaping gavel bidder")
+    }
+
+    /// SIGTERM: the bidder hands its leases back and must exit with status 0.
+    pub fn stop(&mut self) {
+        let status = self.terminate();
+        assert!(
+            status.success(),
+            "gavel bidder on {} ended with {status}",
+            self.addr
+        );
+    }
+
+    /// SIGKILL, as a crash: the bidder must die of that signal, not of anything else first.
+    pub fn crash(&mut self) {
+        self.child.kill().expect("SIGKILL gavel bidder");
+        let status = self.child.wait().expect("reaping gavel bidder");
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "gavel bidder on {} ended with {status}",
+            self.addr
+        );
+    }
+}
+
+impl Drop for BidderProcess {
+    fn drop(&mut self) {
+        self.terminate();
+    }
 }
