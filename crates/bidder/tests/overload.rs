@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use bidder::metrics::RequestOutcome;
-use common::{TestBidder, banner_request, call, campaign_json};
+use common::{ADMIN_TOKEN, TestBidder, banner_request, call, call_as, campaign_json};
 use serde_json::Value;
 use testkit::http::raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -254,6 +254,9 @@ struct Burst {
     streak_sheds: u64,
     /// A lone bid request's status once the runtime has been idle.
     lone: u16,
+    /// The campaign's reserved nanos at the end: no notice is sent, so every bid made is
+    /// still reserved, and nothing else may be.
+    reserved: i64,
 }
 
 /// A bidder on its own one-thread runtime (as `gavel bidder --threads 1` runs it), with
@@ -279,7 +282,7 @@ fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
             .await;
             let (spin_tx, mut spin_rx) = tokio::sync::mpsc::unbounded_channel::<Spin>();
             ready_tx
-                .send((b.addr, b.bidder.metrics(), spin_tx))
+                .send((b.addr, b.admin_addr, b.bidder.metrics(), spin_tx))
                 .unwrap();
             // Holds the runtime without yielding, as a burst of decisions would.
             while let Some((hold, started)) = spin_rx.recv().await {
@@ -291,7 +294,7 @@ fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
             }
         });
     });
-    let (addr, metrics, spin) = ready_rx.recv().unwrap();
+    let (addr, admin, metrics, spin) = ready_rx.recv().unwrap();
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -356,12 +359,17 @@ fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
             &banner_request("lone", 300, 250, 0.1),
         )
         .await;
+        let (status, body) = call_as(admin, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
+        assert_eq!(status, 200, "{body}");
+        let all: Value = serde_json::from_str(&body).unwrap();
+        let reserved = all["campaigns"][0]["nanos"]["reserved"].as_i64().unwrap();
         Burst {
             bids,
             no_bids,
             shed,
             streak_sheds,
             lone,
+            reserved,
         }
     });
     // The client's runtime dropped `spin`, which ends the server's loop.
@@ -390,6 +398,10 @@ fn requests_queued_behind_a_busy_runtime_are_refused_once_it_has_run_max_busy_wi
             b.lone, 200,
             "after the burst a lone request is decided again"
         );
+        // CPM 2: 2,000,000 nanos per bid. The 200 warm-up bids, the burst's and the lone one
+        // are reserved; a shed request reserved nothing.
+        let bids = i64::try_from(200 + b.bids + 1).unwrap();
+        assert_eq!(b.reserved, bids * 2_000_000, "{b:?}");
     }
     assert!(
         checked.bids >= 1,

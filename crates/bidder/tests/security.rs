@@ -9,18 +9,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TestBidder, banner_request, campaign_json};
+use common::{TestBidder, banner_request, bid, campaign_json, metric, money};
 use serde_json::Value;
-
-/// Bids once and returns the bid's (nurl, burl, lurl).
-async fn bid(b: &TestBidder, id: &str) -> (String, String, String) {
-    let (status, body) = b.post_bid(&banner_request(id, 300, 250, 0.1)).await;
-    assert_eq!(status, 200, "{body}");
-    let v: Value = serde_json::from_str(&body).unwrap();
-    let bid = &v["seatbid"][0]["bid"][0];
-    let url = |k: &str| bid[k].as_str().unwrap().to_owned();
-    (url("nurl"), url("burl"), url("lurl"))
-}
 
 /// The query parameter `key` of `url`.
 fn param<'a>(url: &'a str, key: &str) -> &'a str {
@@ -36,27 +26,12 @@ fn with_param(url: &str, key: &str, value: &str) -> String {
     )
 }
 
-async fn metric(b: &TestBidder, line: &str) -> u64 {
-    let text = b.get("/metrics").await.1;
-    text.lines()
-        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {line} in\n{text}"))
-}
-
-async fn money(b: &TestBidder) -> (i64, i64) {
-    let c = b.campaign("c1").await;
-    (
-        c["nanos"]["spent"].as_i64().unwrap(),
-        c["nanos"]["reserved"].as_i64().unwrap(),
-    )
-}
-
 #[tokio::test]
 async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason() {
     let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
     let (nurl, burl, lurl) = bid(&b, "r1").await;
     let (other_nurl, _, _) = bid(&b, "r2").await;
-    let before = money(&b).await;
+    let before = money(&b, "c1").await;
     assert_eq!(before, (0, 4_000_000));
     let win = nurl.replace("${AUCTION_PRICE}", "1.5");
     let token = param(&win, "t").to_owned();
@@ -84,7 +59,7 @@ async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason
     let loss = lurl.replace("${AUCTION_LOSS}", "102");
     let forged_loss = with_param(&loss, "r", param(&other, "r"));
     assert_eq!(b.get(&forged_loss).await.0, 403);
-    assert_eq!(money(&b).await, before, "the ledger is untouched");
+    assert_eq!(money(&b, "c1").await, before, "the ledger is untouched");
     for (reason, count) in [
         ("missing_token", 1),
         ("malformed_token", 1),
@@ -96,7 +71,7 @@ async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason
     }
     // The genuine notice still works afterwards.
     assert_eq!(b.get(&win).await.0, 204);
-    assert_eq!(money(&b).await, (1_500_000, 2_000_000));
+    assert_eq!(money(&b, "c1").await, (1_500_000, 2_000_000));
 }
 
 #[tokio::test]
@@ -116,7 +91,7 @@ async fn a_replay_storm_charges_once_and_a_loss_never_erases_the_win() {
         b.get(&nurl.replace("${AUCTION_PRICE}", "1.25")).await.0,
         204
     );
-    assert_eq!(money(&b).await, (1_250_000, 0));
+    assert_eq!(money(&b, "c1").await, (1_250_000, 0));
     let c = b.campaign("c1").await;
     assert_eq!(c["wins"], 1);
     let charged = "gavel_bidder_notices_total{kind=\"bill\",outcome=\"charged\"}";
@@ -133,15 +108,15 @@ async fn a_win_after_the_loss_is_charged_and_counted() {
     let (nurl, _, lurl) = bid(&b, "r1").await;
     // The exchange's loss notice arrives first (out of order), then the win.
     assert_eq!(b.get(&lurl.replace("${AUCTION_LOSS}", "102")).await.0, 204);
-    assert_eq!(money(&b).await, (0, 0));
+    assert_eq!(money(&b, "c1").await, (0, 0));
     assert_eq!(b.get(&nurl.replace("${AUCTION_PRICE}", "1.5")).await.0, 204);
-    assert_eq!(money(&b).await, (1_500_000, 0));
+    assert_eq!(money(&b, "c1").await, (1_500_000, 0));
     let late = "gavel_bidder_notices_total{kind=\"win\",outcome=\"charged_after_release\"}";
     assert_eq!(metric(&b, late).await, 1);
     // The winner's own loss URL ("bid won", loss=0) releases nothing.
     let (_, _, lurl2) = bid(&b, "r2").await;
     assert_eq!(b.get(&lurl2.replace("${AUCTION_LOSS}", "0")).await.0, 204);
-    assert_eq!(money(&b).await, (1_500_000, 2_000_000));
+    assert_eq!(money(&b, "c1").await, (1_500_000, 2_000_000));
 }
 
 /// Needs real time: the expiry is on the wall clock (the token carries Unix seconds). The
@@ -154,7 +129,7 @@ async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_co
     )
     .await;
     let (nurl, _, _) = bid(&b, "r1").await;
-    assert_eq!(money(&b).await, (0, 2_000_000));
+    assert_eq!(money(&b, "c1").await, (0, 2_000_000));
     let expired = "gavel_bidder_reservations_expired_total";
     let started = std::time::Instant::now();
     loop {
@@ -166,7 +141,7 @@ async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_co
     }
     // Held for at least TTL + grace.
     assert!(started.elapsed() >= Duration::from_millis(1_400));
-    assert_eq!(money(&b).await, (0, 0));
+    assert_eq!(money(&b, "c1").await, (0, 0));
     // Its notice URL expires with it (at the next whole second, `e`, in Unix seconds).
     let e: u64 = param(&nurl, "e").parse().unwrap();
     let unix_now = || {
@@ -185,7 +160,7 @@ async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_co
     let (status, body) = b.get(&nurl.replace("${AUCTION_PRICE}", "1")).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("expired"), "{body}");
-    assert_eq!(money(&b).await, (0, 0));
+    assert_eq!(money(&b, "c1").await, (0, 0));
 }
 
 #[tokio::test]
@@ -339,7 +314,7 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
         refused += metric_sum(&bidders, &line).await;
     }
     assert_eq!(refused, 4 * corpus.len() as u64, "every refusal counted");
-    assert_eq!(money(&bidders[1]).await.0, 0, "nothing charged");
+    assert_eq!(money(&bidders[1], "c1").await.0, 0, "nothing charged");
 
     // The billing notice 1,000 times, round robin over the four, 50 at a time.
     let bill = burl.replace("${AUCTION_PRICE}", "1.25");
@@ -360,11 +335,11 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
     assert_eq!(metric_sum(&bidders, duplicate).await, 999);
     // The holder reports its spend (or another charged it in Redis): the shared books show it.
     testkit::time::eventually(Duration::from_secs(10), "the charge in Redis", || async {
-        money(&bidders[3]).await.0 == 1_250_000
+        money(&bidders[3], "c1").await.0 == 1_250_000
     })
     .await;
     // A loss after it, anywhere, changes nothing.
     let loss = lurl.replace("${AUCTION_LOSS}", "102");
     assert_eq!(bidders[2].get(&loss).await.0, 409);
-    assert_eq!(money(&bidders[1]).await.0, 1_250_000);
+    assert_eq!(money(&bidders[1], "c1").await.0, 1_250_000);
 }

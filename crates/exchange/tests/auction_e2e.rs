@@ -326,7 +326,7 @@ async fn win_and_billing_notices_are_fired_with_macros_replaced() {
             "the exchange fires {fired}: not handed on ({bid})"
         );
     }
-    let notices = sink.wait_notices(2).await;
+    let notices = sink.settled_notices(&ex).await;
     let win = notices
         .iter()
         .find(|n| n.starts_with("/win"))
@@ -364,7 +364,7 @@ async fn bid_without_adm_gets_markup_from_its_win_notice() {
         bid.get("nurl").is_none(),
         "an nurl already called is not handed on: {bid}"
     );
-    let notices = a.wait_notices(1).await;
+    let notices = a.settled_notices(&ex).await;
     assert_eq!(
         notices,
         vec!["/win?p=0.11".to_string()],
@@ -507,7 +507,7 @@ async fn loss_notices_carry_the_loss_reason_when_enabled() {
     .await;
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);
-    let mut notices = sink.wait_notices(2).await;
+    let mut notices = sink.settled_notices(&ex).await;
     notices.sort();
     assert_eq!(
         notices,

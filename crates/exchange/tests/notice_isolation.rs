@@ -13,24 +13,10 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange::metrics::NoticeOutcome;
+use exchange::metrics::{NoticeKind, NoticeOutcome};
 use loadgen::{Corpus, LoadSpec};
 use serde_json::json;
 use support::*;
-use tokio::net::TcpListener;
-
-/// Accepts connections and holds them open without reading or answering.
-async fn black_hole() -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
-        }
-    });
-    addr
-}
 
 /// A bidder bidding `price` on every imp, with all three notice URLs at `host`.
 async fn bidder(
@@ -153,6 +139,13 @@ async fn an_overflowing_queue_drops_only_its_own_hosts_notices() {
     // 20 wins owe the hanging host 40 notices: one in flight, four queued, the rest dropped.
     let h = ex.metrics.bidder_named("hanging").unwrap();
     assert_eq!(h.notices.get(NoticeOutcome::Dropped as usize), 35);
+    let dropped = |k| ex.metrics.notice_count(k, NoticeOutcome::Dropped);
+    assert_eq!(dropped(NoticeKind::Win) + dropped(NoticeKind::Billing), 35);
+    assert_eq!(dropped(NoticeKind::Loss), 0);
+    // All 20 answers came while the first notice to the hanging host was still waiting for
+    // its answer (10 s timeout): no answer waited for a notice.
+    assert_eq!(h.notices.get(NoticeOutcome::Sent as usize), 0);
+    assert_eq!(h.notices.get(NoticeOutcome::Failed as usize), 0);
     let m = ex.metrics.bidder_named("healthy").unwrap();
     testkit::time::wait_until(Duration::from_secs(5), "20 loss notices sent", || {
         m.notices.get(NoticeOutcome::Sent as usize) == 20

@@ -214,7 +214,8 @@ async fn notice_urls_reach_only_the_hosts_a_bidder_is_configured_with() {
         refused("a") >= 6 && refused("b") >= 3
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every notice the exchange queued has been concluded: none reached the victim.
+    assert_eq!(ex.exchange.flush_notices(Duration::from_secs(10)).await, 0);
     assert_eq!(
         victim_hits.load(SeqCst),
         0,
@@ -321,7 +322,7 @@ async fn the_answer_carries_only_the_notices_the_seller_fires() {
         "{bid}"
     );
     assert_eq!(bid["burl"], format!("http://{host}/bill"));
-    assert_eq!(sink.wait_notices(1).await, ["/win"]);
+    assert_eq!(sink.settled_notices(&ex).await, ["/win"]);
 
     // A seller that fires notices itself gets all three, and the exchange fires none.
     let (status, body) = auction_as(ex.addr, Some(KEY_B), &request).await;
@@ -330,6 +331,9 @@ async fn the_answer_carries_only_the_notices_the_seller_fires() {
     for url in ["nurl", "burl", "lurl"] {
         assert!(bid[url].is_string(), "{url} handed on: {bid}");
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(sink.notices.lock().unwrap().len(), 1, "nothing more fired");
+    assert_eq!(
+        sink.settled_notices(&ex).await.len(),
+        1,
+        "nothing more fired"
+    );
 }

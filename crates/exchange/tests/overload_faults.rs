@@ -33,73 +33,75 @@ fn good_bid(r: &openrtb::BidRequest, delay: Duration) -> Script {
     s
 }
 
+/// The bidder holds every bid request until the test releases it, so what is in flight is
+/// known, not guessed: four auctions hold the four places, and the other 36 are answered (shed)
+/// while those four still wait, which shows no shed answer waited for the bidder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn excess_auctions_get_an_immediate_no_bid_and_never_reach_bidders() {
-    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(100))).await;
+    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::ZERO)).await;
+    bidder.hold();
     let ex = exchange(
-        "[admission]\nmode = \"fixed\"\nmax_in_flight = 4\n",
+        "[deadline]\nmax_tmax_ms = 10000\n[admission]\nmode = \"fixed\"\nmax_in_flight = 4\n",
         &[("good", bidder.endpoint())],
     )
     .await;
     let mut req = banner_request(0.1);
-    req["tmax"] = json!(400);
-    let started = Instant::now();
-    let answers = futures_util::future::join_all((0..40).map(|_| {
-        let req = req.clone();
-        let addr = ex.addr;
-        async move {
-            let t = Instant::now();
-            let (status, _) = auction(addr, &req).await;
-            (status, t.elapsed())
-        }
-    }))
-    .await;
-    let bids = answers.iter().filter(|(s, _)| *s == 200).count();
-    let shed: Vec<_> = answers.iter().filter(|(s, _)| *s == 204).collect();
-    let slowest_shed = shed.iter().map(|(_, t)| *t).max().unwrap_or_default();
-    println!(
-        "40 concurrent, limit 4: {bids} bids, {} no-bids (slowest {slowest_shed:?}), all in {:?}",
-        shed.len(),
-        started.elapsed()
-    );
-    assert_eq!(bids + shed.len(), 40);
-    assert!(bids >= 4, "the admitted ones got their bids");
+    // Far beyond the time the 36 answers can take on a loaded machine: the held four are
+    // still inside their deadline when released.
+    req["tmax"] = json!(10_000);
+    let mut auctions = JoinSet::new();
+    for _ in 0..40 {
+        let (req, addr) = (req.clone(), ex.addr);
+        auctions.spawn(async move { auction(addr, &req).await.0 });
+    }
+    let mut shed = 0;
+    while shed < 36 {
+        let status = auctions.join_next().await.unwrap().unwrap();
+        assert_eq!(status, 204, "an answer came before the bidder was released");
+        shed += 1;
+    }
     assert_eq!(
-        ex.metrics.request_count(RequestOutcome::Shed),
-        ex.exchange.admission().shed_count()
+        bidder.requests.lock().unwrap().len(),
+        4,
+        "only the admitted four reached it"
     );
-    assert_eq!(
-        ex.metrics.request_count(RequestOutcome::Shed) as usize,
-        shed.len()
-    );
-    // Shed requests never reached the bidder.
-    assert_eq!(bidder.requests.lock().unwrap().len(), bids);
-    // Shed answers did not wait for the 100 ms bidder.
-    assert!(
-        slowest_shed < Duration::from_millis(100),
-        "{slowest_shed:?}"
-    );
+    bidder.release();
+    while let Some(status) = auctions.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert_eq!(ex.metrics.request_count(RequestOutcome::Shed), 36);
+    assert_eq!(ex.exchange.admission().shed_count(), 36);
+    assert_eq!(ex.metrics.request_count(RequestOutcome::Bid), 4);
+    assert_eq!(bidder.requests.lock().unwrap().len(), 4);
     assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
 }
 
 #[tokio::test]
 async fn shed_answers_can_carry_nbr() {
-    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(100))).await;
+    let bidder = ScriptedBidder::start(|r| good_bid(r, Duration::ZERO)).await;
+    bidder.hold();
     let ex = exchange(
-        "[admission]\nmode = \"fixed\"\nmax_in_flight = 1\nno_bid = \"nbr\"\n",
+        "[deadline]\nmax_tmax_ms = 10000\n[admission]\nmode = \"fixed\"\nmax_in_flight = 1\nno_bid = \"nbr\"\n",
         &[("good", bidder.endpoint())],
     )
     .await;
     let mut req = banner_request(0.1);
-    req["tmax"] = json!(400);
-    let (first, second) = tokio::join!(auction(ex.addr, &req), async {
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        auction(ex.addr, &req).await
+    req["tmax"] = json!(10_000);
+    let first = tokio::spawn({
+        let (req, addr) = (req.clone(), ex.addr);
+        async move { auction(addr, &req).await.0 }
     });
-    assert_eq!(first.0, 200);
-    assert_eq!(second.0, 200);
+    // The first holds the only place while the bidder holds it.
+    bidder.wait_requests(1).await;
+    let (status, body) = auction(ex.addr, &req).await;
+    assert_eq!(status, 200);
     // OpenRTB 2.6 list 5.24: 1 is "Technical Error".
-    assert_eq!(second.1.unwrap(), json!({"id": "req-1", "nbr": 1}));
+    assert_eq!(body.unwrap(), json!({"id": "req-1", "nbr": 1}));
+    assert_eq!(ex.metrics.request_count(RequestOutcome::Shed), 1);
+    assert_eq!(ex.exchange.admission().shed_count(), 1);
+    bidder.release();
+    assert_eq!(first.await.unwrap(), 200);
+    assert_eq!(bidder.requests.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -156,8 +158,10 @@ async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered
         .unwrap()
         .typical_answer_us
         .load(SeqCst);
+    // At least the bidder's 40 ms; the upper bound only says it was learned from answers
+    // inside their deadline (tmax 300).
     assert!(
-        (40_000..100_000).contains(&typical),
+        (40_000..300_000).contains(&typical),
         "typical answer {typical} µs"
     );
     let called = slow.requests.lock().unwrap().len() + slower.requests.lock().unwrap().len();
@@ -173,7 +177,7 @@ async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered
         "neither bidder was called"
     );
     // Time enough for the faster one: fanned out again.
-    req["tmax"] = json!(150);
+    req["tmax"] = json!(300);
     assert_eq!(auction(ex.addr, &req).await.0, 200);
     assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
 }
@@ -238,7 +242,7 @@ async fn mortal_bidder() -> (SocketAddr, JoinSet<()>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
     let good = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(2))).await;
-    let late = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(150))).await;
+    let late = ScriptedBidder::start(|r| good_bid(r, Duration::from_millis(600))).await;
     let (hang, _hang_tasks) = hanging_bidder().await;
     let (reset, _reset_tasks) = resetting_bidder().await;
     let (mortal, mut mortal_tasks) = mortal_bidder().await;
@@ -249,7 +253,7 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
     };
     let ex = exchange(
         "[http]\nbidder_drain_ms = 100\n\
-         [breaker]\nmin_calls = 10\nfailure_rate = 0.5\nopen_ms = 300\nwindow_ms = 2000\n",
+         [breaker]\nmin_calls = 10\nfailure_rate = 0.5\nopen_ms = 300\nwindow_ms = 10000\n",
         &[
             ("good", good.endpoint()),
             ("late", late.endpoint()),
@@ -260,8 +264,10 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         ],
     )
     .await;
+    // tmax 250: the good bidder (2 ms) answers within it even on a loaded two-core machine
+    // running the whole suite; `late` (600 ms) never does.
     let mut req = banner_request(0.1);
-    req["tmax"] = json!(80);
+    req["tmax"] = json!(250);
     let mut slowest = Duration::ZERO;
     let mut good_wins = 0;
     for round in 0..120 {
@@ -340,8 +346,10 @@ async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
         }
     })
     .await;
+    // open_ms 500: the auction right after the tenth finds the breaker still open, even on
+    // a loaded machine.
     let ex = exchange(
-        "[breaker]\nmin_calls = 10\nopen_ms = 100\nprobes = 2\n",
+        "[breaker]\nmin_calls = 10\nopen_ms = 500\nprobes = 2\n",
         &[("flaky", flaky.endpoint())],
     )
     .await;
@@ -353,15 +361,23 @@ async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
     assert_eq!(b.breaker_state.load(Relaxed), 1, "open after 10 failures");
     assert_eq!(auction(ex.addr, &req).await.0, 204, "skipped while open");
     assert_eq!(b.skip_count(SkipReason::BreakerOpen), 1);
-    // Probes after 100 ms: two more failures (calls 11, 12) reopen it, then it recovers.
+    assert_eq!(calls.load(SeqCst), 10);
+    // Probes once it has been open 500 ms: calls 11 and 12 fail and reopen it, each for
+    // another 500 ms; the next probes bid, and it closes.
+    let started = Instant::now();
     let mut bids = 0;
-    for _ in 0..40 {
-        tokio::time::sleep(Duration::from_millis(40)).await;
+    while bids < 5 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "only {bids} bids in 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
         if auction(ex.addr, &req).await.0 == 200 {
             bids += 1;
         }
     }
     assert_eq!(b.breaker_state.load(Relaxed), 0, "closed again");
-    assert!(bids >= 20, "only {bids} bids after recovery");
-    assert!(b.breaker_trips.load(Relaxed) >= 2);
+    // Opened by the first ten failures, and again by each failed probe (calls 11 and 12).
+    assert_eq!(b.breaker_trips.load(Relaxed), 3);
+    assert!(calls.load(SeqCst) >= 12 + 5);
 }

@@ -129,6 +129,33 @@ impl TestBidder {
     }
 }
 
+/// Bids once on a 300x250 imp and returns the bid's (nurl, burl, lurl).
+pub async fn bid(b: &TestBidder, id: &str) -> (String, String, String) {
+    let (status, body) = b.post_bid(&banner_request(id, 300, 250, 0.1)).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let bid = &v["seatbid"][0]["bid"][0];
+    let url = |k: &str| bid[k].as_str().unwrap().to_owned();
+    (url("nurl"), url("burl"), url("lurl"))
+}
+
+/// The value of the sample `line` (name and labels) on the bidder's `/metrics`.
+pub async fn metric(b: &TestBidder, line: &str) -> u64 {
+    let text = b.get("/metrics").await.1;
+    text.lines()
+        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {line} in\n{text}"))
+}
+
+/// Campaign `id`'s (spent, reserved), in nanos, from the admin endpoint.
+pub async fn money(b: &TestBidder, id: &str) -> (i64, i64) {
+    let c = b.campaign(id).await;
+    (
+        c["nanos"]["spent"].as_i64().unwrap(),
+        c["nanos"]["reserved"].as_i64().unwrap(),
+    )
+}
+
 impl Drop for TestBidder {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {

@@ -27,7 +27,34 @@ pub struct Script {
 
 type Answer = dyn Fn(&BidRequest) -> Script + Send + Sync;
 
-/// A real HTTP bidder whose answers come from a closure. GETs (notices) are recorded.
+/// How a scripted bidder answers a notice (a GET to `path_and_query`), given the ones it
+/// received before: `/status/{code}/...` always answers `code`; `/fail/{n}/...` answers 503 to
+/// the first `n` GETs of that same path and 200 after; anything else 200.
+fn notice_status(before: &[String], path_and_query: &str) -> StatusCode {
+    let path = path_and_query.split('?').next().unwrap_or_default();
+    let mut parts = path.trim_start_matches('/').split('/');
+    match (
+        parts.next(),
+        parts.next().and_then(|n| n.parse::<u16>().ok()),
+    ) {
+        (Some("status"), Some(code)) => StatusCode::from_u16(code).unwrap(),
+        (Some("fail"), Some(n)) => {
+            let seen = before
+                .iter()
+                .filter(|b| b.split('?').next() == Some(path))
+                .count();
+            if seen < usize::from(n) {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            }
+        }
+        _ => StatusCode::OK,
+    }
+}
+
+/// A real HTTP bidder whose answers come from a closure. GETs (notices) are recorded and
+/// answered as [`notice_status`] says.
 #[derive(Clone)]
 pub struct ScriptedBidder {
     pub addr: SocketAddr,
@@ -35,6 +62,8 @@ pub struct ScriptedBidder {
     pub requests: Arc<Mutex<Vec<BidRequest>>>,
     /// TCP connections accepted so far.
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// While true, bid requests are recorded and then held unanswered ([`ScriptedBidder::hold`]).
+    holding: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl ScriptedBidder {
@@ -60,11 +89,13 @@ impl ScriptedBidder {
         let notices = Arc::new(Mutex::new(Vec::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let holding = Arc::new(tokio::sync::watch::Sender::new(false));
         let me = ScriptedBidder {
             addr,
             notices: notices.clone(),
             requests: requests.clone(),
             connections: connections.clone(),
+            holding: holding.clone(),
         };
         tokio::spawn(async move {
             loop {
@@ -72,13 +103,18 @@ impl ScriptedBidder {
                     return;
                 };
                 connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let (answer, notices, requests) =
-                    (answer.clone(), notices.clone(), requests.clone());
+                let (answer, notices, requests, holding) = (
+                    answer.clone(),
+                    notices.clone(),
+                    requests.clone(),
+                    holding.clone(),
+                );
                 let acceptor = tls.as_ref().and_then(|t| t.acceptor());
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<Incoming>| {
                         let (answer, notices, requests) =
                             (answer.clone(), notices.clone(), requests.clone());
+                        let mut held = holding.subscribe();
                         async move {
                             if req.method() == http::Method::GET {
                                 let pq = req
@@ -86,15 +122,19 @@ impl ScriptedBidder {
                                     .path_and_query()
                                     .map(|p| p.to_string())
                                     .unwrap_or_default();
+                                let status = notice_status(&notices.lock().unwrap(), &pq);
                                 notices.lock().unwrap().push(pq);
-                                return Ok::<_, Infallible>(Response::new(Full::new(
-                                    Bytes::from_static(b"<div>markup from nurl</div>"),
+                                let mut r = Response::new(Full::new(Bytes::from_static(
+                                    b"<div>markup from nurl</div>",
                                 )));
+                                *r.status_mut() = status;
+                                return Ok::<_, Infallible>(r);
                             }
                             let body = req.into_body().collect().await.unwrap().to_bytes();
                             let request = BidRequest::from_slice(&body).unwrap();
                             let script = answer(&request);
                             requests.lock().unwrap().push(request);
+                            let _ = held.wait_for(|holding| !*holding).await;
                             tokio::time::sleep(script.delay).await;
                             let mut r = Response::new(Full::new(Bytes::from(script.body)));
                             *r.status_mut() = StatusCode::from_u16(script.status).unwrap();
@@ -122,18 +162,37 @@ impl ScriptedBidder {
         me
     }
 
+    /// From now on, bid requests are recorded and left unanswered until [`ScriptedBidder::release`]:
+    /// a test then knows what is in flight at the bidder instead of betting on a delay.
+    pub fn hold(&self) {
+        self.holding.send_replace(true);
+    }
+
+    /// Answers the held bid requests, and the next ones at once.
+    pub fn release(&self) {
+        self.holding.send_replace(false);
+    }
+
+    /// Waits (10 s at most) until `n` bid requests have reached this bidder.
+    pub async fn wait_requests(&self, n: usize) {
+        testkit::time::wait_until(
+            Duration::from_secs(10),
+            "bid requests at the bidder",
+            || self.requests.lock().unwrap().len() >= n,
+        )
+        .await;
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://{}/bid", self.addr)
     }
 
-    /// Waits up to a second for `n` notices to arrive.
-    pub async fn wait_notices(&self, n: usize) -> Vec<String> {
-        for _ in 0..100 {
-            if self.notices.lock().unwrap().len() >= n {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// The notices this host has received, read once `ex` has no notice queued, in flight or
+    /// waiting for a retry (10 s at most): every notice the exchange fired has been answered
+    /// by then, so a duplicate would be here too.
+    pub async fn settled_notices(&self, ex: &RunningExchange) -> Vec<String> {
+        let pending = ex.exchange.flush_notices(Duration::from_secs(10)).await;
+        assert_eq!(pending, 0, "notices still pending after 10 s");
         self.notices.lock().unwrap().clone()
     }
 }
@@ -166,6 +225,19 @@ pub fn no_bid() -> Script {
         status: 204,
         body: String::new(),
     }
+}
+
+/// Accepts connections and holds them open without reading or answering.
+pub async fn black_hole() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    addr
 }
 
 /// A running exchange on 127.0.0.1:0.

@@ -1,0 +1,206 @@
+//! The bidder's money paths off the happy path, each with exact counts: a ledger refusal moves on
+//! to the next candidate, three at most; a request with too little time left reserves nothing;
+//! a notice for a reservation this ledger does not hold is 404 and charges nothing; a notice the
+//! ledger cannot take is 503 (so the exchange retries) and charges once when it comes again; the
+//! expiry task returns a Redis reservation whose notice never came. Real loopback sockets, and a
+//! real `redis-server` where Redis is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestBidder, banner_request, bid, campaign_json, metric, money};
+use serde_json::Value;
+use testkit::{RedisOptions, RedisServer, TempDir};
+
+/// Four campaigns each funded for exactly one impression at their CPM (4, 3, 2, 1), and no
+/// notices: every reservation stays, so each request finds one more campaign refused. The
+/// fourth request's first three candidates are all refused, and the CPM-1 campaign, with its
+/// money untouched, is never tried: three candidates per imp at most.
+#[tokio::test]
+async fn a_refused_reservation_tries_the_next_candidate_three_at_most() {
+    let campaigns = format!(
+        "[{}, {}, {}, {}]",
+        campaign_json("c4", 0.004, 4.0, "asap"),
+        campaign_json("c3", 0.003, 3.0, "asap"),
+        campaign_json("c2", 0.002, 2.0, "asap"),
+        campaign_json("c1", 0.001, 1.0, "asap"),
+    );
+    let b = TestBidder::start(&campaigns, "").await;
+    let refused = "gavel_bidder_candidate_skips_total{reason=\"ledger_refused\"}";
+    let mut prices = Vec::new();
+    let mut refusals = Vec::new();
+    for i in 0..4 {
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("r{i}"), 300, 250, 0.1))
+            .await;
+        prices.push(match status {
+            200 => {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                v["seatbid"][0]["bid"][0]["price"].as_f64()
+            }
+            204 => None,
+            other => panic!("{other}: {body}"),
+        });
+        refusals.push(metric(&b, refused).await);
+    }
+    assert_eq!(prices, [Some(4.0), Some(3.0), Some(2.0), None]);
+    assert_eq!(refusals, [0, 1, 3, 6], "refusals after each request");
+    for (id, reserved) in [("c4", 4_000_000), ("c3", 3_000_000), ("c2", 2_000_000)] {
+        assert_eq!(money(&b, id).await, (0, reserved), "{id}");
+    }
+    assert_eq!(money(&b, "c1").await, (0, 0));
+    assert_eq!(b.campaign("c1").await["bids"], 0);
+}
+
+/// `min_time_left_ms` above the request's whole `tmax`: every request is answered no-bid at
+/// once, counted as too late, and reserves nothing.
+#[tokio::test]
+async fn a_request_with_too_little_time_left_reserves_nothing() {
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        "[admission]\nmin_time_left_ms = 200\n",
+    )
+    .await;
+    for i in 0..5 {
+        // `banner_request` carries tmax 100.
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("r{i}"), 300, 250, 0.1))
+            .await;
+        assert_eq!(status, 204, "{body}");
+    }
+    let count = |line: &'static str| metric(&b, line);
+    assert_eq!(
+        count("gavel_bidder_admission_total{outcome=\"too_little_time\"}").await,
+        5
+    );
+    assert_eq!(
+        count("gavel_bidder_requests_total{outcome=\"no_bid\"}").await,
+        5
+    );
+    assert_eq!(count("gavel_bidder_bids_total").await, 0);
+    assert_eq!(money(&b, "c1").await, (0, 0));
+    assert_eq!(b.campaign("c1").await["bids"], 0);
+}
+
+/// A genuine, signed win notice reaching an instance whose in-memory ledger never held the
+/// reservation (another instance bid, or this one restarted): 404, counted, nothing charged.
+#[tokio::test]
+async fn a_notice_for_a_reservation_the_ledger_does_not_hold_is_404() {
+    let campaigns = format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap"));
+    let bidder = TestBidder::start(&campaigns, "").await;
+    let elsewhere = TestBidder::start(&campaigns, "").await;
+    let (nurl, _, _) = bid(&bidder, "r1").await;
+    let (status, body) = elsewhere
+        .get(&nurl.replace("${AUCTION_PRICE}", "1.5"))
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("unknown_reservation"), "{body}");
+    assert_eq!(
+        metric(
+            &elsewhere,
+            "gavel_bidder_notices_total{kind=\"win\",outcome=\"unknown_reservation\"}"
+        )
+        .await,
+        1
+    );
+    assert_eq!(money(&elsewhere, "c1").await, (0, 0));
+    assert_eq!(elsewhere.campaign("c1").await["wins"], 0);
+    // The instance that bid still holds it, uncharged.
+    assert_eq!(money(&bidder, "c1").await, (0, 2_000_000));
+}
+
+fn per_bid_on(redis: &RedisServer) -> String {
+    format!(
+        "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\n\
+         redis_mode = \"per-bid\"\nredis_timeout_ms = 200\n",
+        redis.addr()
+    )
+}
+
+/// Bids until the first bid comes (a per-bid ledger has no limits in Redis until the first
+/// pacing tick writes them), for at most 10 s; its `nurl`.
+async fn first_bid(b: &TestBidder) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, body) = b.post_bid(&banner_request("r1", 300, 250, 0.1)).await;
+        if status == 200 {
+            let v: Value = serde_json::from_str(&body).unwrap();
+            return v["seatbid"][0]["bid"][0]["nurl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+        assert_eq!(status, 204, "{body}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no bid in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A win notice arriving while Redis is down is answered 503 (the exchange retries 5xx) and
+/// charges nothing; the same notice once Redis is back charges once, and a third time is a
+/// duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_the_ledger_cannot_take_is_503_and_charges_once_when_retried() {
+    let data = TempDir::new("redis-data");
+    let options = RedisOptions {
+        data_dir: Some(data.path().to_path_buf()),
+        ..RedisOptions::default()
+    };
+    let mut redis = RedisServer::start_with(&options).await;
+    let port = redis.port;
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        &per_bid_on(&redis),
+    )
+    .await;
+    let nurl = first_bid(&b).await;
+    let win = nurl.replace("${AUCTION_PRICE}", "1.5");
+
+    redis.kill();
+    let (status, body) = b.get(&win).await;
+    assert_eq!(status, 503, "{body}");
+    let outcome = |o: &str| format!("gavel_bidder_notices_total{{kind=\"win\",outcome=\"{o}\"}}");
+    assert_eq!(metric(&b, &outcome("ledger_error")).await, 1);
+    assert_eq!(metric(&b, &outcome("charged")).await, 0);
+
+    let _redis = RedisServer::start_on_with(port, &options).await.unwrap();
+    let (status, body) = b.get(&win).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(metric(&b, &outcome("charged")).await, 1);
+    assert_eq!(metric(&b, &outcome("duplicate")).await, 1);
+    assert_eq!(money(&b, "c1").await, (1_500_000, 0));
+    assert_eq!(b.campaign("c1").await["wins"], 1);
+}
+
+/// The expiry task over a per-bid Redis ledger: a reservation no notice settles is returned
+/// once its TTL and grace have passed, and counted once. Needs real time: Redis and the notice
+/// token expire on the wall clock; the wait is for the counter, bounded generously.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expiry_task_returns_an_unsettled_redis_reservation() {
+    let redis = RedisServer::start().await;
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        &format!(
+            "{}reservation_ttl_ms = 1000\nreservation_grace_ms = 500\n",
+            per_bid_on(&redis)
+        ),
+    )
+    .await;
+    first_bid(&b).await;
+    assert_eq!(money(&b, "c1").await, (0, 2_000_000));
+    let expired = "gavel_bidder_reservations_expired_total";
+    testkit::time::eventually(
+        Duration::from_secs(20),
+        "the reservation expired",
+        || async { metric(&b, expired).await >= 1 },
+    )
+    .await;
+    assert_eq!(metric(&b, expired).await, 1);
+    assert_eq!(money(&b, "c1").await, (0, 0));
+}
