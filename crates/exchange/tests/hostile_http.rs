@@ -1,8 +1,10 @@
 //! Hostile input at the exchange's door, over raw TCP: malformed framing (RFC 9112 rules for
 //! Content-Length and Transfer-Encoding), oversized headers and bodies, JSON bombs, slowloris
 //! and connection floods. Each case must end in a 4xx or a closed connection, never smuggle a
-//! second request, and leave the server serving others within their deadline. Figures are
-//! printed (`cargo test -- --nocapture`).
+//! second request, and leave the server serving others: their auctions still get their bids,
+//! which the exchange only returns from bidders that answered inside the deadline. Latency
+//! figures are printed (`cargo test -- --nocapture`), not asserted: on a loaded two-core machine
+//! they measure the machine; BENCHMARKS.md holds the measured ones.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -201,6 +203,8 @@ async fn slowloris_connections_are_cut_and_do_not_slow_legitimate_auctions() {
     .await;
     let (base_p50, base_p99, failed) = probe(ex.addr, 200).await;
     assert_eq!(failed, 0);
+    let accepted = || ex.exchange.connections().accepted.load(Relaxed);
+    let before = accepted();
     // 300 connections, each sending a header byte every 100 ms and never finishing.
     let mut trickles = Vec::new();
     for _ in 0..300 {
@@ -220,7 +224,11 @@ async fn slowloris_connections_are_cut_and_do_not_slow_legitimate_auctions() {
             false
         }));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Probe once every trickling connection has been accepted (the first are cut 500 ms in).
+    testkit::time::wait_until(Duration::from_secs(10), "300 trickling connections", || {
+        accepted() >= before + 300
+    })
+    .await;
     let (p50, p99, failed) = probe(ex.addr, 200).await;
     let mut cut = 0;
     for t in trickles {
@@ -233,13 +241,10 @@ async fn slowloris_connections_are_cut_and_do_not_slow_legitimate_auctions() {
         "slowloris: legitimate p50 {base_p50:?} -> {p50:?}, p99 {base_p99:?} -> {p99:?}; \
          {cut}/300 trickling connections cut, {timeouts} header timeouts"
     );
+    // A bid comes back only from a bidder that answered inside the 100 ms deadline.
     assert_eq!(failed, 0, "every legitimate auction got its bid");
-    assert!(
-        timeouts >= 290,
-        "only {timeouts} trickling connections were cut"
-    );
-    // Every legitimate auction inside its 100 ms tmax.
-    assert!(p99 < Duration::from_millis(100), "legitimate p99 {p99:?}");
+    assert_eq!(timeouts, 300, "every trickling connection was cut");
+    assert_eq!(cut, 300);
 }
 
 #[tokio::test]
@@ -249,12 +254,16 @@ async fn connections_beyond_the_cap_are_closed_at_once_and_others_still_served()
     for _ in 0..20 {
         held.push(TcpStream::connect(ex.addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let (text, closed) = raw(ex.addr, SMUGGLED.as_bytes(), Duration::from_secs(1)).await;
+    let open = || ex.exchange.connections().open.load(Relaxed);
+    testkit::time::wait_until(Duration::from_secs(10), "20 connections open", || {
+        open() == 20
+    })
+    .await;
+    let (text, closed) = raw(ex.addr, SMUGGLED.as_bytes(), Duration::from_secs(10)).await;
     assert!(closed && text.is_empty(), "the 21st connection: {text:?}");
-    assert!(ex.exchange.connections().refused.load(Relaxed) >= 1);
+    assert_eq!(ex.exchange.connections().refused.load(Relaxed), 1);
     drop(held);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    testkit::time::wait_until(Duration::from_secs(10), "all closed", || open() == 0).await;
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 204, "served again once connections closed");
 }
@@ -289,8 +298,12 @@ async fn one_address_cannot_take_every_connection() {
     for _ in 0..5 {
         held.push(TcpStream::connect(ex.addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let (text, closed) = raw(ex.addr, SMUGGLED.as_bytes(), Duration::from_secs(1)).await;
+    let open = || ex.exchange.connections().open.load(Relaxed);
+    testkit::time::wait_until(Duration::from_secs(10), "5 connections open", || {
+        open() == 5
+    })
+    .await;
+    let (text, closed) = raw(ex.addr, SMUGGLED.as_bytes(), Duration::from_secs(10)).await;
     assert!(
         closed && text.is_empty(),
         "a sixth from 127.0.0.1: {text:?}"
@@ -302,7 +315,7 @@ async fn one_address_cannot_take_every_connection() {
         "the overall cap is far"
     );
     held.pop();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    testkit::time::wait_until(Duration::from_secs(10), "one closed", || open() == 4).await;
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 204, "a slot given back is taken again");
 }
@@ -315,29 +328,34 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout_but_not_before() {
     )
     .await;
     let mut s = TcpStream::connect(ex.addr).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The idle clock starts once the answer is sent, after this: a lower bound on the wait
+    // that needs no fast machine.
+    let started = Instant::now();
     s.write_all(SMUGGLED.as_bytes()).await.unwrap();
     let mut buf = [0u8; 1024];
     let n = s.read(&mut buf).await.unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
-    let started = Instant::now();
     let n = tokio::time::timeout(Duration::from_secs(3), s.read(&mut buf))
         .await
         .expect("closed within the idle timeout")
         .unwrap_or(0);
     assert_eq!(n, 0, "closed, not answered");
-    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(ex.exchange.connections().idle_closed.load(Relaxed), 1);
 }
 
-/// Resident memory of this process, in KiB.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+/// The peak resident memory of this process so far (`VmHWM`), in KiB: a buffer that came and
+/// went between two readings still shows.
+///
+/// # Panics
+/// When it cannot be read: a memory bound that reads 0 would pass without measuring anything.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+        .expect("VmHWM in /proc/self/status")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -347,7 +365,7 @@ async fn json_bombs_and_huge_bodies_are_refused_quickly_with_memory_bounded() {
     })
     .await;
     let ex = exchange("", &[("a", bidder.endpoint())]).await;
-    let rss_before = rss_kib();
+    let peak_before = peak_rss_kib();
 
     // A background of legitimate auctions while the bombs land.
     let addr = ex.addr;
@@ -437,9 +455,12 @@ async fn json_bombs_and_huge_bodies_are_refused_quickly_with_memory_bounded() {
     assert_eq!(status, 400);
 
     let (p50, p99, failed) = background.await.unwrap();
-    let grown_mib = rss_kib().saturating_sub(rss_before) / 1024;
-    println!("legitimate auctions meanwhile: p50 {p50:?}, p99 {p99:?}; RSS grew {grown_mib} MiB");
-    assert_eq!(failed, 0);
-    assert!(p99 < Duration::from_millis(100), "legitimate p99 {p99:?}");
-    assert!(grown_mib < 64, "memory grew {grown_mib} MiB");
+    // The peak is this whole test process's, other tests included: 64 MiB is far below the
+    // 100 MB a server buffering the bombs would add, and far above what the rest allocate.
+    let grown_mib = (peak_rss_kib() - peak_before) / 1024;
+    println!(
+        "legitimate auctions meanwhile: p50 {p50:?}, p99 {p99:?}; peak RSS grew {grown_mib} MiB"
+    );
+    assert_eq!(failed, 0, "every legitimate auction got its bid");
+    assert!(grown_mib < 64, "peak memory grew {grown_mib} MiB");
 }

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Rate steps, ramps, closed loop, the response check, live progress and the capacity search,
-//! each against a real hyper server on 127.0.0.1.
+//! each against a real hyper server on 127.0.0.1. They need real time (the generator's clock is
+//! what is tested); bounds are wide, and percentiles are compared within one run.
 
 mod common;
 
@@ -191,7 +192,6 @@ async fn closed_loop_hides_a_stall_that_open_loop_shows() {
     s.timeout = Duration::from_secs(5);
     let closed = run(&s, corpus()).await.unwrap();
     assert!(closed.percentile_ms(100.0) >= 950.0, "{closed:?}");
-    assert!(closed.percentile_ms(99.0) < 100.0, "{closed:?}");
 
     // Same server shape, open loop at 300/s: a third of a second's worth waited the stall out.
     let addr = stalls_once().await;
@@ -200,6 +200,13 @@ async fn closed_loop_hides_a_stall_that_open_loop_shows() {
     let open = run(&s, corpus()).await.unwrap();
     assert!(open.percentile_ms(99.0) >= 500.0, "{open:?}");
     assert!(open.percentile_ms(99.9) >= 900.0, "{open:?}");
+    // Closed loop's p99 stays far below open loop's: the stall hides in one request.
+    assert!(
+        closed.percentile_ms(99.0) * 5.0 < open.percentile_ms(99.0),
+        "closed p99 {} against open p99 {}",
+        closed.percentile_ms(99.0),
+        open.percentile_ms(99.0)
+    );
 }
 
 /// The BidResponse check counts valid and invalid 200s and ignores 204s.

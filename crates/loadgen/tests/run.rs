@@ -1,5 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! End-to-end runs against a real hyper server on 127.0.0.1.
+//! End-to-end runs against a real hyper server on 127.0.0.1. These test a clock (the
+//! generator's latency accounting), so they need real time: stalls are a second long and the
+//! bounds on them are wide, and "fast" is judged against the stall in the same run, never as
+//! an absolute figure a loaded machine could miss.
 
 mod common;
 
@@ -105,8 +108,11 @@ async fn stall_shows_in_percentiles() {
     // Measured per request, only the stalled one was slow: p99 stays small.
     let naive_p99 = r.service_time.value_at_percentile(99.0) as f64 / 1000.0;
     let naive_max = r.service_time.max() as f64 / 1000.0;
-    assert!(naive_p99 < 100.0, "naive p99 {naive_p99}");
-    assert!(r.percentile_ms(99.0) > 5.0 * naive_p99);
+    assert!(
+        r.percentile_ms(99.0) > 5.0 * naive_p99,
+        "open-loop p99 {} against naive p99 {naive_p99}",
+        r.percentile_ms(99.0)
+    );
     assert!(naive_max >= 950.0, "naive max {naive_max}");
     // The timeline puts the stall in the second the requests were scheduled in.
     assert!(r.timeline[0].p99_ms >= 500.0, "{:?}", r.timeline);

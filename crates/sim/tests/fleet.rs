@@ -271,15 +271,13 @@ async fn no_answer_holds_the_request_then_closes_without_a_response() {
     let fleet = fleet_of(1, vec![p]).await;
     let addr = fleet.bidders[0].addr;
 
-    // An exchange with a 200 ms budget gives up.
-    let start = Instant::now();
+    // An exchange with a 200 ms budget gives up: nothing came in that time (the hang is 400 ms).
     let r = tokio::time::timeout(
         Duration::from_millis(200),
         try_call(addr, Method::POST, "/openrtb2", banner_request("r1", 0.0)),
     )
     .await;
     assert!(r.is_err(), "expected a client timeout");
-    assert!(start.elapsed() >= Duration::from_millis(200));
 
     // A patient client sees the connection closed, with no response, after the hang.
     let start = Instant::now();
@@ -288,9 +286,11 @@ async fn no_answer_holds_the_request_then_closes_without_a_response() {
         r.is_err(),
         "expected the connection to close without an answer"
     );
+    // Held at least the hang (measured from before the request was sent); the upper bound
+    // only says the connection was closed at all, on a loaded machine.
     let held = start.elapsed();
     assert!(
-        held >= Duration::from_millis(400) && held < Duration::from_secs(3),
+        held >= Duration::from_millis(400) && held < Duration::from_secs(10),
         "{held:?}"
     );
     assert_eq!(fleet.stats()[0].no_answer, 2);
@@ -315,19 +315,23 @@ async fn shutdown_cuts_a_hang_short_and_frees_the_port() {
         "/openrtb2",
         banner_request("r", 0.0),
     ));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Shut down once the request is held.
+    testkit::time::wait_until(Duration::from_secs(10), "the request held", || {
+        fleet.stats()[0].requests == 1
+    })
+    .await;
     let start = Instant::now();
     tx.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(2), fleet.stopped())
+    tokio::time::timeout(Duration::from_secs(5), fleet.stopped())
         .await
         .unwrap();
-    let r = tokio::time::timeout(Duration::from_secs(2), pending)
+    let r = tokio::time::timeout(Duration::from_secs(5), pending)
         .await
         .unwrap()
         .unwrap();
     assert!(r.is_err());
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(5),
         "the 10 s hang was not cut short"
     );
     assert!(
@@ -712,8 +716,9 @@ async fn start_refuses_invalid_profiles_and_demo_profiles_run() {
     let mut answered = 0;
     for i in 0..10 {
         let addr = fleet.bidders[i].addr;
+        // Far above the demo profiles' latencies (p99 at most 180 ms): only a hang misses it.
         let r = tokio::time::timeout(
-            Duration::from_millis(500),
+            Duration::from_millis(1_500),
             try_call(
                 addr,
                 Method::POST,
