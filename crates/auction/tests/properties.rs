@@ -300,6 +300,118 @@ fn canonical(out: &Outcome, bids: &[BidSpec]) -> Canonical {
     }
 }
 
+/// An independent reading of the crate docs' rules, written against the test's own specs and
+/// sharing no code with the crate: where a bid belongs (imp index, deal index) or why it is
+/// refused. The first failed check, in the documented order, is the reason.
+mod oracle {
+    use super::{BidSpec, RequestSpec};
+    use auction::{PriceRule, Rejection};
+
+    fn covers_domain(listed: &str, domain: &str) -> bool {
+        let (l, d) = (listed.to_ascii_lowercase(), domain.to_ascii_lowercase());
+        d == l || d.ends_with(&format!(".{l}"))
+    }
+
+    fn covers_category(listed: &str, cat: &str) -> bool {
+        let (l, c) = (listed.to_ascii_lowercase(), cat.to_ascii_lowercase());
+        c == l || (!l.contains('-') && c.starts_with(&format!("{l}-")))
+    }
+
+    fn usd_if_empty(c: &str) -> String {
+        if c.is_empty() {
+            "USD".to_owned()
+        } else {
+            c.to_ascii_uppercase()
+        }
+    }
+
+    /// `Ok((imp, deal))` for a valid bid, else the first rule it breaks.
+    pub fn judge(req: &RequestSpec, b: &BidSpec) -> Result<(usize, Option<usize>), Rejection> {
+        let imp_index = req
+            .imps
+            .iter()
+            .position(|i| i.id == b.imp)
+            .ok_or(Rejection::UnknownImp)?;
+        let imp = &req.imps[imp_index];
+        if b.price <= 0 {
+            return Err(Rejection::NonPositivePrice);
+        }
+        if usd_if_empty(&b.currency) != usd_if_empty(&req.currency) {
+            return Err(Rejection::CurrencyMismatch);
+        }
+        let deal = match b.deal.as_deref().filter(|d| !d.is_empty()) {
+            Some(id) => Some(
+                imp.deals
+                    .iter()
+                    .position(|d| d.id == id)
+                    .ok_or(Rejection::UnknownDeal)?,
+            ),
+            None if imp.private => return Err(Rejection::OpenBidInPrivateAuction),
+            None => None,
+        };
+        if (!req.wseat.is_empty() && !req.wseat.contains(&b.seat)) || req.bseat.contains(&b.seat) {
+            return Err(Rejection::SeatNotAllowed);
+        }
+        let deal_spec = deal.map(|d| &imp.deals[d]);
+        if let Some(d) = deal_spec
+            && !d.wseat.is_empty()
+            && !d.wseat.contains(&b.seat)
+        {
+            return Err(Rejection::SeatNotAllowedForDeal);
+        }
+        if b.adomain
+            .iter()
+            .any(|a| req.badv.iter().any(|l| covers_domain(l, a)))
+        {
+            return Err(Rejection::BlockedAdvertiser);
+        }
+        if let Some(d) = deal_spec
+            && !d.wadomain.is_empty()
+            && (b.adomain.is_empty()
+                || !b
+                    .adomain
+                    .iter()
+                    .all(|a| d.wadomain.iter().any(|l| covers_domain(l, a))))
+        {
+            return Err(Rejection::AdvertiserNotAllowedForDeal);
+        }
+        if b.cat
+            .iter()
+            .any(|c| req.bcat.iter().any(|l| covers_category(l, c)))
+        {
+            return Err(Rejection::BlockedCategory);
+        }
+        let floor = deal_spec.map_or(imp.floor, |d| d.floor).max(0);
+        if b.price < floor {
+            return Err(match deal {
+                Some(_) => Rejection::BelowDealFloor,
+                None => Rejection::BelowFloor,
+            });
+        }
+        Ok((imp_index, deal))
+    }
+
+    /// What a winner bidding `bid` with applicable floor `floor` pays against the best other
+    /// valid price `second`, and the rule reported: `(clearing, rule)`.
+    pub fn clearing(
+        rule: PriceRule,
+        bid: i64,
+        floor: i64,
+        second: Option<i64>,
+        increment: i64,
+    ) -> (i64, PriceRule) {
+        match rule {
+            PriceRule::FirstPrice => (bid, PriceRule::FirstPrice),
+            PriceRule::SecondPrice => {
+                let base = second.map_or(floor, |s| s.max(floor));
+                ((base + increment.max(0)).min(bid), PriceRule::SecondPrice)
+            }
+            PriceRule::FixedPrice if floor > 0 => (floor, PriceRule::FixedPrice),
+            PriceRule::FixedPrice => (bid, PriceRule::FirstPrice),
+        }
+    }
+}
+
 fn request_and_bids() -> impl Strategy<Value = (RequestSpec, Vec<BidSpec>)> {
     (request(), prop::collection::vec(bid_spec(), 0..24))
 }
@@ -386,6 +498,67 @@ proptest! {
         }
         let reasons = out.loss_reasons(bids.len());
         prop_assert!(reasons.iter().all(Option::is_some));
+    }
+
+    /// The outcome against [`oracle`]: every refusal and its reason, where every valid bid
+    /// landed, which price won, what it paid under which rule, the floor, the second price,
+    /// `min_to_win` and the loss reasons.
+    #[test]
+    fn the_outcome_agrees_with_an_independent_oracle(
+        (req, bids) in request_and_bids(),
+        seed in any::<u64>(),
+    ) {
+        let candidates: Vec<Candidate<'_>> = bids.iter().map(BidSpec::candidate).collect();
+        let out = run_seeded(&req.rules(), &candidates, &req.config(), seed);
+        let judged: Vec<_> = bids.iter().map(|b| oracle::judge(&req, b)).collect();
+
+        let mut refused: Vec<(usize, Rejection)> =
+            out.rejected.iter().map(|r| (r.candidate, r.reason)).collect();
+        refused.sort_by_key(|r| r.0);
+        let expected: Vec<(usize, Rejection)> = judged
+            .iter()
+            .enumerate()
+            .filter_map(|(i, j)| j.err().map(|r| (i, r)))
+            .collect();
+        prop_assert_eq!(refused, expected);
+
+        for (k, imp) in out.imps.iter().enumerate() {
+            let mut placed: Vec<usize> = imp.winner.iter().map(|w| w.candidate)
+                .chain(imp.losers.iter().map(|l| l.candidate)).collect();
+            placed.sort_unstable();
+            let valid: Vec<usize> = (0..bids.len())
+                .filter(|&i| matches!(judged[i], Ok((at, _)) if at == k))
+                .collect();
+            prop_assert_eq!(&placed, &valid, "imp {}", k);
+            let Some(w) = imp.winner else {
+                prop_assert!(valid.is_empty());
+                continue;
+            };
+            let bid = bids[w.candidate].price;
+            let best = valid.iter().map(|&i| bids[i].price).max().unwrap();
+            prop_assert_eq!(bid, best, "the highest valid price wins");
+            let Ok((_, deal)) = judged[w.candidate] else { unreachable!() };
+            prop_assert_eq!(w.deal, deal);
+            let spec = &req.imps[k];
+            let deal_spec = deal.map(|d| &spec.deals[d]);
+            let floor = deal_spec.map_or(spec.floor, |d| d.floor).max(0);
+            let second = valid.iter().filter(|&&i| i != w.candidate).map(|&i| bids[i].price).max();
+            let rule = deal_spec.and_then(|d| d.rule).unwrap_or(req.rule);
+            let (pays, reported) = oracle::clearing(rule, bid, floor, second, req.increment);
+            prop_assert_eq!(w.floor.micros(), floor);
+            prop_assert_eq!(w.second_price.map(Price::micros), second);
+            prop_assert_eq!((w.clearing_price.micros(), w.price_rule), (pays, reported));
+            prop_assert_eq!(w.min_to_win.micros(), second.map_or(floor, |s| s.max(floor)));
+            let reason = if deal.is_some() {
+                LossReason::LOST_TO_PMP_DEAL
+            } else {
+                LossReason::LOST_TO_HIGHER_BID
+            };
+            let loser_min = if reported == PriceRule::SecondPrice { pays } else { bid };
+            for l in &imp.losers {
+                prop_assert_eq!((l.reason, l.min_to_win.micros()), (reason, loser_min));
+            }
+        }
     }
 
     #[test]

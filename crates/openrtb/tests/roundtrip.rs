@@ -328,6 +328,131 @@ mod props {
         })
     }
 
+    /// Whitespace JSON allows between tokens, as other encoders and people write it.
+    fn ws() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just(""),
+            Just(" "),
+            Just("\n  "),
+            Just("\t"),
+            Just("\r\n"),
+            Just("   ")
+        ]
+    }
+
+    /// A JSON string as text, mixing plain characters, every kind of escape (including `\/`,
+    /// `\u` with either case of hex, and a surrogate pair) and raw non-ASCII.
+    fn string_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-zA-Z0-9 _.-]{1,4}",
+            Just(r#"\""#.to_owned()),
+            Just(r"\\".to_owned()),
+            Just(r"\/".to_owned()),
+            Just(r"\n".to_owned()),
+            Just(r"\t".to_owned()),
+            Just(r"\u00e9".to_owned()),
+            Just(r"\u00E9".to_owned()),
+            Just(r"\ud83d\ude00".to_owned()),
+            Just("é".to_owned()),
+            Just("😀".to_owned()),
+        ];
+        proptest::collection::vec(piece, 0..5).prop_map(|p| format!("\"{}\"", p.concat()))
+    }
+
+    /// A number as text, in forms a canonical encoder would not write.
+    fn number_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            "-?(0|[1-9][0-9]{0,5})\\.[0-9]{1,4}([eE][+-]?[0-9]{1,2})?",
+            Just("-0.0".to_owned()),
+            Just("1E3".to_owned()),
+            Just("2.50".to_owned()),
+        ]
+    }
+
+    /// Any JSON value as non-canonical text: whitespace anywhere, object keys in any order
+    /// (never sorted, never repeated), escapes and number spellings as above.
+    fn json_text() -> BoxedStrategy<String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            number_text(),
+            string_text(),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                (
+                    proptest::collection::vec((ws(), inner.clone(), ws()), 0..5),
+                    ws()
+                )
+                    .prop_map(|(items, pad)| {
+                        let items: Vec<String> = items
+                            .into_iter()
+                            .map(|(a, v, b)| format!("{a}{v}{b}"))
+                            .collect();
+                        format!("[{pad}{}]", items.join(","))
+                    }),
+                object_text(inner),
+            ]
+        })
+        .boxed()
+    }
+
+    fn object_text(value: BoxedStrategy<String>) -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(("[a-z]{1,3}", ws(), value, ws()), 0..5),
+            ws(),
+        )
+            .prop_map(|(members, pad)| {
+                // The index makes each key unique; the random part before it makes the order
+                // anything but sorted.
+                let members: Vec<String> = members
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (k, a, v, b))| format!("{a}\"{k}{i}\"{b}:{a}{v}{b}"))
+                    .collect();
+                format!("{{{pad}{}}}", members.join(","))
+            })
+    }
+
+    proptest! {
+        /// Unknown fields and `ext` written by another encoder (or a person): kept byte for
+        /// byte, whitespace, escapes and key order included, and the request re-encodes to a
+        /// fixed point.
+        #[test]
+        fn unknown_fields_and_ext_keep_their_exact_text(
+            top in json_text(),
+            in_imp in json_text(),
+            ext in object_text(json_text()),
+            pads in proptest::collection::vec(ws(), 8),
+            order in Just([0usize, 1, 2]).prop_shuffle(),
+        ) {
+            let members = [
+                format!(r#""id"{}:{}"p""#, pads[0], pads[1]),
+                format!(r#""zz_top"{}:{}{top}"#, pads[2], pads[3]),
+                format!(
+                    r#""imp":[{}{{"ext":{ext},"id":"1","zz_imp":{}{in_imp}{}}}]"#,
+                    pads[4], pads[5], pads[6]
+                ),
+            ];
+            let text = format!(
+                "{{{}{}}}",
+                pads[7],
+                order.iter().map(|&i| members[i].as_str()).collect::<Vec<_>>().join(" , ")
+            );
+            let req = BidRequest::from_slice(text.as_bytes())
+                .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+            prop_assert_eq!(req.unknown.get("zz_top").unwrap().get(), top.as_str());
+            prop_assert_eq!(req.imp[0].unknown.get("zz_imp").unwrap().get(), in_imp.as_str());
+            prop_assert_eq!(req.imp[0].ext.as_ref().unwrap().get(), ext.as_str());
+            let encoded = req.to_vec().unwrap();
+            let again = BidRequest::from_slice(&encoded).unwrap();
+            prop_assert_eq!(&again, &req);
+            prop_assert_eq!(again.to_vec().unwrap(), encoded);
+        }
+    }
+
     proptest! {
         #[test]
         fn arbitrary_unknown_fields_and_ext_roundtrip(
