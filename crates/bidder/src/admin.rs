@@ -129,6 +129,7 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
                     "spent": exact(|b| b.spent),
                     "reserved": exact(|b| b.reserved),
                     "available": exact(|b| b.available),
+                    "charged_here": r.charged_here.get(),
                 },
                 "daily": b.and_then(|b| b.daily.as_ref()).map(|d| json!({
                     "day": d.day,

@@ -2,15 +2,19 @@
 //! to the next candidate, three at most; a request with too little time left reserves nothing;
 //! a notice for a reservation this ledger does not hold is 404 and charges nothing; a notice the
 //! ledger cannot take is 503 (so the exchange retries) and charges once when it comes again; the
-//! expiry task returns a Redis reservation whose notice never came. Real loopback sockets, and a
-//! real `redis-server` where Redis is the point.
+//! expiry task returns a Redis reservation whose notice never came; a request waiting on its
+//! reservation sheds the next ones at a full admission gate, and a reservation Redis does not
+//! answer in time is no bid. Real loopback sockets, and a real `redis-server` where Redis is the
+//! point.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::time::Duration;
 
-use common::{TestBidder, banner_request, bid, campaign_json, metric, money};
+use common::{
+    TestBidder, banner_request, banner_request_with_tmax, bid, call, campaign_json, metric, money,
+};
 use serde_json::Value;
 use testkit::{RedisOptions, RedisServer, TempDir};
 
@@ -112,11 +116,106 @@ async fn a_notice_for_a_reservation_the_ledger_does_not_hold_is_404() {
 }
 
 fn per_bid_on(redis: &RedisServer) -> String {
+    per_bid_with_timeout(redis, 200)
+}
+
+fn per_bid_with_timeout(redis: &RedisServer, timeout_ms: u64) -> String {
     format!(
         "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\n\
-         redis_mode = \"per-bid\"\nredis_timeout_ms = 200\n",
+         redis_mode = \"per-bid\"\nredis_timeout_ms = {timeout_ms}\n",
         redis.addr()
     )
+}
+
+/// Redis takes no writes (every reservation waits) until [`unpause`]; reads and the unpause
+/// itself still answer. A pause of a minute, lifted by the test, not by a timer.
+async fn pause_writes(redis: &RedisServer) {
+    let paused = redis.raw("CLIENT PAUSE 60000 WRITE").await;
+    assert!(paused.starts_with("+OK"), "{paused}");
+}
+
+async fn unpause(redis: &RedisServer) {
+    let answer = redis.raw("CLIENT UNPAUSE").await;
+    assert!(answer.starts_with("+OK"), "{answer}");
+}
+
+/// One bid request waiting on its reservation (Redis paused) holds the only admission place
+/// (`max_in_flight = 1`): each of the next five is shed at once, exactly five are counted, and
+/// none reserves anything. Once Redis writes again, the held request bids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_one_request_holds_the_only_place_the_next_are_shed_and_counted_exactly() {
+    let redis = RedisServer::start().await;
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        &format!(
+            "{}[admission]\nmode = \"fixed\"\nmax_in_flight = 1\n\
+             [deadline]\nmax_tmax_ms = 20000\n",
+            per_bid_with_timeout(&redis, 10_000)
+        ),
+    )
+    .await;
+    first_bid(&b).await;
+    assert_eq!(money(&b, "c1").await, (0, 2_000_000));
+
+    pause_writes(&redis).await;
+    let held = {
+        let request = banner_request_with_tmax("held", 300, 250, 0.1, 15_000);
+        let addr = b.addr;
+        tokio::spawn(async move { call(addr, "POST", bidder::BID_PATH, &request).await })
+    };
+    testkit::time::eventually(
+        Duration::from_secs(10),
+        "the held request in flight",
+        || async { metric(&b, "gavel_bidder_admission_in_flight").await == 1 },
+    )
+    .await;
+    let shed = "gavel_bidder_requests_total{outcome=\"shed\"}";
+    assert_eq!(metric(&b, shed).await, 0);
+    for i in 0..5 {
+        let (status, body) = b
+            .post_bid(&banner_request(&format!("s{i}"), 300, 250, 0.1))
+            .await;
+        assert_eq!(status, 204, "{body}");
+    }
+    assert_eq!(metric(&b, shed).await, 5);
+
+    unpause(&redis).await;
+    let (status, body) = held.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    // Two bids reserved; the five shed requests nothing.
+    assert_eq!(money(&b, "c1").await, (0, 4_000_000));
+    assert_eq!(metric(&b, shed).await, 5);
+}
+
+/// A reservation Redis does not answer within `redis_timeout_ms` is no bid, counted once as a
+/// ledger timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_redis_does_not_answer_in_time_is_no_bid_and_counted() {
+    let redis = RedisServer::start().await;
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),
+        &format!(
+            "{}[deadline]\nmax_tmax_ms = 5000\n",
+            per_bid_with_timeout(&redis, 50)
+        ),
+    )
+    .await;
+    first_bid(&b).await;
+    let timeouts = "gavel_bidder_candidate_skips_total{reason=\"ledger_timeout\"}";
+    assert_eq!(metric(&b, timeouts).await, 0);
+    pause_writes(&redis).await;
+    // tmax 5 s: the ledger's own 50 ms bound, not the request's deadline, gives up.
+    let (status, body) = b
+        .post_bid(&banner_request_with_tmax("t", 300, 250, 0.1, 5_000))
+        .await;
+    unpause(&redis).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(metric(&b, timeouts).await, 1);
+    assert_eq!(
+        b.campaign("c1").await["bids"],
+        1,
+        "only the first request bid"
+    );
 }
 
 /// Bids until the first bid comes (a per-bid ledger has no limits in Redis until the first

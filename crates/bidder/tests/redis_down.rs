@@ -135,7 +135,13 @@ async fn kill_and_restart_under_load(mode: &str) {
     until_it_bids(&b).await;
     let seen: Answers = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let load = steady_load(b.addr, Duration::from_millis(4), stop.clone(), seen.clone());
+    let load = steady_load(
+        b.addr,
+        Duration::from_millis(4),
+        100,
+        stop.clone(),
+        seen.clone(),
+    );
 
     tokio::time::sleep(Duration::from_millis(500)).await;
     redis.kill();

@@ -149,7 +149,7 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
     let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
     let toml = format!(
         "max_notices_in_flight = 1\n[ledger]\nbackend = \"redis\"\ncreate_if_missing = true\n\
-         redis_url = \"redis://{}\"\nredis_timeout_ms = 800\nlease_chunk = 1.0\nlease_report_ms = 50\n",
+         redis_url = \"redis://{}\"\nredis_timeout_ms = 10000\nlease_chunk = 1.0\nlease_report_ms = 50\n",
         redis.addr()
     );
     let b = TestBidder::start(&campaigns, &toml).await;
@@ -174,8 +174,14 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
         }
     }
     assert_eq!(wins.len(), 2, "no lease");
-    // Redis stops answering: a notice now waits for its claim (up to the Redis timeout).
-    assert!(redis.raw("CLIENT PAUSE 1500 ALL").await.starts_with("+OK"));
+    // Redis stops taking writes until the test says so: a notice now waits for its claim (up
+    // to the 10 s Redis timeout, far longer than the checks below need on a loaded machine).
+    assert!(
+        redis
+            .raw("CLIENT PAUSE 60000 WRITE")
+            .await
+            .starts_with("+OK")
+    );
     let addr = b.addr;
     let first = wins[0].clone();
     let slow = tokio::spawn(async move { call(addr, "GET", &first, "").await });
@@ -199,5 +205,6 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
         200
     );
     // The held notice still charges (locally, claimed once Redis answers).
+    assert!(redis.raw("CLIENT UNPAUSE").await.starts_with("+OK"));
     assert_eq!(slow.await.unwrap().0, 204);
 }

@@ -25,9 +25,12 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
     let metrics = b.bidder.metrics();
     let answers: Answers = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
+    // tmax 1 s: the bidder decides in microseconds, and "not one request fails" is then about
+    // reloads, not about a machine busy with the whole suite.
     let load = steady_load(
         b.addr,
         Duration::from_millis(4),
+        1000,
         stop.clone(),
         answers.clone(),
     );
@@ -88,7 +91,17 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
         metrics.reload_count(ReloadOutcome::Applied) >= 1
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Run until c2 has bid on 20 requests sent after the swap.
+    wait_for("c2 bidding", || {
+        answers
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.price() == Some(3.0))
+            .count()
+            >= 20
+    })
+    .await;
     stop.store(true, Relaxed);
     load.await.unwrap();
 
@@ -108,7 +121,7 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
         at(2.0),
         at(3.0)
     );
-    assert!(answers.len() > 300, "only {} requests ran", answers.len());
+    assert!(answers.len() > 100, "only {} requests ran", answers.len());
     assert!(failed.is_empty(), "failed requests: {failed:?}");
     assert_eq!(
         at(2.0) + at(3.0),

@@ -78,6 +78,7 @@ impl MarkupCache {
                 config.max_connections,
                 MAX_ANSWER_BYTES,
                 Duration::from_secs(1),
+                Arc::default(),
             )),
             public_url: config
                 .public_url

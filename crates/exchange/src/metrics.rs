@@ -135,6 +135,9 @@ pub struct BidderMetrics {
     pub cleared_micros: AtomicU64,
     /// This bidder's notices (markup fetches included) by outcome.
     pub notices: ByLabel<{ NoticeOutcome::COUNT }>,
+    /// Calls holding one of its pool's connections now, late answers still draining included:
+    /// at `max_connections`, the next auction skips it (`pool_full`).
+    pub connections_busy: Arc<AtomicU64>,
 }
 
 impl BidderMetrics {
@@ -507,6 +510,13 @@ impl Metrics {
             "gauge",
             "Circuit breaker state per bidder: 0 closed, 1 open, 2 half-open.",
             &|b| b.breaker_state.load(Relaxed).to_string(),
+        );
+        per_bidder(
+            o,
+            "gavel_exchange_bidder_connections_busy",
+            "gauge",
+            "Calls holding one of a bidder's pooled connections now (late answers draining included).",
+            &|b| b.connections_busy.load(Relaxed).to_string(),
         );
         per_bidder(
             o,

@@ -14,6 +14,7 @@
 //! loses the connection after `drain`, and its pool, not anyone else's, runs dry meanwhile.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -92,6 +93,22 @@ impl Call {
     }
 }
 
+/// One call's share of the pool's `busy` gauge, given back when the call ends or is dropped.
+struct Busy(Arc<AtomicU64>);
+
+impl Busy {
+    fn count(gauge: &Arc<AtomicU64>) -> Busy {
+        gauge.fetch_add(1, Relaxed);
+        Busy(Arc::clone(gauge))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 /// A bidder's answer: status and complete body.
 #[derive(Debug)]
 pub struct Answer {
@@ -107,17 +124,22 @@ pub struct BidderPool {
     max_response_bytes: usize,
     drain: Duration,
     permits: Arc<Semaphore>,
+    /// Calls holding a permit now, late ones draining included (a gauge the owner renders).
+    busy: Arc<AtomicU64>,
     idle: Mutex<Vec<Conn>>,
     /// The request line and fixed headers of every call, encoded once.
     head: RequestHead,
 }
 
 impl BidderPool {
+    /// A pool of at most `max_connections`; `busy` counts the calls holding one of them (it may
+    /// be shared with the pool this one replaces, whose calls still finish).
     pub fn new(
         endpoint: Endpoint,
         max_connections: u32,
         max_response_bytes: usize,
         drain: Duration,
+        busy: Arc<AtomicU64>,
     ) -> Self {
         let head = RequestHead::post(&endpoint.path, &endpoint.authority);
         BidderPool {
@@ -127,6 +149,7 @@ impl BidderPool {
             max_response_bytes,
             drain,
             permits: Arc::new(Semaphore::new(max_connections as usize)),
+            busy,
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -143,9 +166,11 @@ impl BidderPool {
         };
         let pool = Arc::clone(self);
         let drain = self.drain;
+        let busy = Busy::count(&self.busy);
         Ok(Call {
             future: Box::pin(async move {
-                let _permit = permit;
+                // Released together, after the connection went back to the idle stack.
+                let _held = (permit, busy);
                 pool.call(body).await
             }),
             drain,

@@ -171,6 +171,7 @@ impl Bidder {
         old: Option<&Bidder>,
         now: Instant,
     ) -> Bidder {
+        let metrics: Arc<BidderMetrics> = old.map_or_else(Arc::default, |o| o.metrics.clone());
         let same_endpoint = old.filter(|o| o.pool.endpoint() == endpoint);
         let pool = same_endpoint
             .filter(|o| o.max_connections == config.max_connections)
@@ -181,6 +182,7 @@ impl Bidder {
                         config.max_connections,
                         settings.max_response_bytes,
                         settings.drain,
+                        metrics.connections_busy.clone(),
                     ))
                 },
                 |o| o.pool.clone(),
@@ -196,7 +198,6 @@ impl Bidder {
                 .max_qps
                 .map(|q| Arc::new(Mutex::new(RateCap::new(q, now)))),
         };
-        let metrics: Arc<BidderMetrics> = old.map_or_else(Arc::default, |o| o.metrics.clone());
         Bidder {
             notices: Arc::new(NoticeRoute {
                 hosts: crate::outbound::NoticeHosts::default(),

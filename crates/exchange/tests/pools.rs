@@ -35,8 +35,10 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
         )
     })
     .await;
+    // The fan-out ends 80 ms before tmax (at the slow bidder's timeout), leaving the answer
+    // 80 ms to be built and written: "not late" is then the code's doing on a loaded machine.
     let ex = exchange_from_toml(&format!(
-        "[http]\nbidder_drain_ms = 500\n\
+        "[http]\nbidder_drain_ms = 500\n[deadline]\nanswer_margin_ms = 80\n\
          [[bidders]]\nname = \"slow\"\nendpoint = \"{}\"\nmax_connections = 2\n\
          [[bidders]]\nname = \"fast\"\nendpoint = \"{}\"\nmax_connections = 16\n",
         slow.endpoint(),
@@ -85,6 +87,43 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
     );
 }
 
+/// The busy gauge counts a late call while it drains and lets go once it ends: what an
+/// operator reads to see a pool filling before it skips, and what the next test waits on.
+#[tokio::test]
+async fn a_draining_late_call_counts_as_busy_until_its_answer_is_read() {
+    let held = ScriptedBidder::start(|r| slow_bid(r, Duration::ZERO)).await;
+    let ex = exchange(
+        "[http]\nbidder_drain_ms = 60000\n",
+        &[("held", held.endpoint())],
+    )
+    .await;
+    held.hold();
+    let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 204, "the only bidder is held past the deadline");
+    let busy = &ex.metrics.bidder(0).unwrap().connections_busy;
+    assert_eq!(
+        busy.load(SeqCst),
+        1,
+        "the late call drains on its connection"
+    );
+    let text = ex.metrics.render();
+    assert!(
+        text.contains("gavel_exchange_bidder_connections_busy{bidder=\"held\"} 1"),
+        "{text}"
+    );
+    held.release();
+    testkit::time::wait_until(Duration::from_secs(10), "the late call to end", || {
+        busy.load(SeqCst) == 0
+    })
+    .await;
+    let mut roomy = banner_request(0.1);
+    roomy["tmax"] = json!(1000);
+    let (status, _) = auction(ex.addr, &roomy).await;
+    assert_eq!(status, 200);
+    assert_eq!(held.connections.load(SeqCst), 1, "its connection was kept");
+    assert_eq!(busy.load(SeqCst), 0);
+}
+
 #[tokio::test]
 async fn a_late_answer_keeps_its_connection_for_the_next_auction() {
     let late = ScriptedBidder::start(|r| slow_bid(r, Duration::from_millis(60))).await;
@@ -94,8 +133,13 @@ async fn a_late_answer_keeps_its_connection_for_the_next_auction() {
     for _ in 0..3 {
         let (status, _) = auction(ex.addr, &req).await;
         assert_eq!(status, 204, "the only bid arrives after the deadline");
-        // Give the late answer time to arrive and the connection time to return to the pool.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The late answer arrives and its connection goes back to the pool; the call lets go
+        // of the pool's gauge only after that.
+        let busy = &ex.metrics.bidder(0).unwrap().connections_busy;
+        testkit::time::wait_until(Duration::from_secs(10), "the late call to end", || {
+            busy.load(SeqCst) == 0
+        })
+        .await;
     }
     assert_eq!(
         ex.metrics
@@ -236,7 +280,10 @@ async fn a_rate_capped_bidder_sees_at_most_its_rate_and_the_others_see_every_auc
         open.endpoint()
     ))
     .await;
-    let req = banner_request(0.1);
+    // Both bidders answer at once; a 1 s tmax keeps "every auction has the open bidder's bid"
+    // and "not late" true on a machine busy with the rest of the suite.
+    let mut req = banner_request(0.1);
+    req["tmax"] = json!(1000);
     let auctions = 200;
     let started = Instant::now();
     let mut winners = std::collections::HashMap::<String, usize>::new();

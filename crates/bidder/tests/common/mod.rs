@@ -20,10 +20,15 @@ pub fn campaign_json(id: &str, budget: f64, cpm: f64, pacing: &str) -> String {
     )
 }
 
-/// A one-imp banner request.
+/// A one-imp banner request with `tmax` 100.
 pub fn banner_request(id: &str, w: u32, h: u32, floor: f64) -> String {
+    banner_request_with_tmax(id, w, h, floor, 100)
+}
+
+/// A one-imp banner request.
+pub fn banner_request_with_tmax(id: &str, w: u32, h: u32, floor: f64, tmax: u32) -> String {
     format!(
-        r#"{{"id": "{id}", "at": 1, "tmax": 100, "cur": ["USD"],
+        r#"{{"id": "{id}", "at": 1, "tmax": {tmax}, "cur": ["USD"],
   "imp": [{{"id": "1", "banner": {{"w": {w}, "h": {h}}}, "bidfloor": {floor}, "bidfloorcur": "USD"}}],
   "site": {{"id": "s1", "domain": "news.example", "publisher": {{"id": "p1"}}}},
   "device": {{"devicetype": 2, "os": "iOS", "geo": {{"country": "USA"}}}}}}"#
@@ -190,11 +195,13 @@ impl Answer {
 /// Answers of a [`steady_load`], pushed as they come (readable while it runs).
 pub type Answers = Arc<Mutex<Vec<Answer>>>;
 
-/// Sends a bid request to `addr` every `every`, each on its own task (a slow answer delays
-/// none of the others), until `stop` is set; the handle ends when every answer is in.
+/// Sends a bid request with `tmax` to `addr` every `every`, each on its own task (a slow
+/// answer delays none of the others), until `stop` is set; the handle ends when every answer
+/// is in.
 pub fn steady_load(
     addr: SocketAddr,
     every: Duration,
+    tmax: u32,
     stop: Arc<AtomicBool>,
     answers: Answers,
 ) -> tokio::task::JoinHandle<()> {
@@ -208,7 +215,7 @@ pub fn steady_load(
             let answers = answers.clone();
             tasks.spawn(async move {
                 let sent = Instant::now();
-                let request = banner_request(&format!("s{n}"), 300, 250, 0.1);
+                let request = banner_request_with_tmax(&format!("s{n}"), 300, 250, 0.1, tmax);
                 let (status, body) = call(addr, "POST", bidder::BID_PATH, &request).await;
                 let took = sent.elapsed();
                 answers.lock().unwrap().push(Answer {

@@ -53,6 +53,7 @@ impl FanOut {
                     bidder.max_connections,
                     http.max_bidder_response_bytes,
                     Duration::from_millis(http.bidder_drain_ms),
+                    Arc::default(),
                 ))
             })
             .collect();
