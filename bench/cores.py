@@ -50,7 +50,7 @@ def main():
             before = ex.cpu_seconds()
             r = gavel_load(ex.url, ["--find-capacity", "--slo-p99", "10ms", "--rate", args.start_rate,
                                     "--duration", f"{args.trial_seconds}s", "--warmup", "1s",
-                                    "--connections", 512, "--timeout", "1s"],
+                                    "--connections", 512, "--max-connections", 512, "--timeout", "1s"],
                            core=args.load_cores, threads=args.load_threads)
             cpu = ex.cpu_seconds() - before
             sent = sum(tr["rate"] * (args.trial_seconds + 1) for tr in r["trials"])

@@ -55,7 +55,7 @@ def searched(ex, n, args, capacity):
     sent0, lost0 = bidder_calls(ex)
     if cap["capacity"]:
         gavel_load(ex.url, ["--rate", cap["capacity"], "--duration", f"{args.trial_seconds}s",
-                            "--connections", 256, "--timeout", "1s"])
+                            "--connections", 256, "--max-connections", 256, "--timeout", "1s"])
     sent1, lost1 = bidder_calls(ex)
     sent, lost = sent1 - sent0, lost1 - lost0
     return {"capacity": cap["capacity"], "search": cap,
@@ -67,7 +67,7 @@ def searched(ex, n, args, capacity):
 def cpu_at(ex, rate, seconds):
     """Server and fleet CPU per request at a fixed open-loop rate."""
     c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
-    r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512,
+    r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512, "--max-connections", 512,
                             "--timeout", "1s", "--tmax", 500])
     return {"rate": rate, "server_cpu_us_per_request": 1e6 * (ex.cpu_seconds() - c0) / r["sent"],
             "fleet_cpu_us_per_request": 1e6 * (ex.fleet_cpu_seconds() - f0) / r["sent"],
@@ -157,7 +157,7 @@ def run_admission(args, ctx, capacity, fanout=10):
                 print(f"admission {mode}: open loop {rate}/s ({share:.0%} of {c}/s)", flush=True)
                 levels.append({"share": share, **one_load(ex, ["--rate", rate, "--duration",
                                                                 f"{args.level_seconds}s",
-                                                                "--connections", 512])})
+                                                                "--connections", 512, "--max-connections", 512])})
             closed = []
             for conns in CLOSED_CONNECTIONS:
                 print(f"admission {mode}: ", end="", flush=True)

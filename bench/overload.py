@@ -129,7 +129,7 @@ def run_levels(target, c, seconds, slo_ms):
             run = gavel_load(target.url, ["--rate", f"{high}:{low}:{high - low}",
                                           "--step-duration", f"{seconds}s",
                                           "--warmup", f"{WARMUP_S}s", "--warmup-rate", low,
-                                          "--connections", 2048, "--timeout", "1s",
+                                          "--connections", 2048, "--max-connections", 2048, "--timeout", "1s",
                                           "--tmax", TMAX_MS, "--slo", f"{TMAX_MS}ms"])
             for t in timers:
                 t.join()

@@ -24,7 +24,7 @@ def measure(binary, fanout, rate, seconds, notices=True, floor=False, lean_fleet
                   floor=floor, lean_fleet=lean_fleet) as ex:
         gavel_load(ex.url, ["--rate", rate, "--duration", "2s"])
         c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
-        r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512,
+        r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512, "--max-connections", 512,
                                 "--timeout", "1s", "--tmax", 500])
         cpu, fleet = ex.cpu_seconds() - c0, ex.fleet_cpu_seconds() - f0
     return {"cpu_us_per_auction": 1e6 * cpu / r["sent"], "fleet_us_per_auction": 1e6 * fleet / r["sent"],

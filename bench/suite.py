@@ -36,7 +36,7 @@ def capacity(url, start, args, measure=None, slo_ms=SLO_MS):
     before = measure() if measure else None
     r = gavel_load(url, ["--find-capacity", "--slo-p99", f"{slo_ms}ms", "--rate", start,
                          "--duration", f"{args.trial_seconds}s", "--warmup", "1s",
-                         "--connections", 256, "--timeout", "1s"])
+                         "--connections", 256, "--max-connections", 256, "--timeout", "1s"])
     sent = sum(t["rate"] * (args.trial_seconds + 1) for t in r["trials"])
     if measure:
         cpu = measure() - before
@@ -169,7 +169,7 @@ def run_realistic(args, ctx):
         print("fan-out 20, bidder latency p50 20 ms / p99 80 ms, tmax 100 ms", flush=True)
         r = gavel_load(ex.url, ["--find-capacity", "--slo-p99", f"{tmax}ms", "--rate", 200,
                                 "--duration", f"{args.trial_seconds}s", "--warmup", "1s",
-                                "--connections", 1024, "--timeout", "1s", "--tmax", tmax])
+                                "--connections", 1024, "--max-connections", 1024, "--timeout", "1s", "--tmax", tmax])
         cap = r["capacity"]
         loads = []
         for share in (0.5, 1.0, 1.5):
@@ -177,7 +177,7 @@ def run_realistic(args, ctx):
             rate = max(1, round((cap or 100) * share))
             before = ex.metrics()
             run = gavel_load(ex.url, ["--rate", rate, "--duration", f"{args.level_seconds}s",
-                                      "--warmup", "2s", "--connections", 2048, "--timeout", "1s",
+                                      "--warmup", "2s", "--connections", 2048, "--max-connections", 2048, "--timeout", "1s",
                                       "--tmax", tmax, "--slo", f"{tmax}ms"])
             bidders = per_bidder(before, ex.metrics())
             calls = sum(b.get("requests", 0) for b in bidders.values())
@@ -199,7 +199,7 @@ def run_silent(args, ctx):
             print(f"ten instant bidders {label} a bidder that never answers, {rate}/s", flush=True)
             before = ex.metrics()
             run = gavel_load(ex.url, ["--rate", rate, "--duration", f"{args.level_seconds}s",
-                                      "--warmup", "2s", "--connections", 512, "--timeout", "1s",
+                                      "--warmup", "2s", "--connections", 512, "--max-connections", 512, "--timeout", "1s",
                                       "--tmax", tmax, "--slo", f"{tmax}ms"])
             bidders_seen = per_bidder(before, ex.metrics())
         others = {k: v for k, v in bidders_seen.items() if k != "silent"}

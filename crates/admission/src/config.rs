@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// How the gate decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// No bound beyond the connection cap.
@@ -26,7 +26,7 @@ pub enum Mode {
 }
 
 /// How a shed request is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 pub enum NoBidStyle {
     /// 204 No Content.
     #[default]
@@ -38,7 +38,7 @@ pub enum NoBidStyle {
 }
 
 /// The `[admission]` section of a server's configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdmissionConfig {
     /// `deadline`, `adaptive`, `fixed` or `off`. Unset, each server picks its own

@@ -48,7 +48,7 @@ fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
 }
 
 /// The whole bidder configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BidderConfig {
     /// Address to listen on. Default `127.0.0.1:9100`; `--listen` overrides it.
@@ -101,7 +101,7 @@ pub struct BidderConfig {
 
 /// The `[security]` section. Keys and tokens come from files (or the environment), never
 /// from this file; relative paths are resolved against this file's directory.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SecuritySection {
     /// Sign every notice URL and refuse notices without a valid token. Default true; turning it
@@ -158,7 +158,7 @@ impl Default for SecuritySection {
 pub const DEFAULT_MAX_BUSY_MS: u64 = 10;
 
 /// Input limits.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Largest accepted request body in bytes (413 beyond). Default 256 KiB.
@@ -192,7 +192,7 @@ impl Default for HttpSection {
 }
 
 /// Which ledger holds the budget of record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     /// In this process only: for one instance.
@@ -203,7 +203,7 @@ pub enum Backend {
 }
 
 /// In Redis mode, whether each bid reserves in Redis or spends from a local lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum RedisMode {
     /// Leases of budget in chunks; no Redis round trip on the bid path.
@@ -214,7 +214,7 @@ pub enum RedisMode {
 }
 
 /// Which notice charges the campaign.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChargeOn {
     /// The win notice (`nurl`); a billing notice after it is a duplicate that charges nothing.
@@ -226,13 +226,14 @@ pub enum ChargeOn {
 }
 
 /// The `[ledger]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LedgerSection {
     /// `memory` (default) or `redis`.
     pub backend: Backend,
     /// Redis URL (`redis[s]://[[user]:password@]host[:port][/db]`), for `backend = "redis"`.
     /// `rediss://` is TLS and needs `redis_ca_file`. Default `redis://127.0.0.1:6379`.
+    #[serde(serialize_with = "crate::redis_url::serialize_hidden")]
     pub redis_url: String,
     /// PEM file of the CA certificates trusted for `rediss://`. Relative to the config file.
     pub redis_ca_file: Option<PathBuf>,
@@ -285,7 +286,7 @@ impl Default for LedgerSection {
 }
 
 /// The `[pacing]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PacingSection {
     /// How often each campaign's pacing controller runs, in milliseconds. Default 1000.

@@ -38,5 +38,5 @@ pub use admin::CampaignReport;
 pub use config::BidderConfig;
 pub use metrics::Metrics;
 pub use server::BID_PATH;
-pub use start::{NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, REDIS_URL_ENV, StartError};
+pub use start::{CheckReport, NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, REDIS_URL_ENV, StartError};
 pub use state::Bidder;

@@ -37,6 +37,15 @@ impl fmt::Display for RedisUrl {
     }
 }
 
+/// Writes `url` with its password hidden, for printing a configuration (`--check`); a text that
+/// is not a Redis URL is written as a note, since it might hold a password too.
+pub(crate) fn serialize_hidden<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    match parse(url) {
+        Ok(u) => s.serialize_str(&u.to_string()),
+        Err(_) => s.serialize_str("(not a valid Redis URL)"),
+    }
+}
+
 const SHAPE: &str = "is not redis[s]://[[user]:password@]host[:port][/db]";
 
 /// Parses a Redis URL; the error says what is wrong without repeating the password.

@@ -97,6 +97,28 @@ fn default_node() -> String {
     format!("bidder-{}-{started:x}", std::process::id())
 }
 
+/// The Redis the configuration names (the environment's URL first, since it may carry a
+/// password that stays out of the file) and, for `rediss://` with a CA file, its TLS settings.
+fn redis_target(
+    config: &BidderConfig,
+) -> Result<(crate::redis_url::RedisUrl, Option<ledger::RedisTls>), StartError> {
+    let url = match std::env::var(REDIS_URL_ENV) {
+        Ok(text) => crate::redis_url::parse(&text)
+            .map_err(|e| StartError::Ledger(format!("{REDIS_URL_ENV} {e}")))?,
+        Err(_) => config
+            .redis_url()
+            .map_err(|e| StartError::Ledger(e.to_string()))?,
+    };
+    let tls = match (&config.ledger.redis_ca_file, url.tls) {
+        (Some(ca), true) => Some(
+            ledger::RedisTls::from_ca_file(ca, &url.host)
+                .map_err(|e| StartError::Ledger(format!("ledger.redis_ca_file: {e}")))?,
+        ),
+        _ => None,
+    };
+    Ok((url, tls))
+}
+
 async fn open_ledger(
     config: &BidderConfig,
     node: &str,
@@ -109,21 +131,7 @@ async fn open_ledger(
     if l.backend == Backend::Memory {
         return Ok(Ledger::memory(reservation_ttl));
     }
-    // The URL may carry a password: the environment keeps it out of the config file.
-    let url = match std::env::var(REDIS_URL_ENV) {
-        Ok(text) => crate::redis_url::parse(&text)
-            .map_err(|e| StartError::Ledger(format!("{REDIS_URL_ENV} {e}")))?,
-        Err(_) => config
-            .redis_url()
-            .map_err(|e| StartError::Ledger(e.to_string()))?,
-    };
-    let tls = match (&l.redis_ca_file, url.tls) {
-        (Some(ca), true) => Some(
-            ledger::RedisTls::from_ca_file(ca, &url.host)
-                .map_err(|e| StartError::Ledger(format!("ledger.redis_ca_file: {e}")))?,
-        ),
-        _ => None,
-    };
+    let (url, tls) = redis_target(config)?;
     let redis = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: url.addr.clone(),
         db: url.db,
@@ -164,7 +172,52 @@ async fn open_ledger(
     })
 }
 
+/// What [`Bidder::check`] found in a configuration that would start.
+#[derive(Debug)]
+pub struct CheckReport {
+    /// The serving campaigns' ids, in file order.
+    pub campaigns: Vec<String>,
+    /// Whether notices are signed (a key was found).
+    pub signs_notices: bool,
+    /// Whether the admin API has a token (without one, admin mutations are refused).
+    pub admin_token: bool,
+    /// The ledger of record, with a Redis URL's password hidden.
+    pub ledger: String,
+}
+
 impl Bidder {
+    /// Checks everything [`Bidder::start`] checks before it serves (the notice keys, the admin
+    /// token, the campaign file, the Redis URL and CA file), without opening the ledger or any
+    /// socket: for `gavel bidder --check` and `gavel check-config`.
+    pub async fn check(config: &BidderConfig) -> Result<CheckReport, StartError> {
+        let keys = notice_keys(config)?;
+        let admin = edge::AdminDoor::open(&config.security.admin())
+            .map_err(|e| StartError::Security(e.to_string()))?;
+        let interval = Duration::from_millis(config.pacing.control_interval_ms);
+        let snapshot = crate::reload::load(&config.campaigns, None, interval)
+            .await
+            .map_err(|e| StartError::Campaigns(e.message))?;
+        let l = &config.ledger;
+        let ledger = match l.backend {
+            Backend::Memory => "memory".to_owned(),
+            Backend::Redis => {
+                let (url, _) = redis_target(config)?;
+                format!("redis at {url}, {:?} mode", l.redis_mode).to_lowercase()
+            }
+        };
+        Ok(CheckReport {
+            campaigns: snapshot
+                .set
+                .campaigns()
+                .iter()
+                .map(|c| c.id().to_owned())
+                .collect(),
+            signs_notices: keys.is_some(),
+            admin_token: admin.has_token(),
+            ledger,
+        })
+    }
+
     /// Opens the ledger, loads the campaigns (refusing to start on a bad file) and starts the
     /// background tasks. Must run inside a tokio runtime.
     pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {

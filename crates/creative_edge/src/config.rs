@@ -35,7 +35,7 @@ fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8090`; `--listen` overrides it.
@@ -80,7 +80,7 @@ pub struct Config {
 }
 
 /// `[memory]`: the memory tier and which objects it takes.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemorySection {
     /// Byte budget. Default 256 MiB; 0 keeps nothing in memory.
@@ -105,7 +105,7 @@ impl Default for MemorySection {
 }
 
 /// `[disk]`: the disk tier.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct DiskSection {
     /// Directory of the tier (relative to the configuration file); created if missing.
@@ -125,7 +125,7 @@ pub struct DiskSection {
 }
 
 /// `[[origins]]`: one origin.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OriginConfig {
     /// The name in `/assets/{name}/...`: letters, digits, `-` and `_`.
@@ -164,7 +164,7 @@ pub struct OriginUrl {
 }
 
 /// `[store]`: the markup store (`/cache`, compatible with Prebid Cache).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     /// Byte budget; the least recently used entries go first beyond it. Default 64 MiB.
@@ -201,7 +201,7 @@ impl StoreSection {
 }
 
 /// `[http]`: what the listener accepts.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Time to receive a request's headers, then its body, in ms. Default 5000.
@@ -245,7 +245,7 @@ impl HttpSection {
 }
 
 /// `[tls]`: certificates per server name (SNI), read from a directory.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSection {
     /// Directory of `{name}.crt` and `{name}.key` pairs (relative to the configuration file);

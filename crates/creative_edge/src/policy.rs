@@ -7,7 +7,7 @@
 use serde::Deserialize;
 
 /// One tier's admission rule.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TierRule {
     /// Smallest object stored in this tier, in bytes. Default 0.

@@ -18,7 +18,7 @@ use crate::{Body, json_error};
 pub const ADMIN_TOKEN_ENV: &str = "GAVEL_ADMIN_TOKEN";
 
 /// Admin access settings, in each server's `[security]` section.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminSettings {
     /// File holding the admin token (at least 32 bytes), or set `GAVEL_ADMIN_TOKEN`. Without

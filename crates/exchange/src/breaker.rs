@@ -17,7 +17,7 @@ use serde::Deserialize;
 use crate::metrics::SkipReason;
 
 /// The `[breaker]` section: how bidders are isolated when they fail.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BreakerConfig {
     /// Turns breakers off when false. Default true.

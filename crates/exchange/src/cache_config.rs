@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 /// `[cache]` in the exchange's file.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
     /// Where puts are POSTed: `http://host:port/cache`.

@@ -57,7 +57,7 @@ fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
 }
 
 /// The whole exchange configuration (`gavel exchange --config FILE`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8080`; `--listen` overrides it.
@@ -110,7 +110,7 @@ pub struct Config {
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerTls {
     /// PEM certificate chain, leaf first (relative to the configuration file).
@@ -120,7 +120,7 @@ pub struct ListenerTls {
 }
 
 /// Limits on what the server reads.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
     /// Largest accepted request body in bytes; larger bodies get 413. Default 256 KiB.
@@ -162,7 +162,7 @@ impl Default for HttpConfig {
 }
 
 /// The `[auction]` section as written in the file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuctionSection {
     /// Amount added to the second price in second-price auctions, CPM in the request currency.
@@ -182,7 +182,7 @@ impl Default for AuctionSection {
 }
 
 /// The exchange's own node in `source.schain`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchainConfig {
     /// Canonical domain of this exchange's advertising system (`asi`). Default "gavel.example".
@@ -202,7 +202,7 @@ impl Default for SchainConfig {
 
 /// Which notices the exchange fires itself, and how. Notices wait in one bounded queue per
 /// notice host, sent by that host's own workers, so a host that hangs delays only its own.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NoticeConfig {
     /// Fire the winner's `nurl` (win notice). When false, the seller gets `nurl` in the
@@ -261,7 +261,7 @@ impl Default for NoticeConfig {
 }
 
 /// One demand partner.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BidderConfig {
     /// Unique name, used in metrics and reports.

@@ -29,7 +29,7 @@ pub const MAX_KEYS_PER_SELLER: usize = 8;
 const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
 
 /// One seller as the configuration file writes it (`[[sellers]]`).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SellerConfig {
     /// Unique name, used in metrics and logs.

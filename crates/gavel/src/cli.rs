@@ -1,28 +1,47 @@
 //! Command-line definitions. Every value has a bound, checked by clap or by the command, with a
 //! message that names the flag.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 
+/// Seed of every command that draws at random (generated requests, simulated bidders): the
+/// same default everywhere, so `gavel demo`, `gavel sim` and `gavel load` agree unless told.
+pub const DEFAULT_SEED: u64 = 7;
+/// Most simulated bidders a command starts (`sim --bidders`, `demo --bidders`).
+const MAX_SIM_BIDDERS: u16 = 100;
+/// Range of `--tmax` in milliseconds, wherever it is taken: above the exchange's 10 ms answer
+/// margin, and within the 10 s an auction can sensibly wait.
+const TMAX_MS: std::ops::RangeInclusive<i64> = 20..=10_000;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gavel",
     version,
-    about = "Gavel: an OpenRTB 2.6 exchange, simulated DSPs and an open-loop load generator"
+    about = "Gavel: an OpenRTB 2.6 exchange, a bidder, simulated DSPs and an open-loop load generator"
 )]
 pub struct Cli {
     /// Runtime worker threads (default: one per core).
     #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..=256).map(usize::from))]
     pub threads: Option<usize>,
-    /// Log level: error, warn (default), info, debug, trace. Logs go to stderr.
-    #[arg(long, global = true)]
-    pub log: Option<String>,
+    /// Log level of the messages on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
+    pub log: LogLevel,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,26 +58,52 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Exchange, simulated DSPs and the load generator in one process; prints a report.
     Demo(DemoArgs),
-    /// Benchmark tool: a bare HTTP server that reads each body and answers 204 (the
-    /// request-response ceiling of this machine), or with `--bidders` also does the I/O of an
-    /// auction and nothing else (the floor of the exchange's design).
-    #[command(hide = true)]
+    /// Check a configuration file (and its campaign file) without starting anything.
+    CheckConfig(CheckConfigArgs),
+    /// Benchmark tool: a bare HTTP server, the ceiling and floor the exchange is measured by.
+    ///
+    /// Without `--bidders`, it reads each body and answers 204: the request-response ceiling of
+    /// this machine. With `--bidders`, it also does the I/O of an auction and nothing else: the
+    /// floor of the exchange's design (BENCHMARKS.md).
     Baseline(BaselineArgs),
 }
 
 #[derive(Debug, Args)]
+pub struct CheckConfigArgs {
+    /// The file to check: an exchange, bidder or edge configuration, or simulated bidder
+    /// profiles.
+    pub file: PathBuf,
+    /// What the file configures (default: told by its keys; see docs/config.md).
+    #[arg(long, value_enum)]
+    pub kind: Option<ConfigKind>,
+}
+
+/// What a configuration file is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfigKind {
+    /// `gavel exchange --config`.
+    Exchange,
+    /// `gavel bidder --config` (its campaign file is checked too).
+    Bidder,
+    /// `gavel edge --config`.
+    Edge,
+    /// `gavel sim --profiles`.
+    Sim,
+}
+
+#[derive(Debug, Args)]
 pub struct BaselineArgs {
-    /// Listen address.
-    #[arg(long, default_value = "127.0.0.1:8090")]
+    /// Listen address (`host:port`; a host name is resolved once, IPv4 first).
+    #[arg(long, default_value = "127.0.0.1:8090", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// An exchange configuration: each request is also sent, as a small pre-encoded bid
     /// request, to every one of its `[[bidders]]` over the exchange's own per-bidder pools,
     /// and answered once every answer is read (or `--bidder-timeout` passed).
     #[arg(long)]
     pub bidders: Option<PathBuf>,
-    /// How long the fan-out waits for its bidders, in milliseconds (1..=10000).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    pub bidder_timeout: u64,
+    /// How long the fan-out waits for its bidders, in milliseconds (1..=10000; with --bidders).
+    #[arg(long, requires = "bidders", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub bidder_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -66,9 +111,12 @@ pub struct EdgeArgs {
     /// Edge configuration (TOML; see docs/edge.md).
     #[arg(long)]
     pub config: PathBuf,
-    /// Listen address; overrides `listen` in the file.
-    #[arg(long)]
+    /// Listen address (`host:port`); overrides `listen` in the file.
+    #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
+    /// Check the configuration, print the values in effect and exit (nothing is started).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]
@@ -76,13 +124,17 @@ pub struct BidderArgs {
     /// Bidder configuration (TOML; see docs/bidder.md).
     #[arg(long)]
     pub config: PathBuf,
-    /// Listen address; overrides `listen` in the file.
-    #[arg(long)]
+    /// Listen address (`host:port`); overrides `listen` in the file.
+    #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
-    /// Admin address; overrides `admin_listen` in the file (loopback unless
+    /// Admin address (`host:port`); overrides `admin_listen` in the file (loopback unless
     /// `security.admin_remote = true`).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_listen)]
     pub admin_listen: Option<SocketAddr>,
+    /// Check the configuration and its campaign file, print the values in effect and exit
+    /// (nothing is started, Redis is not contacted).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]
@@ -90,25 +142,29 @@ pub struct ExchangeArgs {
     /// Exchange configuration (TOML; see docs/config.md).
     #[arg(long)]
     pub config: PathBuf,
-    /// Listen address; overrides `listen` in the file.
-    #[arg(long)]
+    /// Listen address (`host:port`); overrides `listen` in the file.
+    #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
-    /// Admin address; overrides `admin_listen` in the file (loopback unless
+    /// Admin address (`host:port`); overrides `admin_listen` in the file (loopback unless
     /// `security.admin_remote = true`).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_listen)]
     pub admin_listen: Option<SocketAddr>,
+    /// Check the configuration, print the values in effect and exit (nothing is started).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// Number of bidders with the built-in demo profiles (ignored with --profiles).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=200).map(usize::from))]
-    pub bidders: usize,
-    /// Bidder profiles (TOML, [[bidder]] tables; see docs/sim.md).
+    /// Number of bidders with the built-in demo profiles (1..=100; default 10). Not with
+    /// --profiles, whose file says how many.
+    #[arg(long, conflicts_with = "profiles", value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_SIM_BIDDERS)).map(usize::from))]
+    pub bidders: Option<usize>,
+    /// Bidder profiles (TOML, [[bidders]] tables; see docs/sim.md).
     #[arg(long)]
     pub profiles: Option<PathBuf>,
     /// Seed of every random decision.
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Write a `[[bidders]]` section for the exchange config here.
     #[arg(long)]
@@ -134,11 +190,12 @@ pub struct LoadArgs {
     /// Target URL (http only), e.g. http://127.0.0.1:8080/openrtb2/auction.
     #[arg(long)]
     pub url: String,
-    /// Requests per second on a fixed schedule (open loop), or rate steps FROM:TO:STEP
-    /// (e.g. 1000:5000:1000), each step lasting --step-duration. With --find-capacity, the
-    /// first rate tried.
-    #[arg(long, default_value = "1000", value_parser = parse_rate)]
-    pub rate: RateArg,
+    /// Requests per second on a fixed schedule (open loop; default 1000), or rate steps
+    /// FROM:TO:STEP (e.g. 1000:5000:1000), each step lasting --step-duration. With
+    /// --find-capacity, the first rate tried. Not with --closed-loop or --ramp, which set the
+    /// rate themselves.
+    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["closed_loop", "ramp"])]
+    pub rate: Option<RateArg>,
     /// Length of each rate step (default: --duration).
     #[arg(long, value_parser = parse_duration)]
     pub step_duration: Option<Duration>,
@@ -153,18 +210,28 @@ pub struct LoadArgs {
     /// (default there: 5s).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Connections (each carries one request at a time).
+    /// Connections opened before the clock starts, each carrying one request at a time. In
+    /// closed loop, exactly these carry the run; in open loop, more are opened when a request
+    /// comes due with every one busy, up to --max-connections.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=10_000).map(usize::from))]
     pub connections: usize,
+    /// Open loop: the most connections the run may open (--connections..=10000). Default:
+    /// enough for every request of one --timeout at the peak rate, within the open-file
+    /// limit. Set it equal to --connections for a fixed pool. The report says when this
+    /// limited the run.
+    #[arg(long, conflicts_with = "closed_loop", value_parser = clap::value_parser!(u16).range(1..=10_000).map(usize::from))]
+    pub max_connections: Option<usize>,
     /// Request bodies: a file of JSON lines, one JSON document, or a directory of *.json.
-    /// Default: built-in seeded OpenRTB 2.6 requests.
+    /// Default: built-in seeded OpenRTB 2.6 requests. A body's `tmax` is its deadline: still
+    /// waiting for a connection then, it is dropped unsent.
     #[arg(long)]
     pub requests: Option<PathBuf>,
-    /// Seed of the built-in request generator.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the built-in request generator (not with --requests).
+    #[arg(long, default_value_t = DEFAULT_SEED, conflicts_with = "requests")]
     pub seed: u64,
-    /// tmax written into generated requests, in milliseconds.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    /// tmax written into generated requests, in milliseconds (20..=10000; not with
+    /// --requests, whose bodies carry their own).
+    #[arg(long, default_value_t = 100, conflicts_with = "requests", value_parser = clap::value_parser!(u32).range(TMAX_MS))]
     pub tmax: u32,
     /// Give up on a request this long after its scheduled send time (at most 60s).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
@@ -177,8 +244,9 @@ pub struct LoadArgs {
     /// an overload step, so that the step starts on open connections).
     #[arg(long, requires = "warmup", conflicts_with_all = ["closed_loop", "find_capacity"])]
     pub warmup_rate: Option<f64>,
-    /// Also report the share of requests answered within this latency (e.g. 100ms).
-    #[arg(long, value_parser = parse_duration)]
+    /// Also report the share of requests answered within this latency (e.g. 100ms). Not with
+    /// --find-capacity, whose pass mark is --slo-p99.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "find_capacity")]
     pub slo: Option<Duration>,
     /// Check every 200 answer: bid-response (must decode as an OpenRTB 2.6 BidResponse).
     #[arg(long, value_enum)]
@@ -193,14 +261,15 @@ pub struct LoadArgs {
     #[arg(long, requires = "slo_p99")]
     pub find_capacity: bool,
     /// The p99 latency a rate must keep to pass (with --find-capacity), e.g. 10ms.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, requires = "find_capacity")]
     pub slo_p99: Option<Duration>,
-    /// Share of requests, in percent, that must be answered 2xx for a rate to pass.
-    #[arg(long, default_value_t = 99.9, value_parser = parse_percent)]
-    pub min_success: f64,
-    /// Highest rate --find-capacity may try.
-    #[arg(long, default_value_t = 200_000.0)]
-    pub max_rate: f64,
+    /// Share of requests, in percent, that must be answered 2xx for a rate to pass (with
+    /// --find-capacity; default 99.9).
+    #[arg(long, value_parser = parse_percent, requires = "find_capacity")]
+    pub min_success: Option<f64>,
+    /// Highest rate --find-capacity may try (default 200000).
+    #[arg(long, value_parser = |t: &str| positive_rate(t, "--max-rate"), requires = "find_capacity")]
+    pub max_rate: Option<f64>,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -299,20 +368,43 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Auctions per second offered by the load generator.
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value = "1000", value_parser = |t: &str| positive_rate(t, "the rate"))]
     pub rate: f64,
     /// Length of the load (e.g. 10s).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Simulated bidders.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=100).map(usize::from))]
+    /// Simulated bidders (1..=100).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_SIM_BIDDERS)).map(usize::from))]
     pub bidders: usize,
     /// Seed of bidders and requests: the same seed gives the same auctions.
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
-    /// tmax of the generated requests, in milliseconds.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(10..=10_000))]
+    /// tmax of the generated requests, in milliseconds (20..=10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(TMAX_MS))]
     pub tmax: u32,
+}
+
+/// Parses a listen address, `host:port`: an IP address as is, or a name resolved now (its
+/// first IPv4 address, else its first address).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "{text:?} has no port; expected host:port, e.g. 127.0.0.1:8080"
+        ));
+    }
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, or a bare number of seconds.

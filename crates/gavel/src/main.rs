@@ -17,7 +17,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    init_logging(cli.log.as_deref());
+    init_logging(cli.log);
+    // Thousands of connections (the load generator's pool, a server's clients) need more than
+    // the usual 1024 open files; take what the hard limit allows, as Go's runtime does.
+    let _ = loadgen::raise_open_file_limit();
     let runtime = match build_runtime(cli.threads) {
         Ok(r) => r,
         Err(e) => {
@@ -58,13 +61,13 @@ fn build_runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runt
     builder.build()
 }
 
-fn init_logging(filter: Option<&str>) {
-    let level = match filter.unwrap_or("warn") {
-        "error" => tracing::Level::ERROR,
-        "info" => tracing::Level::INFO,
-        "debug" => tracing::Level::DEBUG,
-        "trace" => tracing::Level::TRACE,
-        _ => tracing::Level::WARN,
+fn init_logging(level: cli::LogLevel) {
+    let level = match level {
+        cli::LogLevel::Error => tracing::Level::ERROR,
+        cli::LogLevel::Warn => tracing::Level::WARN,
+        cli::LogLevel::Info => tracing::Level::INFO,
+        cli::LogLevel::Debug => tracing::Level::DEBUG,
+        cli::LogLevel::Trace => tracing::Level::TRACE,
     };
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)

@@ -411,6 +411,9 @@ fn load_steps_write_json_and_an_html_report() {
     assert_eq!(page.matches("<svg").count(), 3);
     assert!(page.contains(&server.url));
     assert!(page.contains("Rate steps"));
+    // Parameters read as words, not as Rust's debug output.
+    assert!(page.contains("status only"), "no check named");
+    assert!(!page.contains("None"), "a parameter shows Rust's None");
 }
 
 #[test]

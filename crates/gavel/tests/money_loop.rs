@@ -164,6 +164,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
         arrivals: Arrivals::Rate(200.0),
         duration: Duration::from_secs(3),
         connections: 64,
+        max_connections: None,
         timeout: Duration::from_secs(5),
         warmup: Duration::ZERO,
         warmup_rate: None,

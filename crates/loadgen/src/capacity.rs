@@ -278,15 +278,22 @@ impl CapacityReport {
 /// A trial's line of [`CapacityReport::render_text`], also printed as the search goes.
 pub fn trial_line(t: &Trial) -> String {
     let r = &t.report;
+    // A trial the generator itself limited says so: its verdict is about the generator.
+    let limits: Vec<&str> = r.limits().iter().map(|l| l.kind.describe()).collect();
     format!(
-        "{:>9} {:>11.1} {:>8.2} {:>8.2} {:>9.2} {:>7.2}  {}",
+        "{:>9} {:>11.1} {:>8.2} {:>8.2} {:>9.2} {:>7.2}  {}{}",
         num(t.rate),
         r.rate_achieved,
         r.percentile_ms(50.0),
         r.percentile_ms(99.0),
         r.percentile_ms(99.9),
         100.0 * r.success_share(),
-        if t.passed { "pass" } else { "FAIL" }
+        if t.passed { "pass" } else { "FAIL" },
+        if limits.is_empty() {
+            String::new()
+        } else {
+            format!("  (limited by {})", limits.join(" and "))
+        }
     )
 }
 

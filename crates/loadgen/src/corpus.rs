@@ -1,6 +1,7 @@
 //! Request bodies, sent round robin.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bytes::Bytes;
 use rand::SeedableRng;
@@ -10,9 +11,28 @@ use crate::{LoadError, generate};
 
 /// The request bodies of a run. Request number `n` of the schedule (warm-up included) carries
 /// body `n % len()`.
+///
+/// A body that is a JSON object with a positive integer `tmax` (an OpenRTB bid request) has a
+/// deadline: `tmax` milliseconds after its scheduled send time, the auction it asks for is over,
+/// and a request still waiting for a connection then is dropped unsent instead of being sent
+/// dead (see [`crate::LoadSpec::timeout`] for bodies without one).
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
     bodies: Vec<Bytes>,
+    /// Index-aligned with `bodies`: each one's `tmax`, when it has one.
+    tmax: Vec<Option<Duration>>,
+}
+
+/// The one field of a body the generator reads.
+#[derive(serde::Deserialize)]
+struct Tmax {
+    tmax: Option<serde_json::Value>,
+}
+
+/// `tmax` of a JSON object body, when it is a positive whole number of milliseconds.
+fn tmax_of(body: &[u8]) -> Option<Duration> {
+    let ms = serde_json::from_slice::<Tmax>(body).ok()?.tmax?.as_u64()?;
+    (ms > 0).then(|| Duration::from_millis(ms))
 }
 
 impl Corpus {
@@ -63,7 +83,7 @@ impl Corpus {
                 });
             }
         }
-        Ok(Corpus { bodies })
+        Ok(Corpus::from_bodies(bodies))
     }
 
     /// `count` requests from [`generate::request`], seeded: the same `(seed, count, tmax_ms)`
@@ -76,12 +96,13 @@ impl Corpus {
                 Bytes::from(req.to_string())
             })
             .collect();
-        Corpus { bodies }
+        Corpus::from_bodies(bodies)
     }
 
-    /// Bodies as given, not checked.
+    /// Bodies as given, not checked (beyond reading each one's `tmax`).
     pub fn from_bodies(bodies: Vec<Bytes>) -> Corpus {
-        Corpus { bodies }
+        let tmax = bodies.iter().map(|b| tmax_of(b)).collect();
+        Corpus { bodies, tmax }
     }
 
     /// Number of bodies.
@@ -104,6 +125,15 @@ impl Corpus {
         // Callers check `!is_empty()` before a run starts.
         let i = (seq % self.bodies.len() as u64) as usize;
         self.bodies[i].clone()
+    }
+
+    /// The `tmax` of request number `seq`'s body, when it has one.
+    pub fn tmax(&self, seq: u64) -> Option<Duration> {
+        if self.tmax.is_empty() {
+            return None;
+        }
+        let i = (seq % self.tmax.len() as u64) as usize;
+        self.tmax.get(i).copied().flatten()
     }
 }
 

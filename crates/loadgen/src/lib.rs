@@ -20,11 +20,18 @@
 //!   that would add up to 1 ms to every measurement) and pushes a job into a bounded queue;
 //!   it never blocks on the workers. A full queue drops the job (counted in
 //!   `status.dropped`). How late it ran is [`Report::schedule_lag`].
-//! * `connections` workers each own one keep-alive HTTP/1.1 connection (hyper, TCP_NODELAY)
-//!   and take jobs from the queue one at a time. A job still waiting at
-//!   `scheduled + timeout` is dropped; a request not answered by then is a timeout, and its
-//!   late answer is read and discarded for up to one more timeout (at least 1 s) so that the connection
-//!   survives (reconnecting per timeout would collapse the generator under overload).
+//! * Workers each own one keep-alive HTTP/1.1 connection (hyper, TCP_NODELAY) and take jobs
+//!   from the queue one at a time. `connections` of them open before the clock starts; in open
+//!   loop, a job that comes due with every connection busy opens one more, up to
+//!   `max_connections` (`pool.rs`). A job is never sent after its deadline: its body's `tmax`
+//!   (an auction nobody waits for any more) or the timeout, after its scheduled instant; it is
+//!   dropped unsent instead, so a backlog of dead requests drains at once and the run recovers
+//!   as soon as connections free up. A request not answered by `scheduled + timeout` is a
+//!   timeout, and its late answer is read and discarded for up to one more timeout (at least
+//!   1 s) so that the connection survives (reconnecting per timeout would collapse the
+//!   generator under overload).
+//! * The report says when the generator itself limited the run ([`Report::limits`]): too
+//!   few connections (requests starved at the cap), or too little CPU (schedule lag).
 //! * One collector task receives one event per request and owns every histogram and counter,
 //!   including the per-second timeline.
 //! * After the schedule ends, in-flight requests get until their own deadline; the run is
@@ -57,6 +64,8 @@ mod corpus;
 mod error;
 pub mod generate;
 mod html;
+mod limits;
+mod pool;
 mod progress;
 mod queue;
 mod report;
@@ -76,6 +85,7 @@ use tokio::task::JoinSet;
 pub use corpus::Corpus;
 pub use error::LoadError;
 pub use html::render_html;
+pub use limits::{Limit, LimitKind};
 pub use progress::{Progress, ProgressSnapshot};
 pub use report::{
     CheckCounts, HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG, Phase, Report, Second, StatusCounts,
@@ -88,6 +98,7 @@ pub use spec::{
 };
 
 use collect::{Collector, Counting};
+use pool::Pool;
 use queue::JobQueue;
 use scheduler::Clock;
 use spec::{PhasePlan, Target};
@@ -121,12 +132,16 @@ pub async fn run_with_progress(
     let target = Target::parse(&spec.url)?;
     let addr = target.resolve().await?;
     let plan = spec.plan();
+    let max_connections = match plan {
+        Some(_) => spec.max_connections_for(fd_budget()),
+        None => spec.connections,
+    };
 
     // Room for every request that can be waiting at once: a timeout's worth at the peak rate.
     let peak = spec.arrivals.peak_rate().unwrap_or(0.0);
     let backlog = (peak * spec.timeout.as_secs_f64()).ceil() as usize;
     let queue = Arc::new(JobQueue::new(
-        backlog.saturating_add(spec.connections).min(MAX_QUEUE),
+        backlog.saturating_add(max_connections).min(MAX_QUEUE),
     ));
     let (finished_tx, finished) = watch::channel(false);
     let shared = Arc::new(Shared {
@@ -142,6 +157,7 @@ pub async fn run_with_progress(
             .and_then(|a| http::HeaderValue::from_str(a).ok()),
         progress: Arc::clone(&progress),
         finished,
+        opened: AtomicU64::new(0),
     });
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (window_tx, window_rx) = watch::channel(None);
@@ -153,7 +169,7 @@ pub async fn run_with_progress(
     for _ in 0..spec.connections {
         let (shared, events, ready) = (Arc::clone(&shared), events_tx.clone(), ready_tx.clone());
         if plan.is_some() {
-            workers.spawn(worker::worker(shared, events, ready));
+            workers.spawn(worker::worker(shared, events, Some(ready)));
         } else {
             let (window, seq) = (window_rx.clone(), Arc::clone(&seq));
             workers.spawn(worker::closed_worker(shared, events, ready, window, seq));
@@ -172,12 +188,18 @@ pub async fn run_with_progress(
                 warmup: spec.warmup,
                 seconds,
             };
+            let pool = Pool::new(
+                Arc::clone(&shared),
+                events_tx.clone(),
+                spec.connections,
+                max_connections,
+            );
             let handle = tokio::spawn(scheduler::drive(
                 Segments::new(segments),
                 clock,
-                Arc::clone(&queue),
+                Arc::clone(&shared),
+                pool,
                 events_tx.clone(),
-                Arc::clone(&progress),
             ));
             (Some(AbortOnDrop(handle)), Counting::Scheduled, phases)
         }
@@ -206,15 +228,26 @@ pub async fn run_with_progress(
     // Every request has ended: the workers may close their connections now.
     let _ = finished_tx.send(true);
 
-    let schedule_lag = match scheduler {
+    let (schedule_lag, pool) = match scheduler {
         Some(mut scheduler) => (&mut scheduler.0)
             .await
             .map_err(|e| LoadError::Internal(format!("scheduler: {e}")))?
             .map_err(|e| LoadError::Internal(format!("scheduler timer: {e}")))?,
-        None => new_histogram(),
+        None => (
+            new_histogram(),
+            pool::PoolEnd {
+                grown: Vec::new(),
+                peak: spec.connections,
+                starved: 0,
+            },
+        ),
     };
+    let worker_failed = |e| LoadError::Internal(format!("connection worker: {e}"));
     while let Some(res) = workers.join_next().await {
-        res.map_err(|e| LoadError::Internal(format!("connection worker: {e}")))?;
+        res.map_err(worker_failed)?;
+    }
+    for grown in pool.grown {
+        grown.await.map_err(worker_failed)?;
     }
     if collected.ended != collected.sent {
         return Err(LoadError::Internal(format!(
@@ -231,6 +264,10 @@ pub async fn run_with_progress(
     Ok(Report {
         arrivals: spec.arrivals,
         connections: spec.connections,
+        max_connections,
+        peak_connections: pool.peak,
+        connections_opened: shared.opened.load(std::sync::atomic::Ordering::Relaxed),
+        starved: pool.starved,
         sent: collected.sent,
         completed,
         status: collected.status,
@@ -246,6 +283,40 @@ pub async fn run_with_progress(
         schedule_lag,
         check: (spec.check != ResponseCheck::None).then_some(collected.check),
     })
+}
+
+/// How many connections this process can give a run: half of what its open-file limit leaves
+/// after 256 for everything else (the other half is for a server under test in the same
+/// process, as in `gavel demo`). 512 when the limit cannot be read.
+fn fd_budget() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        if let Some(soft) = limit.current {
+            return usize::try_from(soft.saturating_sub(256) / 2)
+                .unwrap_or(MAX_CONNECTIONS)
+                .max(1);
+        }
+    }
+    512
+}
+
+/// Raises this process's open-file limit to its hard limit, as Go's runtime does, so that a
+/// run (or a server) can hold thousands of connections without the operator's `ulimit -n`;
+/// returns the limit now in force (`None` where it cannot be read). Call it once at start.
+pub fn raise_open_file_limit() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            limit.current = limit.maximum;
+            let _ = setrlimit(Resource::Nofile, limit);
+        }
+        getrlimit(Resource::Nofile).current
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
 }
 
 /// Aborts the task when dropped: stops the scheduler if the run future is dropped.

@@ -2,7 +2,9 @@
 //!
 //! A job waits here while every connection is busy: its latency keeps growing from its
 //! scheduled instant, which is the open-loop accounting we want. The producer never blocks:
-//! when the queue is full the job is handed back and counted as dropped.
+//! when the queue is full the job is handed back and counted as dropped. The queue also knows
+//! how many consumers are idle, so the producer learns when a job found none (the pool may
+//! grow then, or the run is short of connections).
 
 use std::collections::VecDeque;
 use std::pin::pin;
@@ -18,6 +20,9 @@ pub(crate) struct Job {
     pub seq: u64,
     /// When it is due; latency is measured from here.
     pub scheduled: Instant,
+    /// Not sent once this has passed (its body's `tmax`, or the timeout, after `scheduled`):
+    /// the answer could no longer be of use. Dropped unsent instead.
+    pub send_by: Instant,
     /// Second of the measured window it belongs to; `None` during warm-up.
     pub slot: Option<u32>,
 }
@@ -33,6 +38,17 @@ pub(crate) struct JobQueue {
 struct State {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Consumers parked in [`JobQueue::pop`] with nothing to take.
+    idle: usize,
+}
+
+/// What [`JobQueue::push`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// An idle consumer will take it.
+    Taken,
+    /// Every consumer is busy: it waits for the first to come free.
+    Waiting,
 }
 
 impl JobQueue {
@@ -41,6 +57,7 @@ impl JobQueue {
             state: Mutex::new(State {
                 jobs: VecDeque::with_capacity(capacity.min(4096)),
                 closed: false,
+                idle: 0,
             }),
             notify: Notify::new(),
             capacity: capacity.max(1),
@@ -52,17 +69,23 @@ impl JobQueue {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Enqueues without blocking; gives the job back when the queue is full.
-    pub fn push(&self, job: Job) -> Result<(), Job> {
-        {
+    /// Enqueues without blocking, saying whether an idle consumer is there for it; gives the
+    /// job back when the queue is full.
+    pub fn push(&self, job: Job) -> Result<Pushed, Job> {
+        let pushed = {
             let mut st = self.lock();
             if st.jobs.len() >= self.capacity {
                 return Err(job);
             }
             st.jobs.push_back(job);
-        }
+            if st.jobs.len() <= st.idle {
+                Pushed::Taken
+            } else {
+                Pushed::Waiting
+            }
+        };
         self.notify.notify_one();
-        Ok(())
+        Ok(pushed)
     }
 
     /// No more jobs will come; consumers drain what is left, then get `None`.
@@ -73,6 +96,12 @@ impl JobQueue {
 
     /// The oldest job, waiting for one if needed; `None` once closed and drained.
     pub async fn pop(&self) -> Option<Job> {
+        // Counted idle from the first look that finds nothing until this call ends, however
+        // it ends (a dropped call included).
+        let mut idle = Idle {
+            queue: self,
+            counted: false,
+        };
         loop {
             // Register interest before looking, so a push between the look and the wait
             // is not missed.
@@ -81,6 +110,7 @@ impl JobQueue {
             {
                 let mut st = self.lock();
                 if let Some(job) = st.jobs.pop_front() {
+                    idle.uncount(&mut st);
                     let more = !st.jobs.is_empty();
                     drop(st);
                     if more {
@@ -91,10 +121,38 @@ impl JobQueue {
                     return Some(job);
                 }
                 if st.closed {
+                    idle.uncount(&mut st);
                     return None;
+                }
+                if !idle.counted {
+                    st.idle += 1;
+                    idle.counted = true;
                 }
             }
             notified.await;
+        }
+    }
+}
+
+/// A consumer's place in [`State::idle`] while it waits in [`JobQueue::pop`].
+struct Idle<'q> {
+    queue: &'q JobQueue,
+    counted: bool,
+}
+
+impl Idle<'_> {
+    fn uncount(&mut self, st: &mut State) {
+        if std::mem::take(&mut self.counted) {
+            st.idle -= 1;
+        }
+    }
+}
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            let mut st = self.queue.lock();
+            self.uncount(&mut st);
         }
     }
 }
@@ -106,9 +164,11 @@ mod tests {
     use std::sync::Arc;
 
     fn job(seq: u64) -> Job {
+        let now = Instant::now();
         Job {
             seq,
-            scheduled: Instant::now(),
+            scheduled: now,
+            send_by: now,
             slot: None,
         }
     }
@@ -127,6 +187,53 @@ mod tests {
             assert_eq!(q.pop().await.unwrap().seq, 2);
             q.close();
             assert!(q.pop().await.is_none());
+        });
+    }
+
+    #[test]
+    fn a_push_says_whether_an_idle_consumer_is_there() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let q = Arc::new(JobQueue::new(10));
+            // Nobody waiting: the job waits.
+            assert_eq!(q.push(job(1)).unwrap(), Pushed::Waiting);
+            assert_eq!(q.pop().await.unwrap().seq, 1);
+            // Two consumers park; the first two jobs are taken, the third waits.
+            let consumers: Vec<_> = (0..2)
+                .map(|_| {
+                    let q = Arc::clone(&q);
+                    tokio::spawn(async move { q.pop().await.map(|j| j.seq) })
+                })
+                .collect();
+            while q.lock().idle < 2 {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(q.push(job(2)).unwrap(), Pushed::Taken);
+            assert_eq!(q.push(job(3)).unwrap(), Pushed::Taken);
+            assert_eq!(q.push(job(4)).unwrap(), Pushed::Waiting);
+            let mut got: Vec<u64> = Vec::new();
+            for c in consumers {
+                got.extend(c.await.unwrap());
+            }
+            got.sort_unstable();
+            assert_eq!(got, [2, 3]);
+            assert_eq!(q.lock().idle, 0);
+            // A consumer dropped while parked gives its place back.
+            let parked = {
+                let q = Arc::clone(&q);
+                tokio::spawn(async move {
+                    q.pop().await;
+                    q.pop().await
+                })
+            };
+            while q.lock().idle < 1 {
+                tokio::task::yield_now().await;
+            }
+            parked.abort();
+            let _ = parked.await;
+            assert_eq!(q.lock().idle, 0);
         });
     }
 

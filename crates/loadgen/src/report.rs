@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::limits::{self, Limit};
 use crate::spec::{Arrivals, num};
 
 /// Lowest value of the latency histograms, microseconds.
@@ -41,9 +42,11 @@ pub struct StatusCounts {
     pub other_status: u64,
     /// Sent, but the whole answer had not arrived by `scheduled + timeout`.
     pub timeout: u64,
-    /// Never sent: no connection became free before `scheduled + timeout`, or the queue of
-    /// waiting requests was full. Under open-loop load this means the target (or the
-    /// generator) cannot keep up with the offered rate on this many connections.
+    /// Never sent: no connection became free before the request's deadline (its body's
+    /// `tmax`, or the timeout, after its scheduled time), or the queue of waiting requests
+    /// was full. Under open-loop load this means the target (or the generator, which
+    /// [`Report::limits`] tells apart) cannot keep up with the offered rate on these
+    /// connections.
     pub dropped: u64,
     /// No connection could be opened (refused, unreachable, connect timed out).
     pub connect_error: u64,
@@ -204,8 +207,18 @@ fn ratio(a: f64, b: f64) -> f64 {
 pub struct Report {
     /// How requests arrived.
     pub arrivals: Arrivals,
-    /// Connections used.
+    /// Connections opened before the clock started.
     pub connections: usize,
+    /// The most the run could open (open loop grows on demand up to this; closed loop has
+    /// exactly `connections`).
+    pub max_connections: usize,
+    /// The most it held at once (each worker holds one).
+    pub peak_connections: usize,
+    /// Connections opened over the whole run, reconnections included (warm-up too).
+    pub connections_opened: u64,
+    /// Measured requests that came due with every connection busy and none left to open: they
+    /// waited for one (or were dropped). See [`Report::limits`].
+    pub starved: u64,
     /// Requests the schedule issued in the measured window: `ceil(rate * duration)`. Each one
     /// is accounted for exactly once in `status`.
     pub sent: u64,
@@ -263,6 +276,9 @@ impl std::fmt::Debug for Report {
         f.debug_struct("Report")
             .field("arrivals", &self.arrivals)
             .field("connections", &self.connections)
+            .field("max_connections", &self.max_connections)
+            .field("peak_connections", &self.peak_connections)
+            .field("starved", &self.starved)
             .field("sent", &self.sent)
             .field("completed", &self.completed)
             .field("status", &self.status)
@@ -333,9 +349,31 @@ impl Report {
         within as f64 / self.sent as f64
     }
 
-    /// A few aligned lines for a terminal.
+    /// What limited the run other than the target's speed: the generator's connections or
+    /// CPU, or connections held by a target that did not answer. Empty when the generator
+    /// kept up; see `limits.rs` for the rules.
+    pub fn limits(&self) -> Vec<Limit> {
+        limits::limits(self)
+    }
+
+    /// `64 connections` (closed loop), or `connections 64 at start, peak 112 of 2000
+    /// allowed, 112 opened`.
+    pub(crate) fn connections_line(&self) -> String {
+        if self.rate_offered.is_none() {
+            return format!("{} connections", self.connections);
+        }
+        format!(
+            "connections {} at start, peak {} of {} allowed, {} opened",
+            self.connections, self.peak_connections, self.max_connections, self.connections_opened
+        )
+    }
+
+    /// A few aligned lines for a terminal; what limited the run, if anything, first.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
+        for limit in self.limits() {
+            let _ = writeln!(out, "LIMITED     {}", limit.message);
+        }
         let s = &self.status;
         let offered = match self.rate_offered {
             Some(r) if matches!(self.arrivals, Arrivals::Rate(_)) => {
@@ -345,13 +383,13 @@ impl Report {
         };
         let _ = writeln!(
             out,
-            "sent {}  completed {}  rate {:.1}/s  ({offered} for {:.1} s, {} connections)",
+            "sent {}  completed {}  rate {:.1}/s  ({offered} for {:.1} s)",
             self.sent,
             self.completed,
             self.rate_achieved,
             self.duration.as_secs_f64(),
-            self.connections,
         );
+        let _ = writeln!(out, "pool        {}", self.connections_line());
         let mut parts: Vec<String> = s
             .by_code
             .iter()
@@ -391,15 +429,10 @@ impl Report {
             let lag = |q| hist_ms(&self.schedule_lag, q);
             let _ = writeln!(
                 out,
-                "sched lag   p50 {:.2}  p99 {:.2}  max {:.2}  (generator behind its own schedule{})",
+                "sched lag   p50 {:.2}  p99 {:.2}  max {:.2}  (generator behind its own schedule)",
                 lag(50.0),
                 lag(99.0),
                 hist_max_ms(&self.schedule_lag),
-                if lag(99.0) > 1.0 {
-                    ": the generator may be the bottleneck"
-                } else {
-                    ""
-                }
             );
         }
         if let Some(c) = &self.check {
@@ -438,7 +471,9 @@ impl Report {
         out
     }
 
-    /// The report as JSON: `mode`, `connections`, `sent`, `completed`, `rate_achieved`,
+    /// The report as JSON: `limits[{kind,message,flag}]` (empty when the generator kept up),
+    /// `mode`, `connections`, `max_connections`, `peak_connections`, `connections_opened`,
+    /// `starved`, `sent`, `completed`, `rate_achieved`,
     /// `rate_offered` (null in closed loop), `success_share`, `duration_s`, `elapsed_s`,
     /// `timeout_ms`, `status{..., by_code{"200": n}}`, `latency_ms{p50,p90,p99,p999,p9999,max}`,
     /// `service_ms{...}`, `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`,
@@ -472,8 +507,13 @@ impl Report {
             })
             .collect();
         json!({
+            "limits": serde_json::to_value(self.limits()).unwrap_or(Value::Null),
             "mode": self.arrivals.describe(),
             "connections": self.connections,
+            "max_connections": self.max_connections,
+            "peak_connections": self.peak_connections,
+            "connections_opened": self.connections_opened,
+            "starved": self.starved,
             "sent": self.sent,
             "completed": self.completed,
             "rate_achieved": self.rate_achieved,
@@ -511,6 +551,10 @@ mod tests {
         Report {
             arrivals: Arrivals::Rate(100.0),
             connections: 8,
+            max_connections: 200,
+            peak_connections: 8,
+            connections_opened: 8,
+            starved: 0,
             sent: 100,
             completed: 98,
             status,

@@ -1,5 +1,6 @@
 //! The scheduler task: waits for each due instant of the schedule, hands the request to the
-//! connection workers, and tells the collector how many requests each measured second issued.
+//! connection workers (opening one more when none is free, up to the cap: [`Pool`]), and tells
+//! the collector how many requests each measured second issued.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,11 +9,12 @@ use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 
 use crate::collect::{Event, Sample};
-use crate::progress::Progress;
-use crate::queue::{Job, JobQueue};
+use crate::pool::{Pool, PoolEnd};
+use crate::queue::{Job, Pushed};
 use crate::report::{Outcome, new_histogram};
 use crate::schedule::Segments;
 use crate::timer::Timer;
+use crate::worker::Shared;
 
 /// The scheduler's frame of reference: when the run started, how long the warm-up lasts and
 /// how many seconds the measured window has.
@@ -24,14 +26,17 @@ pub(crate) struct Clock {
 }
 
 /// Runs `schedule` to its end, then closes the queue. Returns how late, in µs, each measured
-/// request was handed over compared with its due instant: the generator's own lag.
+/// request was handed over compared with its due instant (the generator's own lag), and what
+/// the pool did.
 pub(crate) async fn drive(
     schedule: Segments,
     clock: Clock,
-    queue: Arc<JobQueue>,
+    shared: Arc<Shared>,
+    mut pool: Pool,
     events: mpsc::UnboundedSender<Event>,
-    progress: Arc<Progress>,
-) -> std::io::Result<Histogram<u64>> {
+) -> std::io::Result<(Histogram<u64>, PoolEnd)> {
+    let queue = &shared.queue;
+    let progress = &shared.progress;
     let mut timer = Timer::new()?;
     let mut lag = new_histogram();
     let Clock {
@@ -61,24 +66,29 @@ pub(crate) async fn drive(
         let job = Job {
             seq,
             scheduled: due,
+            send_by: shared.send_by(seq, due),
             slot,
         };
         progress.add_issued(1);
-        if let Err(job) = queue.push(job) {
-            let sample = Sample {
-                slot: job.slot,
-                scheduled: job.scheduled,
-                ended: Instant::now(),
-                outcome: Outcome::Dropped,
-                service: None,
-                check: None,
-            };
-            let _ = events.send(Event::Done(sample));
+        match queue.push(job) {
+            Ok(Pushed::Taken) => {}
+            Ok(Pushed::Waiting) => pool.short_of_one(slot.is_some()),
+            Err(job) => {
+                let sample = Sample {
+                    slot: job.slot,
+                    scheduled: job.scheduled,
+                    ended: Instant::now(),
+                    outcome: Outcome::Dropped,
+                    service: None,
+                    check: None,
+                };
+                let _ = events.send(Event::Done(sample));
+            }
         }
     }
     close_seconds(&events, &mut second, &mut in_second, seconds);
     queue.close();
-    Ok(lag)
+    Ok((lag, pool.finish()))
 }
 
 /// Tells the collector how many requests each measured second before `until` issued, starting

@@ -129,8 +129,15 @@ pub struct LoadSpec {
     /// Measured window, after the warm-up, `0 < duration <= 1 h`. Rate steps share it
     /// equally.
     pub duration: Duration,
-    /// Keep-alive connections, each carrying one request at a time, `1..=10_000`.
+    /// Keep-alive connections opened before the clock starts, each carrying one request at a
+    /// time, `1..=10_000`. In closed loop, exactly these carry the run.
     pub connections: usize,
+    /// Open loop: the most connections the run may open, one more each time a request comes
+    /// due with every connection busy (`connections..=10_000`). `None`: enough for every
+    /// request of a timeout's worth at the peak rate (`peak rate × timeout`), within what the
+    /// process's open-file limit allows; see [`LoadSpec::max_connections_for`]. Closed loop
+    /// takes none (or exactly `connections`).
+    pub max_connections: Option<usize>,
     /// Per-request budget, counted from the request's *scheduled* send time,
     /// `0 < timeout <= 60 s`.
     pub timeout: Duration,
@@ -148,14 +155,15 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
-    /// An open-loop spec at a constant `rate` with 32 connections, a 2 s timeout, no
-    /// warm-up and no response check.
+    /// An open-loop spec at a constant `rate` with 32 connections at the start (more on
+    /// demand), a 2 s timeout, no warm-up and no response check.
     pub fn new(url: impl Into<String>, rate: f64, duration: Duration) -> LoadSpec {
         LoadSpec {
             url: url.into(),
             arrivals: Arrivals::Rate(rate),
             duration,
             connections: 32,
+            max_connections: None,
             timeout: Duration::from_secs(2),
             warmup: Duration::ZERO,
             warmup_rate: None,
@@ -245,6 +253,27 @@ impl LoadSpec {
                 format!("must be in 1..={MAX_CONNECTIONS}, got {}", self.connections),
             ));
         }
+        match (self.max_connections, self.arrivals) {
+            (Some(max), Arrivals::Closed) if max != self.connections => {
+                return Err(bad(
+                    "max_connections",
+                    format!(
+                        "a closed loop runs on exactly its {} connections; {max} is open loop's",
+                        self.connections
+                    ),
+                ));
+            }
+            (Some(max), _) if max < self.connections || max > MAX_CONNECTIONS => {
+                return Err(bad(
+                    "max_connections",
+                    format!(
+                        "must be in {}..={MAX_CONNECTIONS} (at least the {} opened at the start), got {max}",
+                        self.connections, self.connections
+                    ),
+                ));
+            }
+            _ => {}
+        }
         if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
             return Err(bad(
                 "timeout",
@@ -253,6 +282,25 @@ impl LoadSpec {
         }
         Target::parse(&self.url)?;
         Ok(())
+    }
+
+    /// The cap on an open-loop run's connections: `max_connections` when given; otherwise
+    /// enough for every request of one timeout at the peak rate (each holds a connection at
+    /// most that long, plus the drain of a late answer, which the margin absorbs), at most
+    /// `fd_budget` (what the open-file limit leaves) and [`MAX_CONNECTIONS`], and never below
+    /// `connections`.
+    pub fn max_connections_for(&self, fd_budget: usize) -> usize {
+        if let Some(max) = self.max_connections {
+            return max;
+        }
+        let peak = self.arrivals.peak_rate().unwrap_or(0.0);
+        let in_a_timeout = (peak * self.timeout.as_secs_f64()).ceil();
+        let wanted = if in_a_timeout >= MAX_CONNECTIONS as f64 {
+            MAX_CONNECTIONS
+        } else {
+            in_a_timeout as usize
+        };
+        wanted.min(fd_budget).max(self.connections)
     }
 
     /// The open-loop schedule (warm-up first) and the measured phases that get their own
@@ -462,6 +510,15 @@ mod tests {
             (|s| s.connections = 10_001, "connections"),
             (|s| s.timeout = Duration::ZERO, "timeout"),
             (|s| s.timeout = Duration::from_secs(61), "timeout"),
+            (|s| s.max_connections = Some(31), "max_connections"),
+            (|s| s.max_connections = Some(10_001), "max_connections"),
+            (
+                |s| {
+                    s.arrivals = Arrivals::Closed;
+                    s.max_connections = Some(64);
+                },
+                "max_connections",
+            ),
         ];
         for (mutate, field) in cases {
             let mut s = spec();
@@ -470,6 +527,27 @@ mod tests {
             let msg = s.validate().unwrap_err().to_string();
             assert!(msg.contains(field), "{msg}");
         }
+    }
+
+    #[test]
+    fn the_connection_cap_covers_a_timeout_at_the_peak_rate_within_the_limits() {
+        let mut s = spec();
+        // 100/s for 2 s: 200 requests can be in flight at once.
+        assert_eq!(s.max_connections_for(10_000), 200);
+        assert_eq!(s.max_connections_for(150), 150, "the open-file budget");
+        assert_eq!(
+            s.max_connections_for(10),
+            32,
+            "never below the first connections"
+        );
+        s.arrivals = Arrivals::Ramp {
+            from: 10.0,
+            to: 1_000_000.0,
+        };
+        assert_eq!(s.max_connections_for(usize::MAX), MAX_CONNECTIONS);
+        s.max_connections = Some(40);
+        assert_eq!(s.max_connections_for(10), 40, "given, it is taken as it is");
+        s.validate().unwrap();
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::future::{Future, poll_fn};
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,27 @@ pub(crate) struct Shared {
     /// Turns true once every request of the run has ended; workers keep their connections
     /// open until then (see [`linger`]).
     pub finished: tokio::sync::watch::Receiver<bool>,
+    /// Connections opened so far (reconnections included).
+    pub opened: AtomicU64,
+}
+
+impl Shared {
+    /// When request `seq`, due at `scheduled`, stops being worth sending: its body's `tmax`
+    /// after `scheduled` (the auction is over by then), or the timeout, whichever is first.
+    pub fn send_by(&self, seq: u64, scheduled: Instant) -> Instant {
+        let budget = self
+            .corpus
+            .tmax(seq)
+            .map_or(self.timeout, |t| t.min(self.timeout));
+        scheduled + budget
+    }
+
+    /// Opens a connection and counts it.
+    async fn open(&self) -> std::io::Result<Conn> {
+        let conn = Conn::open(self.addr).await?;
+        self.opened.fetch_add(1, Relaxed);
+        Ok(conn)
+    }
 }
 
 /// An open connection. The connection future (`driver`) is polled by the worker itself, in
@@ -130,19 +152,20 @@ impl Conn {
     }
 }
 
-/// Runs one worker until the queue is closed and drained. Signals `ready` once its first
-/// connection attempt is over, so the schedule starts with warm connections.
+/// Runs one worker until the queue is closed and drained. Signals `ready` (when given) once
+/// its first connection attempt is over, so the schedule starts with warm connections.
 pub(crate) async fn worker(
     shared: Arc<Shared>,
     events: mpsc::UnboundedSender<Event>,
-    ready: mpsc::Sender<()>,
+    ready: Option<mpsc::Sender<()>>,
 ) {
-    let mut conn = match tokio::time::timeout(shared.timeout, Conn::open(shared.addr)).await {
+    let mut conn = match tokio::time::timeout(shared.timeout, shared.open()).await {
         Ok(Ok(c)) => Some(c),
         _ => None,
     };
-    let _ = ready.send(()).await;
-    drop(ready);
+    if let Some(ready) = ready {
+        let _ = ready.send(()).await;
+    }
     while let Some(job) = shared.queue.pop().await {
         if !serve(&shared, &mut conn, &job, &events).await {
             return;
@@ -183,7 +206,7 @@ pub(crate) async fn closed_worker(
     mut start: tokio::sync::watch::Receiver<Option<ClosedWindow>>,
     seq: Arc<std::sync::atomic::AtomicU64>,
 ) {
-    let mut conn = match tokio::time::timeout(shared.timeout, Conn::open(shared.addr)).await {
+    let mut conn = match tokio::time::timeout(shared.timeout, shared.open()).await {
         Ok(Ok(c)) => Some(c),
         _ => None,
     };
@@ -210,8 +233,10 @@ pub(crate) async fn closed_worker(
             shared.progress.set_measuring();
         }
         let job = Job {
-            seq: seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            seq: seq.fetch_add(1, Relaxed),
             scheduled: now,
+            // Sent at once: closed loop never waits for a connection.
+            send_by: now + shared.timeout,
             slot,
         };
         shared.progress.add_issued(1);
@@ -280,8 +305,10 @@ async fn attempt<'c>(
 ) -> Result<Attempt, Late<'c>> {
     let deadline = job.scheduled + shared.timeout;
     let now = Instant::now();
-    if now >= deadline {
-        // Waited in the queue for a free connection past its whole budget.
+    if now >= job.send_by {
+        // Waited for a free connection until its answer could be of no use (its `tmax`, or
+        // the whole timeout): sending it would only load the target with dead work, and keep
+        // this connection from a request that can still make it.
         return Ok((Outcome::Dropped, None, now, None));
     }
     let deadline_t = tokio::time::Instant::from_std(deadline);
@@ -292,7 +319,7 @@ async fn attempt<'c>(
     };
     if !reusable {
         *conn = None;
-        match timeout_at(deadline_t, Conn::open(shared.addr)).await {
+        match timeout_at(deadline_t, shared.open()).await {
             Ok(Ok(c)) => *conn = Some(c),
             Ok(Err(_)) | Err(_) => {
                 return Ok((Outcome::ConnectError, None, Instant::now(), None));

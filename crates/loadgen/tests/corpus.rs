@@ -123,3 +123,31 @@ fn missing_path_is_an_io_error_naming_it() {
     assert!(matches!(e, LoadError::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("no-such-file.json"), "{e}");
 }
+
+/// A body's `tmax` is its deadline; anything but a positive whole number of milliseconds is
+/// no deadline (the request then waits at most the timeout).
+#[test]
+fn each_body_s_tmax_is_read_once() {
+    let corpus = Corpus::from_bodies(
+        [
+            r#"{"id":"a","tmax":120}"#,
+            r#"{"id":"b"}"#,
+            r#"{"id":"c","tmax":0}"#,
+            r#"{"id":"d","tmax":"100"}"#,
+            r#"{"id":"e","tmax":1.5}"#,
+            "[1,2,3]",
+            "not json",
+        ]
+        .into_iter()
+        .map(|b| bytes::Bytes::from_static(b.as_bytes()))
+        .collect(),
+    );
+    let tmax: Vec<Option<u64>> = (0..7)
+        .map(|i| corpus.tmax(i).map(|d| d.as_millis() as u64))
+        .collect();
+    assert_eq!(tmax, [Some(120), None, None, None, None, None, None]);
+    // Round robin, as the bodies are.
+    assert_eq!(corpus.tmax(7), Some(std::time::Duration::from_millis(120)));
+    let generated = Corpus::generated(7, 10, 250);
+    assert!((0..10).all(|i| generated.tmax(i) == Some(std::time::Duration::from_millis(250))));
+}

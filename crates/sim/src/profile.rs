@@ -270,14 +270,18 @@ pub fn validate_profiles(profiles: &[BidderProfile]) -> Result<(), SimError> {
 #[serde(deny_unknown_fields)]
 struct ProfilesFile {
     #[serde(default)]
-    bidder: Vec<BidderProfile>,
+    bidders: Vec<BidderProfile>,
+    /// The table's old name, kept only to say what it is called now.
+    #[serde(default)]
+    bidder: Option<serde::de::IgnoredAny>,
 }
 
-/// Parses `[[bidder]]` tables from TOML and validates them (see [`BidderProfile::validate`]).
-/// At least one bidder is required.
+/// Parses `[[bidders]]` tables from TOML (the name the exchange's configuration uses for its
+/// bidders) and validates them (see [`BidderProfile::validate`]). At least one bidder is
+/// required.
 ///
 /// ```toml
-/// [[bidder]]
+/// [[bidders]]
 /// name = "atlas"
 /// bid_probability = 0.7
 /// price = { kind = "lognormal", median = 1.2, p99 = 6.0 }
@@ -287,11 +291,17 @@ struct ProfilesFile {
 pub fn load_profiles(toml_text: &str) -> Result<Vec<BidderProfile>, SimError> {
     let file: ProfilesFile =
         toml::from_str(toml_text).map_err(|e| SimError::Toml(e.to_string()))?;
-    if file.bidder.is_empty() {
-        return Err(SimError::Toml("no [[bidder]] tables".into()));
+    if file.bidder.is_some() {
+        return Err(SimError::Toml(
+            "[[bidder]] is now [[bidders]], as in the exchange's configuration: rename the tables"
+                .into(),
+        ));
     }
-    validate_profiles(&file.bidder)?;
-    Ok(file.bidder)
+    if file.bidders.is_empty() {
+        return Err(SimError::Toml("no [[bidders]] tables".into()));
+    }
+    validate_profiles(&file.bidders)?;
+    Ok(file.bidders)
 }
 
 /// A realistic, varied fleet of `n` bidders, the same every call.
@@ -423,7 +433,7 @@ mod tests {
     fn toml_defaults_apply() {
         let ps = load_profiles(
             r#"
-            [[bidder]]
+            [[bidders]]
             name = "a"
             price = { kind = "fixed", cpm = 1.5 }
             "#,
@@ -433,5 +443,13 @@ mod tests {
             ps[0],
             BidderProfile::new("a", PriceDist::Fixed { cpm: 1.5 })
         );
+    }
+
+    #[test]
+    fn the_old_table_name_is_refused_with_the_new_one() {
+        let e = load_profiles("[[bidder]]\nname = \"a\"\nprice = { kind = \"fixed\", cpm = 1 }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[[bidders]]"), "{e}");
     }
 }

@@ -614,7 +614,7 @@ fn profile_error(toml_text: &str) -> String {
 fn profile_toml_loads_and_validation_errors_name_the_field() {
     let ps = load_profiles(
         r#"
-        [[bidder]]
+        [[bidders]]
         name = "atlas"
         seat = "seat-1"
         bid_probability = 0.7
@@ -624,7 +624,7 @@ fn profile_toml_loads_and_validation_errors_name_the_field() {
         markup = { mix = 0.25 }
         adomain = ["atlas.example"]
 
-        [[bidder]]
+        [[bidders]]
         name = "beacon"
         price = { kind = "uniform", min = 0.5, max = 3 }
         latency = { kind = "uniform", min_ms = 5, max_ms = 30 }
@@ -648,7 +648,7 @@ fn profile_toml_loads_and_validation_errors_name_the_field() {
     );
 
     let one = |extra: &str| {
-        format!("[[bidder]]\nname = \"b1\"\nprice = {{ kind = \"fixed\", cpm = 1 }}\n{extra}\n")
+        format!("[[bidders]]\nname = \"b1\"\nprice = {{ kind = \"fixed\", cpm = 1 }}\n{extra}\n")
     };
     for (extra, needle) in [
         ("bid_probability = 1.5", "bid_probability"),
@@ -682,21 +682,21 @@ fn profile_toml_loads_and_validation_errors_name_the_field() {
         }
     }
     let e = profile_error(
-        "[[bidder]]\nname = \"p\"\nprice = { kind = \"uniform\", min = 3, max = 1 }\n",
+        "[[bidders]]\nname = \"p\"\nprice = { kind = \"uniform\", min = 3, max = 1 }\n",
     );
     assert!(e.contains("price.min") && e.contains("`p`"), "{e}");
     let e = profile_error(
-        "[[bidder]]\nname = \"p\"\nprice = { kind = \"lognormal\", median = 2, p99 = 1 }\n",
+        "[[bidders]]\nname = \"p\"\nprice = { kind = \"lognormal\", median = 2, p99 = 1 }\n",
     );
     assert!(e.contains("price.p99"), "{e}");
-    let e = profile_error("[[bidder]]\nname = \"\"\nprice = { kind = \"fixed\", cpm = 1 }\n");
+    let e = profile_error("[[bidders]]\nname = \"\"\nprice = { kind = \"fixed\", cpm = 1 }\n");
     assert!(e.contains("name"), "{e}");
-    let dup = "[[bidder]]\nname = \"d\"\nprice = { kind = \"fixed\", cpm = 1 }\n";
+    let dup = "[[bidders]]\nname = \"d\"\nprice = { kind = \"fixed\", cpm = 1 }\n";
     let e = profile_error(&format!("{dup}{dup}"));
     assert!(e.contains("duplicate") && e.contains("`d`"), "{e}");
-    let e = profile_error("[[bidder]]\nname = \"noprice\"\n");
+    let e = profile_error("[[bidders]]\nname = \"noprice\"\n");
     assert!(e.contains("price"), "{e}");
-    assert!(profile_error("").contains("no [[bidder]]"));
+    assert!(profile_error("").contains("no [[bidders]]"));
 }
 
 #[tokio::test]

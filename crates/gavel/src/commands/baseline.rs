@@ -27,6 +27,9 @@ use crate::cli::BaselineArgs;
 
 const MAX_BODY: usize = 256 * 1024;
 
+/// How long the fan-out waits for its bidders without --bidder-timeout, in milliseconds.
+const DEFAULT_BIDDER_TIMEOUT_MS: u64 = 100;
+
 /// What every bidder is sent: the least a bidder (and `gavel sim`) accepts as a bid request.
 const FAN_OUT_REQUEST: &[u8] =
     br#"{"id":"floor","imp":[{"id":"1","banner":{"w":300,"h":250}}],"tmax":100}"#;
@@ -88,7 +91,7 @@ pub async fn run(args: BaselineArgs) -> anyhow::Result<()> {
     let fan_out = match &args.bidders {
         Some(path) => Some(Arc::new(FanOut::load(
             path,
-            Duration::from_millis(args.bidder_timeout),
+            Duration::from_millis(args.bidder_timeout.unwrap_or(DEFAULT_BIDDER_TIMEOUT_MS)),
         )?)),
         None => None,
     };

@@ -1,4 +1,4 @@
-//! `gavel bidder --config FILE [--listen ADDR]`.
+//! `gavel bidder --config FILE [--listen ADDR] [--admin-listen ADDR] [--check]`.
 
 use std::io::Write as _;
 
@@ -21,6 +21,9 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
             .validate(admin)
             .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
         config.admin_listen = admin;
+    }
+    if args.check {
+        return super::check_config::bidder(&args.config, &config).await;
     }
     let listener = TcpListener::bind(config.listen)
         .await

@@ -91,6 +91,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         arrivals: Arrivals::Rate(args.rate),
         duration: args.duration,
         connections: (in_flight as usize * 2).clamp(32, 4096),
+        max_connections: None,
         timeout: Duration::from_millis(u64::from(args.tmax) * 10),
         warmup: Duration::ZERO,
         warmup_rate: None,
@@ -149,6 +150,15 @@ fn render(
         "auctions          {} sent, {} answered ({:.0}/s achieved)",
         report.sent, report.completed, report.rate_achieved
     );
+    // When the load generator, not the exchange, set the figures, say so first.
+    for limit in report.limits() {
+        let shared = if limit.kind == loadgen::LimitKind::Cpu {
+            " (Here the exchange and the bidders share those cores: their figures suffer too.)"
+        } else {
+            ""
+        };
+        let _ = writeln!(o, "LIMITED           {}{shared}", limit.message);
+    }
     let bid_or_no_bid = books.sold + books.no_bid;
     let late = books.late_answers;
     let _ = writeln!(
@@ -184,10 +194,17 @@ fn render(
         .sent
         .saturating_sub(sold + report.status.no_content_204);
     if failures > 0 {
+        let s = &report.status;
         let _ = writeln!(
             o,
-            "not answered      {failures} (errors or client timeouts: {:?})",
-            report.status
+            "not answered      {failures}: {} timed out at the client, {} dropped unsent (their \
+             tmax passed while they waited for a connection), {} connection errors, {} other \
+             errors, {} answered 4xx/5xx",
+            s.timeout,
+            s.dropped,
+            s.connect_error,
+            s.other_error,
+            s.client_4xx + s.server_5xx + s.other_status
         );
     }
     let cleared = books.cleared();

@@ -1,4 +1,4 @@
-//! `gavel edge --config FILE [--listen ADDR]`.
+//! `gavel edge --config FILE [--listen ADDR] [--check]`.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -14,6 +14,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         Config::load(&args.config).with_context(|| format!("{} refused", args.config.display()))?;
     if let Some(listen) = args.listen {
         config.listen = listen;
+    }
+    if args.check {
+        return super::check_config::edge(&args.config, &config);
     }
     let edge = Edge::new(&config, Arc::new(SystemClock))?;
     let listener = TcpListener::bind(config.listen)

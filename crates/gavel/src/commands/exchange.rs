@@ -1,4 +1,4 @@
-//! `gavel exchange --config FILE [--listen ADDR]`.
+//! `gavel exchange --config FILE [--listen ADDR] [--admin-listen ADDR] [--check]`.
 
 use std::io::Write as _;
 
@@ -21,6 +21,9 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
             .validate(admin)
             .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
         validated.config.admin_listen = admin;
+    }
+    if args.check {
+        return super::check_config::exchange(&args.config, &validated);
     }
     let listen = validated.config.listen;
     let listener = TcpListener::bind(listen)

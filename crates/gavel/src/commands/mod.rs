@@ -2,6 +2,7 @@
 
 mod baseline;
 mod bidder;
+mod check_config;
 mod demo;
 mod demo_bidder;
 mod edge;
@@ -19,6 +20,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Edge(args) => edge::run(args).await,
         Command::Load(args) => load::run(*args).await,
         Command::Demo(args) => demo::run(args).await,
+        Command::CheckConfig(args) => check_config::run(&args).await,
         Command::Baseline(args) => baseline::run(args).await,
     }
 }

@@ -16,6 +16,9 @@ allow_private_addresses = true
 
 ";
 
+/// Simulated bidders without --bidders or --profiles.
+const DEFAULT_BIDDERS: usize = 10;
+
 /// Largest accepted profile file.
 const MAX_PROFILE_BYTES: usize = 1024 * 1024;
 
@@ -25,7 +28,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
             let text = settings::read_bounded(path, MAX_PROFILE_BYTES)?;
             sim::load_profiles(&text).with_context(|| format!("{} refused", path.display()))?
         }
-        None => sim::demo_profiles(args.bidders),
+        None => sim::demo_profiles(args.bidders.unwrap_or(DEFAULT_BIDDERS)),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let tls = match (&args.tls_cert, &args.tls_key) {

@@ -14,17 +14,11 @@ pub fn spawn_listening(
     subcommand: &str,
     config: &Path,
 ) -> (Child, SocketAddr, Lines<BufReader<ChildStdout>>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
-        .arg(subcommand)
-        .arg("--config")
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let (child, first, lines) = spawn_listening_with(
+        subcommand,
+        config,
+        &["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+    );
     let addr = first
         .split("http://")
         .nth(1)
@@ -32,6 +26,27 @@ pub fn spawn_listening(
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in {first:?}"));
     (child, addr, lines)
+}
+
+/// Starts `gavel <subcommand> --config <config> <args>` and returns it with the first line it
+/// prints (a server's, once it listens) and the rest of its output.
+pub fn spawn_listening_with(
+    subcommand: &str,
+    config: &Path,
+    args: &[&str],
+) -> (Child, String, Lines<BufReader<ChildStdout>>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .arg(subcommand)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    (child, first, lines)
 }
 
 /// The admin address a `gavel exchange` or `gavel bidder` first line names (`admin: http://ADDR/...`).

@@ -50,6 +50,8 @@ overflow-wrap:anywhere}\
 .chart{display:block;width:100%;height:auto;background:#fff;border:1px solid #e2e8f0;\
 border-radius:8px}\
 .note{color:#64748b;font-size:.9rem;margin:0 0 8px}\
+.limit{background:#fffbeb;border:1px solid #f59e0b;border-radius:8px;padding:10px 14px;\
+margin:16px 0 0}\
 .nodata{padding:32px;text-align:center;color:#64748b;background:#fff;\
 border:1px dashed #cbd5e1;border-radius:8px}\
 footer{margin-top:32px;color:#94a3b8;font-size:.8rem}";
@@ -68,6 +70,7 @@ pub fn render_html(report: &Report, title: &str, params: &[(String, String)]) ->
         t = esc(title)
     );
     tiles(&mut out, report);
+    limits(&mut out, report);
     parameters(&mut out, params);
     summary(&mut out, report);
     steps::steps_table(&mut out, report);
@@ -134,6 +137,18 @@ fn tiles(out: &mut String, r: &Report) {
     out.push_str("</div>\n");
 }
 
+/// What limited the run other than the target, in a box that cannot be missed.
+fn limits(out: &mut String, r: &Report) {
+    for limit in r.limits() {
+        let _ = writeln!(
+            out,
+            "<p class=\"limit\"><strong>Limited by {}.</strong> {}</p>",
+            esc(limit.kind.describe()),
+            esc(&limit.message)
+        );
+    }
+}
+
 fn parameters(out: &mut String, params: &[(String, String)]) {
     out.push_str("<h2>Parameters</h2>\n");
     if params.is_empty() {
@@ -175,6 +190,7 @@ fn summary(out: &mut String, r: &Report) {
             format!("{} s", fmt_num(r.duration.as_secs_f64())),
         ),
         ("timeout", format!("{} ms", fmt_num(duration_ms(r.timeout)))),
+        ("connections", r.connections_line()),
     ];
     for (name, value) in rows {
         let _ = write!(
@@ -537,6 +553,10 @@ mod tests {
         Report {
             arrivals: crate::Arrivals::Rate(333.5),
             connections: 8,
+            max_connections: 666,
+            peak_connections: 12,
+            connections_opened: 12,
+            starved: 0,
             sent: completed,
             completed,
             status,

@@ -20,6 +20,11 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Length and warm-up of each capacity trial when not given.
 const DEFAULT_TRIAL: Duration = Duration::from_secs(5);
 const DEFAULT_TRIAL_WARMUP: Duration = Duration::from_secs(1);
+/// Requests per second without --rate.
+const DEFAULT_RATE: f64 = 1000.0;
+/// --find-capacity's pass mark and ceiling without --min-success and --max-rate.
+const DEFAULT_MIN_SUCCESS: f64 = 0.999;
+const DEFAULT_MAX_RATE: f64 = 200_000.0;
 
 pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     let corpus = match &args.requests {
@@ -66,7 +71,8 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         DEFAULT_DURATION
     };
     let mut duration = args.duration.unwrap_or(default_duration);
-    let arrivals = match (args.closed_loop, args.ramp, args.rate) {
+    let rate = args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE));
+    let arrivals = match (args.closed_loop, args.ramp, rate) {
         (true, _, RateArg::Fixed(_)) => Arrivals::Closed,
         (true, _, RateArg::Steps { .. }) => bail!("--closed-loop takes no rate steps"),
         (false, Some((from, to)), RateArg::Fixed(_)) => Arrivals::Ramp { from, to },
@@ -97,6 +103,7 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         arrivals,
         duration,
         connections: args.connections,
+        max_connections: args.max_connections,
         timeout: args.timeout,
         warmup: args.warmup.unwrap_or(default_warmup),
         warmup_rate: args.warmup_rate,
@@ -123,10 +130,10 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
         bail!("--find-capacity needs --slo-p99, e.g. --slo-p99 10ms");
     };
     let mut cap = CapacitySpec::new(slo);
-    cap.min_success = args.min_success;
-    cap.max_rate = args.max_rate;
-    cap.start_rate = match args.rate {
-        RateArg::Fixed(r) => r.min(args.max_rate),
+    cap.min_success = args.min_success.unwrap_or(DEFAULT_MIN_SUCCESS);
+    cap.max_rate = args.max_rate.unwrap_or(DEFAULT_MAX_RATE);
+    cap.start_rate = match args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE)) {
+        RateArg::Fixed(r) => r.min(cap.max_rate),
         RateArg::Steps { from, .. } => from,
     };
     cap.min_rate = cap.min_rate.min(cap.start_rate);
@@ -207,15 +214,36 @@ fn params(args: &LoadArgs, spec: &LoadSpec) -> Vec<(String, String)> {
                 None => format!("{:?}", spec.warmup),
             },
         ),
-        ("connections".to_owned(), spec.connections.to_string()),
+        ("connections".to_owned(), connections(spec)),
         ("timeout".to_owned(), format!("{:?}", spec.timeout)),
         ("requests".to_owned(), corpus),
-        ("check".to_owned(), format!("{:?}", spec.check)),
+        (
+            "check".to_owned(),
+            match spec.check {
+                ResponseCheck::None => "status only".to_owned(),
+                ResponseCheck::BidResponse => {
+                    "every 200 decoded as an OpenRTB 2.6 BidResponse".to_owned()
+                }
+            },
+        ),
         (
             "generator".to_owned(),
             format!("gavel {}", env!("CARGO_PKG_VERSION")),
         ),
     ]
+}
+
+/// `64`, `64, more on demand up to 500`, or `64, more on demand (cap set by the rate)`.
+fn connections(spec: &LoadSpec) -> String {
+    match (spec.arrivals, spec.max_connections) {
+        (Arrivals::Closed, _) => spec.connections.to_string(),
+        (_, Some(max)) if max == spec.connections => format!("{max}, fixed"),
+        (_, Some(max)) => format!("{} at start, more on demand up to {max}", spec.connections),
+        (_, None) => format!(
+            "{} at start, more on demand (up to rate × timeout)",
+            spec.connections
+        ),
+    }
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
