@@ -23,7 +23,9 @@
 //! * Workers each own one keep-alive HTTP/1.1 connection (hyper, TCP_NODELAY) and take jobs
 //!   from the queue one at a time. `connections` of them open before the clock starts; in open
 //!   loop, a job that comes due with every connection busy opens one more, up to
-//!   `max_connections` (`pool.rs`). A job is never sent after its deadline: its body's `tmax`
+//!   `max_connections`, while the generator is on schedule, the pool is below twice what
+//!   rate × the p90 of service time says the answers need, and each doubling beyond the first
+//!   raised the answer rate (`growth.rs`: more connections only slow a saturated target). A job is never sent after its deadline: its body's `tmax`
 //!   (an auction nobody waits for any more) or the timeout, after its scheduled instant; it is
 //!   dropped unsent instead, so a backlog of dead requests drains at once and the run recovers
 //!   as soon as connections free up. A request not answered by `scheduled + timeout` is a
@@ -63,6 +65,7 @@ mod collect;
 mod corpus;
 mod error;
 pub mod generate;
+mod growth;
 mod html;
 mod limits;
 mod pool;
@@ -71,6 +74,7 @@ mod queue;
 mod report;
 mod schedule;
 mod scheduler;
+mod service_time;
 mod spec;
 mod timer;
 mod worker;
@@ -158,6 +162,7 @@ pub async fn run_with_progress(
         progress: Arc::clone(&progress),
         finished,
         opened: AtomicU64::new(0),
+        service: service_time::ServiceTime::default(),
     });
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (window_tx, window_rx) = watch::channel(None);
@@ -193,6 +198,8 @@ pub async fn run_with_progress(
                 events_tx.clone(),
                 spec.connections,
                 max_connections,
+                peak,
+                start,
             );
             let handle = tokio::spawn(scheduler::drive(
                 Segments::new(segments),

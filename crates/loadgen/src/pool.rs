@@ -1,27 +1,24 @@
-//! Growing the connection pool of an open-loop run on demand.
-//!
-//! The run opens `connections` before its clock starts. After that, whenever a request comes
-//! due and finds every connection busy, the scheduler opens one more (a new worker with its own
-//! connection), up to `max_connections`. A run whose target answers in 100 ms at 1,000/s thus
-//! ends up with about 100 connections whatever `connections` said, instead of queueing behind
-//! 64 of them and reporting the generator's own limit as the target's latency. At the cap, a
-//! request that finds no free connection is counted as *starved*: the report says the run was
-//! short of connections when that happened to more than a few.
+//! The connection pool of an open-loop run: `connections` workers open before the clock
+//! starts; after that, a request that comes due with every connection busy opens one more when
+//! `growth.rs` says so. A request that finds every connection busy and gets none is counted
+//! as *starved*; the report ([`crate::Report::limits`]) says which side that was.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::collect::Event;
+use crate::growth::{Facts, Growth};
 use crate::worker::{self, Shared};
 
-/// The workers opened after the start, and how short of connections the run was.
+/// The workers opened after the start, and how often a request found no connection.
 #[derive(Debug)]
 pub(crate) struct Pool {
     shared: Arc<Shared>,
     events: mpsc::UnboundedSender<Event>,
-    max: usize,
+    growth: Growth,
     size: usize,
     grown: Vec<JoinHandle<()>>,
     starved: u64,
@@ -34,7 +31,7 @@ pub(crate) struct PoolEnd {
     pub grown: Vec<JoinHandle<()>>,
     /// Largest number of workers (each holds at most one connection).
     pub peak: usize,
-    /// Measured requests that came due with every connection busy and the pool at its cap.
+    /// Measured requests that came due with every connection busy and got no new one.
     pub starved: u64,
 }
 
@@ -45,21 +42,31 @@ impl Pool {
         events: mpsc::UnboundedSender<Event>,
         size: usize,
         max: usize,
+        peak_rate: f64,
+        start: Instant,
     ) -> Pool {
         Pool {
             shared,
             events,
-            max: max.max(size),
+            growth: Growth::new(size, max.max(size), peak_rate, start),
             size,
             grown: Vec::new(),
             starved: 0,
         }
     }
 
-    /// A request just came due and found no idle connection: opens one more if the cap
-    /// allows, or counts the request as starved (`measured`: it belongs to the measured window).
-    pub fn short_of_one(&mut self, measured: bool) {
-        if self.size < self.max {
+    /// A request just came due, `late` behind its schedule, and found no idle connection:
+    /// opens one more when `growth.rs` allows, or counts the request as starved (`measured`:
+    /// it belongs to the measured window).
+    pub fn short_of_one(&mut self, late: Duration, measured: bool) {
+        let facts = Facts {
+            now: Instant::now(),
+            size: self.size,
+            late,
+            service: self.shared.service.typical(),
+            answered: self.shared.service.answered(),
+        };
+        if self.growth.may_grow(facts) {
             self.size += 1;
             let (shared, events) = (Arc::clone(&self.shared), self.events.clone());
             self.grown

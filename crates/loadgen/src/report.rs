@@ -8,7 +8,6 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::limits::{self, Limit};
 use crate::spec::{Arrivals, num};
 
 /// Lowest value of the latency histograms, microseconds.
@@ -216,8 +215,10 @@ pub struct Report {
     pub peak_connections: usize,
     /// Connections opened over the whole run, reconnections included (warm-up too).
     pub connections_opened: u64,
-    /// Measured requests that came due with every connection busy and none left to open: they
-    /// waited for one (or were dropped). See [`Report::limits`].
+    /// Measured requests that came due with every connection busy and got no new one (the
+    /// cap was reached, the generator was behind its schedule, or the pool already had twice
+    /// what rate × service time needs): they waited for one, or were dropped. See
+    /// [`Report::limits`].
     pub starved: u64,
     /// Requests the schedule issued in the measured window: `ceil(rate * duration)`. Each one
     /// is accounted for exactly once in `status`.
@@ -347,13 +348,6 @@ impl Report {
             self.latency.count_between(0, us).min(self.completed)
         };
         within as f64 / self.sent as f64
-    }
-
-    /// What limited the run other than the target's speed: the generator's connections or
-    /// CPU, or connections held by a target that did not answer. Empty when the generator
-    /// kept up; see `limits.rs` for the rules.
-    pub fn limits(&self) -> Vec<Limit> {
-        limits::limits(self)
     }
 
     /// `64 connections` (closed loop), or `connections 64 at start, peak 112 of 2000

@@ -60,7 +60,9 @@ pub(crate) async fn drive(
             }
             close_seconds(&events, &mut second, &mut in_second, s);
             in_second += 1;
-            let late = Instant::now().saturating_duration_since(due);
+        }
+        let late = Instant::now().saturating_duration_since(due);
+        if slot.is_some() {
             lag.saturating_record(u64::try_from(late.as_micros()).unwrap_or(u64::MAX));
         }
         let job = Job {
@@ -72,7 +74,7 @@ pub(crate) async fn drive(
         progress.add_issued(1);
         match queue.push(job) {
             Ok(Pushed::Taken) => {}
-            Ok(Pushed::Waiting) => pool.short_of_one(slot.is_some()),
+            Ok(Pushed::Waiting) => pool.short_of_one(late, slot.is_some()),
             Err(job) => {
                 let sample = Sample {
                     slot: job.slot,

@@ -23,6 +23,7 @@ use crate::corpus::Corpus;
 use crate::progress::Progress;
 use crate::queue::{Job, JobQueue};
 use crate::report::Outcome;
+use crate::service_time::ServiceTime;
 use crate::spec::{ResponseCheck, Target};
 
 /// Shortest time a timed-out request's late answer is waited for before its connection is
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     pub finished: tokio::sync::watch::Receiver<bool>,
     /// Connections opened so far (reconnections included).
     pub opened: AtomicU64,
+    /// Typical service time of answered requests, which the pool grows by.
+    pub service: ServiceTime,
 }
 
 impl Shared {
@@ -360,6 +363,7 @@ async fn attempt<'c>(
     match result {
         Ok(CallEnd::Answered(code, body)) => {
             let check = check(shared.check, code, body);
+            shared.service.record(ended - sent_at);
             Ok((Outcome::Answered(code), Some(ended - sent_at), ended, check))
         }
         Ok(CallEnd::Failed) => Ok((Outcome::OtherError, None, ended, None)),

@@ -1,0 +1,274 @@
+//! Whether an open-loop run opens one more connection: a pure decision, fed the clock and the
+//! run's figures, so that it is tested with plain numbers (the pool in `pool.rs` acts on it).
+//!
+//! A request that comes due with every connection busy may open one more when all of these hold:
+//!
+//! | rule | why |
+//! | --- | --- |
+//! | the pool is below `max_connections` | the cap the user (or the open-file limit) sets |
+//! | the scheduler is on time for this request (less than 1 ms late) | a late scheduler means the generator's CPU is short: its requests come in bursts that find every connection busy for a moment, and opening connections costs the CPU it lacks |
+//! | the pool is below twice what the answers need: peak rate × the p90 of service time (Little's law) | a target that answers fast needs few connections; one that answers slowly needs many. Before the first answer, every request has taken at least as long as the run has been going, which stands in for the service time |
+//! | the pool is within its stage, or the last stage paid off | see below |
+//!
+//! **Stages.** The pool may double freely: from `connections` up to twice that. To double
+//! again it needs evidence that connections are what the run lacks: the target answers less
+//! than 90% of the peak rate, and the answers per second measured (over at least 100 ms) once
+//! the pool had doubled beat those measured before by a fifth (the first time, with nothing
+//! measured before, one more doubling is tried). A target
+//! that answers slowly but keeps up (a bidder near its deadline) answers twice as often on
+//! twice the connections; a target that is saturated answers as often on more connections and
+//! only gets slower, so the pool stops there. Without this rule, a run at 60,000/s against a
+//! server near its capacity went from 256 to 9,872 connections within a second and collapsed
+//! (the connections were the server's extra work), where a fixed pool of 256 kept up. While
+//! nothing has been answered (a slow or dead target), Little's law alone bounds the pool: every
+//! request sent so far is still in flight.
+
+use std::time::{Duration, Instant};
+
+/// A scheduler this late for a request is short of CPU: no connection is opened for it.
+const LATE: Duration = Duration::from_millis(1);
+/// The pool may grow to this many times what rate × service time says the answers need.
+const HEADROOM: f64 = 2.0;
+/// A new stage needs the answer rate to have grown by this factor over the last stage.
+const GAIN: f64 = 1.2;
+/// Shortest window answer rates are measured over (longer: the p90 of service time). Long
+/// enough that a start-up backlog draining, or a moment of the generator's own lag, does not
+/// pass for the gain of a stage.
+const MIN_WINDOW: Duration = Duration::from_millis(100);
+/// Answering this share of the peak rate, a target keeps up: more connections cannot help.
+const KEEPS_UP: f64 = 0.9;
+
+/// What the decision is fed at each request that found no idle connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    pub now: Instant,
+    /// Connections the pool has now.
+    pub size: usize,
+    /// How late the scheduler handed this request over.
+    pub late: Duration,
+    /// The p90 of answered requests' service time; `None` before the first answer.
+    pub service: Option<Duration>,
+    /// Requests answered so far (a running count).
+    pub answered: u64,
+}
+
+/// The state of the decision over one run.
+#[derive(Debug)]
+pub(crate) struct Growth {
+    max: usize,
+    peak_rate: f64,
+    start: Instant,
+    /// The pool may grow to this without more evidence.
+    limit: usize,
+    /// When the current stage began.
+    stage_started: Instant,
+    /// Answers per second before the current stage began; `None` until measured.
+    base_rate: Option<f64>,
+    /// The measurement window under way: when it began, and the answered count then.
+    window: (Instant, u64),
+    /// The last complete window: when it began, and its answers per second.
+    last: Option<(Instant, f64)>,
+}
+
+impl Growth {
+    /// For a pool of `size` connections that may grow to `max`, at `peak_rate` requests per
+    /// second, whose clock started at `start`.
+    pub fn new(size: usize, max: usize, peak_rate: f64, start: Instant) -> Growth {
+        Growth {
+            max,
+            peak_rate,
+            start,
+            limit: size.saturating_mul(2).max(1),
+            stage_started: start,
+            base_rate: None,
+            window: (start, 0),
+            last: None,
+        }
+    }
+
+    /// A request found every connection busy: may the pool open one more?
+    pub fn may_grow(&mut self, f: Facts) -> bool {
+        let service = f
+            .service
+            .unwrap_or_else(|| f.now.saturating_duration_since(self.start));
+        self.roll(f.now, f.answered, service.max(MIN_WINDOW));
+        if f.size >= self.max || f.late >= LATE {
+            return false;
+        }
+        let need = self.peak_rate * service.as_secs_f64();
+        if f.size as f64 >= HEADROOM * need {
+            return false;
+        }
+        if f.service.is_none() {
+            // Nothing answered yet: the stand-in need (every request so far is still in
+            // flight) is the whole bound, and the first stage starts from where the pool is
+            // when answers come.
+            self.limit = self.limit.max(f.size.saturating_mul(2));
+            self.stage_started = f.now;
+            return true;
+        }
+        if f.size < self.limit {
+            return true;
+        }
+        if self.next_stage() {
+            self.limit = f.size.saturating_mul(2);
+            self.stage_started = f.now;
+            self.base_rate = self.last.map(|(_, rate)| rate);
+            return true;
+        }
+        false
+    }
+
+    /// Closes the measurement window once it is `window` long.
+    fn roll(&mut self, now: Instant, answered: u64, window: Duration) {
+        let (began, answered_then) = self.window;
+        let elapsed = now.saturating_duration_since(began);
+        if elapsed >= window {
+            let rate = answered.saturating_sub(answered_then) as f64 / elapsed.as_secs_f64();
+            self.last = Some((began, rate));
+            self.window = (now, answered);
+        }
+    }
+
+    /// Whether the full stage has shown that connections are what the run lacks.
+    fn next_stage(&mut self) -> bool {
+        // Only a window measured wholly within this stage speaks for it.
+        let Some((_, rate)) = self.last.filter(|(began, _)| *began >= self.stage_started) else {
+            return false;
+        };
+        if rate >= KEEPS_UP * self.peak_rate {
+            return false;
+        }
+        // The first stage began before anything was measured: with nothing to compare, a
+        // target that does not keep up gets one more doubling, measured from here.
+        self.base_rate.is_none_or(|base| rate > GAIN * base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A run at `rate`/s whose pool started at `size`, its clock at `t0`.
+    fn growth(size: usize, rate: f64, t0: Instant) -> Growth {
+        Growth::new(size, 10_000, rate, t0)
+    }
+
+    fn facts(now: Instant, size: usize, service_ms: Option<u64>, answered: u64) -> Facts {
+        Facts {
+            now,
+            size,
+            late: Duration::ZERO,
+            service: service_ms.map(ms),
+            answered,
+        }
+    }
+
+    /// Feeds `g` one request a millisecond over `span` (ms after `t0`), each finding every
+    /// connection busy, and opens what it allows; `answered(ms, size)` is the running count of
+    /// answers. Returns the pool's size at the end.
+    fn drive(
+        g: &mut Growth,
+        t0: Instant,
+        mut size: usize,
+        span: std::ops::Range<u64>,
+        service_ms: Option<u64>,
+        mut answered: impl FnMut(u64, usize) -> u64,
+    ) -> usize {
+        for n in span {
+            let count = answered(n, size);
+            if g.may_grow(facts(t0 + ms(n), size, service_ms, count)) {
+                size += 1;
+            }
+        }
+        size
+    }
+
+    /// Answers of a 100 ms target: each connection answers ten a second, up to 1,000/s.
+    fn hundred_ms_answers() -> impl FnMut(u64, usize) -> u64 {
+        let mut answered = 0.0;
+        move |_, size| {
+            answered += (size as f64 / 100.0).min(1.0);
+            answered as u64
+        }
+    }
+
+    #[test]
+    fn a_slow_target_gets_the_connections_it_needs() {
+        // 1,000/s at 100 ms needs about 100 connections; the pool starts at 16.
+        let t0 = Instant::now();
+        let mut g = growth(16, 1000.0, t0);
+        // Before any answer, every request sent is in flight: each one may open a connection.
+        let size = drive(&mut g, t0, 16, 1..100, None, |_, _| 0);
+        assert!(size >= 64, "{size}");
+        // Then twice the connections answer twice as often, up to the rate.
+        let size = drive(
+            &mut g,
+            t0,
+            size,
+            100..2_000,
+            Some(100),
+            hundred_ms_answers(),
+        );
+        assert!((100..=200).contains(&size), "{size}");
+    }
+
+    #[test]
+    fn a_saturated_target_gets_no_more_than_one_doubling() {
+        // A fast server near its capacity: 0.7 ms answers at 60,000/s need ~42 connections,
+        // but a burst makes every one of 256 busy now and then, and a moment of queueing
+        // raises the service time to 10 ms (need 600). Its answers stay at 60,000/s.
+        let t0 = Instant::now();
+        let mut g = growth(256, 60_000.0, t0);
+        let size = drive(&mut g, t0, 256, 1..4_000, Some(10), |n, _| n * 60);
+        assert_eq!(
+            size, 512,
+            "one free doubling, then no evidence that more helps"
+        );
+    }
+
+    #[test]
+    fn a_target_that_cannot_keep_up_stops_the_pool_once_more_connections_stop_helping() {
+        // 50,000 answers/s whatever the pool, at 60,000/s offered: the first doubling is free,
+        // the second is tried (nothing to compare yet), and then the rate did not move.
+        let t0 = Instant::now();
+        let mut g = growth(256, 60_000.0, t0);
+        let size = drive(&mut g, t0, 256, 1..4_000, Some(10), |n, _| n * 50);
+        assert_eq!(size, 1024);
+    }
+
+    #[test]
+    fn a_slow_target_known_from_the_start_is_grown_stage_by_stage() {
+        // Answers of 100 ms from the first moment (a warm target), 1,000/s, 16 connections:
+        // each doubling doubles the answers until the target keeps up.
+        let t0 = Instant::now();
+        let mut g = growth(16, 1000.0, t0);
+        let size = drive(&mut g, t0, 16, 1..3_000, Some(100), hundred_ms_answers());
+        assert!((100..=200).contains(&size), "{size}");
+    }
+
+    #[test]
+    fn a_late_scheduler_or_a_full_cap_opens_nothing() {
+        let t0 = Instant::now();
+        let mut g = Growth::new(16, 20, 1000.0, t0);
+        let mut f = facts(t0 + ms(5), 16, Some(100), 0);
+        f.late = ms(2);
+        assert!(!g.may_grow(f));
+        f.late = Duration::ZERO;
+        assert!(g.may_grow(f));
+        f.size = 20;
+        assert!(!g.may_grow(f), "the cap");
+    }
+
+    #[test]
+    fn a_fast_target_that_keeps_up_gets_none() {
+        // 1 ms answers at 1,000/s need one connection: 16 are plenty.
+        let t0 = Instant::now();
+        let mut g = growth(16, 1000.0, t0);
+        assert!(!g.may_grow(facts(t0 + ms(50), 16, Some(1), 50)));
+    }
+}
