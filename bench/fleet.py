@@ -27,7 +27,7 @@ def silent(name="silent"):
 def profiles_toml(bidders):
     lines = []
     for b in bidders:
-        lines.append("[[bidder]]")
+        lines.append("[[bidders]]")
         for k, v in b.items():
             lines.append(f'{k} = "{v}"' if k == "name" else f"{k} = {v}")
     return "\n".join(lines) + "\n"

@@ -101,6 +101,26 @@ fn a_flag_the_command_would_ignore_is_refused_by_name() {
             &["--bidder-timeout", "--bidders"],
         ),
         (&["--log", "loud", "demo"], &["--log", "loud"]),
+        // Values that would be silently overridden by another flag.
+        (
+            &["load", "--url", URL, "--tmax", "5000"],
+            &["--tmax", "--timeout"],
+        ),
+        (
+            &[
+                "load",
+                "--url",
+                URL,
+                "--find-capacity",
+                "--slo-p99",
+                "5ms",
+                "--rate",
+                "500",
+                "--max-rate",
+                "100",
+            ],
+            &["--rate", "--max-rate"],
+        ),
     ];
     for (args, names) in cases {
         refused(args, names);
@@ -291,6 +311,16 @@ fn check_config_tells_the_kind_from_the_keys_or_asks_for_it() {
     assert!(
         stdout.contains("a valid edge configuration: origins 1"),
         "{stdout}"
+    );
+
+    // What the edge reads at start is checked too: its certificate directory.
+    let no_certs = dir.file(
+        "edge-tls.toml",
+        "[[origins]]\nname = \"o\"\nurl = \"http://127.0.0.1:9/\"\n[tls]\ncert_dir = \"no-such-dir\"\n",
+    );
+    refused(
+        &["check-config", no_certs.to_str().unwrap()],
+        &["tls.cert_dir"],
     );
 
     let unclear = dir.file("unclear.toml", "listen = \"127.0.0.1:1\"\n");

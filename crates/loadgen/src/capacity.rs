@@ -247,7 +247,7 @@ impl CapacityReport {
     }
 
     /// `capacity`, `lowest_failure`, `slo_p99_ms`, `min_success`, `trials[{rate, passed,
-    /// rate_achieved, success_share, latency_ms{...}}]` and `at_capacity` (the full report of
+    /// rate_achieved, success_share, latency_ms{...}, limits[...]}]` and `at_capacity` (the full report of
     /// the run at capacity, or null).
     pub fn to_json(&self) -> Value {
         let trials: Vec<Value> = self
@@ -261,6 +261,8 @@ impl CapacityReport {
                     "rate_achieved": r["rate_achieved"],
                     "success_share": r["success_share"],
                     "latency_ms": r["latency_ms"],
+                    // A trial the generator limited judged the generator, not the target.
+                    "limits": r["limits"],
                 })
             })
             .collect();

@@ -294,18 +294,23 @@ pub async fn run_with_progress(
 
 /// How many connections this process can give a run: half of what its open-file limit leaves
 /// after 256 for everything else (the other half is for a server under test in the same
-/// process, as in `gavel demo`). 512 when the limit cannot be read.
+/// process, as in `gavel demo`). 512 where the limit cannot be read (not Linux).
 fn fd_budget() -> usize {
     #[cfg(target_os = "linux")]
     {
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-        if let Some(soft) = limit.current {
-            return usize::try_from(soft.saturating_sub(256) / 2)
+        match limit.current {
+            Some(soft) => usize::try_from(soft.saturating_sub(256) / 2)
                 .unwrap_or(MAX_CONNECTIONS)
-                .max(1);
+                .max(1),
+            // Unlimited.
+            None => MAX_CONNECTIONS,
         }
     }
-    512
+    #[cfg(not(target_os = "linux"))]
+    {
+        512
+    }
 }
 
 /// Raises this process's open-file limit to its hard limit, as Go's runtime does, so that a

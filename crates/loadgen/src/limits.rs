@@ -4,8 +4,8 @@
 //!
 //! | finding | when | what to change |
 //! | --- | --- | --- |
-//! | `connections` | more than 1% of requests came due with every connection busy and got none (or any was dropped unsent at the cap), and the cap is below what the answers needed (Little's law: offered rate × the p90 of service time) | `--max-connections` |
-//! | `target` | the same starvation, with a cap above that need: slow or missing answers held the connections | nothing on the generator's side |
+//! | `connections` | more than 1% of requests came due with every connection busy and got none, and the pool at its largest was below 1.25 × what the answers needed (Little's law: offered rate × the p90 of service time) | `--max-connections` when the pool reached its cap; `--connections` when it stopped growing below it |
+//! | `target` | the same starvation, with a pool above that need: slow or missing answers held the connections | nothing on the generator's side |
 //! | `cpu` | the generator issued requests more than 1 ms late at p99 | a core of its own, or a lower `--rate` |
 
 use serde::Serialize;
@@ -19,7 +19,8 @@ use crate::spec::num;
 const STARVED_SHARE: f64 = 0.01;
 /// Schedule lag p99 above which the generator's CPU is a limit, ms.
 const LAG_P99_MS: f64 = 1.0;
-/// A cap within this factor of the estimated need counts as too small (the estimate is a mean).
+/// A pool within this factor of the estimated need counts as too small (the estimate is rate
+/// × p90 service time; rate × mean would be the exact in-flight count, a little less).
 const NEED_MARGIN: f64 = 1.25;
 
 /// What limited a run, other than the target's own speed.
@@ -85,8 +86,7 @@ fn connections(r: &Report) -> Option<Limit> {
     } else {
         r.starved as f64 / r.sent as f64
     };
-    let dropped_at_cap = r.status.dropped > 0 && r.peak_connections >= r.max_connections;
-    if starved_share <= STARVED_SHARE && !dropped_at_cap {
+    if starved_share <= STARVED_SHARE {
         return None;
     }
     let peak_rate = r.arrivals.peak_rate().unwrap_or(offered);
@@ -113,33 +113,59 @@ fn connections(r: &Report) -> Option<Limit> {
             String::new()
         },
     );
-    match (need, service_ms) {
-        (Some(need), Some(ms)) if need * NEED_MARGIN >= r.max_connections as f64 => Some(Limit {
-            kind: LimitKind::Connections,
-            message: format!(
-                "the generator's connections limited this run: {facts}. At {rate}/s and \
-                 {ms:.1} ms per answer (p90) it needs about {need} (rate × service time): raise \
-                 --max-connections (now {max}) or leave it unset. The latency figures include \
-                 that wait, which is the generator's, not the target's.",
-                rate = num(peak_rate),
-                need = num(need),
-                max = r.max_connections,
-            ),
-            flag: Some("--max-connections"),
-        }),
-        _ => Some(Limit {
+    let short = match (need, service_ms) {
+        // What was open, not what was allowed: a pool that stopped growing short of the
+        // need is the generator's doing too.
+        (Some(need), Some(ms)) if need * NEED_MARGIN >= r.peak_connections as f64 => {
+            Some((need, ms))
+        }
+        _ => None,
+    };
+    let Some((need, ms)) = short else {
+        return Some(Limit {
             kind: LimitKind::Target,
             message: format!(
                 "{facts}, and {timeouts} requests timed out: slow or missing answers held the \
-                 connections, so the target, not the generator's cap of {max}, is the limit \
+                 connections, so the target, not the generator's connections, is the limit \
                  (answered requests needed about {need}).",
                 timeouts = r.status.timeout,
-                max = r.max_connections,
                 need = need.map_or_else(|| "an unknown number".to_owned(), num),
             ),
             flag: None,
-        }),
-    }
+        });
+    };
+    let (what, flag) = if r.peak_connections >= r.max_connections {
+        (
+            format!(
+                "raise --max-connections (now {}; unset, the cap is a --timeout's worth of \
+                 requests at the peak rate, within the open-file limit)",
+                r.max_connections
+            ),
+            "--max-connections",
+        )
+    } else {
+        (
+            format!(
+                "the pool stopped growing at {}, below its cap, because more connections did not \
+                 raise the share answered or the generator ran late: start with \
+                 --connections {}",
+                r.peak_connections,
+                num((need * 2.0).min(r.max_connections as f64))
+            ),
+            "--connections",
+        )
+    };
+    Some(Limit {
+        kind: LimitKind::Connections,
+        message: format!(
+            "the generator's connections limited this run: {facts}. At {rate}/s and {ms:.1} ms \
+             per answer (p90) it needs about {need} (rate × service time): {what}. The latency \
+             figures include that wait, which is the generator's, not the target's.",
+            rate = num(peak_rate),
+            need = num(need),
+        ),
+        flag: Some(flag),
+    })
 }
 
 fn cpu(r: &Report) -> Option<Limit> {
@@ -156,7 +182,7 @@ fn cpu(r: &Report) -> Option<Limit> {
         message: format!(
             "the generator's CPU limited this run: it issued requests {p99:.2} ms late at p99 \
              (max {max:.2} ms) behind its own schedule, and that lag is in the latency figures. \
-             Give it a core of its own (taskset -c N gavel --threads 1 load ...) or lower --rate.",
+             Give it a core of its own (taskset -c N gavel --threads 1 load ...) or a lower rate.",
             max = ms(r.schedule_lag.max()),
         ),
         flag: Some("--rate"),
@@ -233,13 +259,30 @@ mod tests {
             "900 requests (90.0%)",
             "700 were dropped",
             "about 100",
-            "(now 16)",
+            "--max-connections (now 16;",
         ] {
             assert!(m.contains(figure), "{figure}: {m}");
         }
         assert_eq!(found[0].flag, Some("--max-connections"));
-        // Dropped at the cap counts even with few starved.
-        assert_eq!(kinds(&run(16, 100, 0, 5, 0)), [LimitKind::Connections]);
+        // A few dropped at the cap (under 1% starved) are counted in the status, not a finding.
+        assert!(kinds(&run(16, 100, 5, 5, 0)).is_empty());
+    }
+
+    #[test]
+    fn a_pool_that_stopped_growing_below_its_cap_short_of_the_need_is_the_generators() {
+        let mut r = run(2000, 100, 500, 0, 0);
+        r.peak_connections = 40;
+        let found = limits(&r);
+        assert_eq!(kinds(&r), [LimitKind::Connections]);
+        assert_eq!(found[0].flag, Some("--connections"));
+        assert!(
+            found[0].message.contains("--connections 200"),
+            "{}",
+            found[0].message
+        );
+        // Above the need, the same starvation is the target's.
+        r.peak_connections = 400;
+        assert_eq!(kinds(&r), [LimitKind::Target]);
     }
 
     #[test]

@@ -55,15 +55,16 @@ impl Pool {
         }
     }
 
-    /// A request just came due, `late` behind its schedule, and found no idle connection:
-    /// opens one more when `growth.rs` allows, or counts the request as starved (`measured`:
-    /// it belongs to the measured window).
-    pub fn short_of_one(&mut self, late: Duration, measured: bool) {
+    /// A request just came due, `late` behind its schedule (the `issued`-th, warm-up
+    /// included), and found no idle connection: opens one more when `growth.rs` allows, or
+    /// counts the request as starved (`measured`: it belongs to the measured window).
+    pub fn short_of_one(&mut self, late: Duration, issued: u64, measured: bool) {
         let facts = Facts {
             now: Instant::now(),
             size: self.size,
             late,
             service: self.shared.service.typical(),
+            issued,
             answered: self.shared.service.answered(),
         };
         if self.growth.may_grow(facts) {

@@ -74,7 +74,7 @@ pub(crate) async fn drive(
         progress.add_issued(1);
         match queue.push(job) {
             Ok(Pushed::Taken) => {}
-            Ok(Pushed::Waiting) => pool.short_of_one(late, slot.is_some()),
+            Ok(Pushed::Waiting) => pool.short_of_one(late, seq + 1, slot.is_some()),
             Err(job) => {
                 let sample = Sample {
                     slot: job.slot,

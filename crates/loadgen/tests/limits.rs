@@ -77,7 +77,7 @@ async fn sixteen_connections_are_named_as_the_limit_and_no_dead_request_is_sent(
     assert_eq!(kinds(&r).first(), Some(&LimitKind::Connections), "{text}");
     let limit = &r.limits()[0];
     assert_eq!(limit.flag, Some("--max-connections"));
-    for figure in ["(16 open, 16 allowed)", "--max-connections (now 16)"] {
+    for figure in ["(16 open, 16 allowed)", "--max-connections (now 16;"] {
         assert!(limit.message.contains(figure), "{}", limit.message);
     }
     assert!(

@@ -109,8 +109,19 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
     print(&headline, config)
 }
 
-/// An edge configuration that loaded.
+/// An edge configuration that loaded, with what its start reads: the certificate directory.
+/// The disk tier's directory is only looked at (the edge creates it at start).
 pub fn edge(file: &Path, config: &creative_edge::Config) -> anyhow::Result<()> {
+    if let Some(tls) = &config.tls {
+        edge::SniCerts::open(&tls.cert_dir, tls.max_certs, std::time::Duration::ZERO)
+            .map_err(|e| anyhow::anyhow!("tls.cert_dir {}: {e}", tls.cert_dir.display()))?;
+    }
+    if let Some(disk) = &config.disk
+        && disk.dir.exists()
+        && !disk.dir.is_dir()
+    {
+        bail!("disk.dir {} is not a directory", disk.dir.display());
+    }
     print(
         &format!(
             "{}: a valid edge configuration: origins {}",

@@ -92,7 +92,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         duration: args.duration,
         connections: (in_flight as usize * 2).clamp(32, 4096),
         max_connections: None,
-        timeout: Duration::from_millis(u64::from(args.tmax) * 10),
+        timeout: Duration::from_millis(u64::from(args.tmax) * 10).min(loadgen::MAX_TIMEOUT),
         warmup: Duration::ZERO,
         warmup_rate: None,
         check: ResponseCheck::None,
@@ -152,10 +152,15 @@ fn render(
     );
     // When the load generator, not the exchange, set the figures, say so first.
     for limit in report.limits() {
-        let shared = if limit.kind == loadgen::LimitKind::Cpu {
-            " (Here the exchange and the bidders share those cores: their figures suffer too.)"
-        } else {
-            ""
+        let shared = match limit.kind {
+            loadgen::LimitKind::Cpu => {
+                " (Here the exchange and the bidders share those cores: their figures suffer too.)"
+            }
+            // The demo sizes its own pool and has no such flag: say where the flag lives.
+            loadgen::LimitKind::Connections => {
+                " (gavel demo takes no such flag: run the pieces with gavel load to set it.)"
+            }
+            loadgen::LimitKind::Target => "",
         };
         let _ = writeln!(o, "LIMITED           {}{shared}", limit.message);
     }

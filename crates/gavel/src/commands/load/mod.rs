@@ -121,8 +121,37 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
             None => None,
         },
     };
-    spec.validate()?;
+    spec.validate().map_err(flag_named)?;
+    // A generated request gives its auction `--tmax`; a generator that gives up sooner
+    // (`--timeout`) would count as timeouts answers that are on time by the request's own word.
+    if args.requests.is_none() && Duration::from_millis(u64::from(args.tmax)) > spec.timeout {
+        bail!(
+            "--tmax {} ms is longer than --timeout {:?}: the generator would give up on auctions \
+             that are still inside their deadline; raise --timeout",
+            args.tmax,
+            spec.timeout
+        );
+    }
     Ok(spec)
+}
+
+/// A spec refusal named by the flag that set the field, not by the library's field name.
+fn flag_named(e: loadgen::LoadError) -> anyhow::Error {
+    let loadgen::LoadError::InvalidSpec { field, reason } = &e else {
+        return e.into();
+    };
+    let flag = match *field {
+        "rate" => "--rate/--ramp",
+        "warmup_rate" => "--warmup-rate",
+        "duration" => "--duration (or --step-duration × the number of steps)",
+        "warmup" => "--warmup",
+        "connections" => "--connections",
+        "max_connections" => "--max-connections",
+        "timeout" => "--timeout",
+        "authorization" => "--seller-key-env",
+        _ => return e.into(),
+    };
+    anyhow::anyhow!("{flag}: {reason}")
 }
 
 async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> anyhow::Result<()> {
@@ -133,6 +162,10 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
     cap.min_success = args.min_success.unwrap_or(DEFAULT_MIN_SUCCESS);
     cap.max_rate = args.max_rate.unwrap_or(DEFAULT_MAX_RATE);
     cap.start_rate = match args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE)) {
+        RateArg::Fixed(r) if args.rate.is_some() && r > cap.max_rate => bail!(
+            "--rate {r} is above --max-rate {}: the search would never try it",
+            cap.max_rate
+        ),
         RateArg::Fixed(r) => r.min(cap.max_rate),
         RateArg::Steps { from, .. } => from,
     };
