@@ -474,7 +474,10 @@ fn load_closed_loop_and_flag_conflicts() {
         (vec!["--rate", "100:50:0"], "step"),
         (vec!["--step-duration", "1s"], "--step-duration"),
         (vec!["--warmup-rate", "50"], "--warmup"),
-        (vec!["--warmup", "1s", "--warmup-rate", "0"], "--warmup-rate"),
+        (
+            vec!["--warmup", "1s", "--warmup-rate", "0"],
+            "--warmup-rate",
+        ),
     ] {
         let mut all = vec!["load", "--url", server.url.as_str()];
         all.extend(args);
