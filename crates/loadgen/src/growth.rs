@@ -39,6 +39,18 @@ const MIN_WINDOW: Duration = Duration::from_millis(100);
 /// Answering this share of what was sent, a target keeps up: more connections cannot help.
 const KEEPS_UP: f64 = 0.9;
 
+/// What the pool does for a request that found no idle connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Opens one more connection.
+    Grow,
+    /// Opens none: the scheduler was late, so the generator's CPU is what the run lacks (the
+    /// report's CPU finding says so; these are not the connections' fault).
+    Late,
+    /// Opens none: the cap, or the rules found no use for more.
+    Hold,
+}
+
 /// What the decision is fed at each request that found no idle connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Facts {
@@ -110,13 +122,27 @@ impl Growth {
         }
     }
 
-    /// A request found every connection busy: may the pool open one more?
-    pub fn may_grow(&mut self, f: Facts) -> bool {
+    /// A request found every connection busy: does the pool open one more?
+    pub fn decide(&mut self, f: Facts) -> Decision {
+        if f.size >= self.max {
+            let window = f.service.unwrap_or_default().max(MIN_WINDOW);
+            self.roll(f, window);
+            return Decision::Hold;
+        }
+        if f.late >= LATE {
+            return Decision::Late;
+        }
+        if self.may_grow(f) {
+            Decision::Grow
+        } else {
+            Decision::Hold
+        }
+    }
+
+    /// The rules past the cap and the scheduler's lateness.
+    fn may_grow(&mut self, f: Facts) -> bool {
         let window = f.service.unwrap_or_default().max(MIN_WINDOW);
         self.roll(f, window);
-        if f.size >= self.max || f.late >= LATE {
-            return false;
-        }
         let Some(service) = f.service else {
             // Nothing answered yet: every request sent so far is still in flight, and that is
             // the whole need; the first stage starts from where the pool is when answers come.
@@ -182,6 +208,10 @@ impl Growth {
 mod tests {
     use super::*;
 
+    fn grows(g: &mut Growth, f: Facts) -> bool {
+        g.decide(f) == Decision::Grow
+    }
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
@@ -223,7 +253,7 @@ mod tests {
     ) -> usize {
         for n in span {
             let count = answered(n, size);
-            if g.may_grow(facts(t0 + ms(n), size, service_ms, issued(n), count)) {
+            if grows(g, facts(t0 + ms(n), size, service_ms, issued(n), count)) {
                 size += 1;
             }
         }
@@ -326,11 +356,11 @@ mod tests {
         let mut g = Growth::new(16, 20, 1000.0, t0);
         let mut f = facts(t0 + ms(5), 16, Some(100), 5, 0);
         f.late = ms(2);
-        assert!(!g.may_grow(f));
+        assert_eq!(g.decide(f), Decision::Late);
         f.late = Duration::ZERO;
-        assert!(g.may_grow(f));
+        assert_eq!(g.decide(f), Decision::Grow);
         f.size = 20;
-        assert!(!g.may_grow(f), "the cap");
+        assert_eq!(g.decide(f), Decision::Hold, "the cap");
     }
 
     #[test]
@@ -338,6 +368,6 @@ mod tests {
         // 1 ms answers at 1,000/s need one connection: 16 are plenty.
         let t0 = Instant::now();
         let mut g = growth(16, 1000.0, t0);
-        assert!(!g.may_grow(facts(t0 + ms(50), 16, Some(1), 50, 50)));
+        assert!(!grows(&mut g, facts(t0 + ms(50), 16, Some(1), 50, 50)));
     }
 }

@@ -246,6 +246,7 @@ pub async fn run_with_progress(
                 grown: Vec::new(),
                 peak: spec.connections,
                 starved: 0,
+                starved_late: 0,
             },
         ),
     };
@@ -275,6 +276,7 @@ pub async fn run_with_progress(
         peak_connections: pool.peak,
         connections_opened: shared.opened.load(std::sync::atomic::Ordering::Relaxed),
         starved: pool.starved,
+        starved_late: pool.starved_late,
         sent: collected.sent,
         completed,
         status: collected.status,

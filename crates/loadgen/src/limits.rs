@@ -4,7 +4,7 @@
 //!
 //! | finding | when | what to change |
 //! | --- | --- | --- |
-//! | `connections` | more than 1% of requests came due with every connection busy and got none, and the pool at its largest was below 1.25 × what the answers needed (Little's law: offered rate × the p90 of service time) | `--max-connections` when the pool reached its cap; `--connections` when it stopped growing below it |
+//! | `connections` | more than 1% of requests came due with every connection busy and got none (not counting those refused while the generator ran late: the CPU finding's), and the pool at its largest was below 1.25 × what the answers needed (Little's law: offered rate × the p90 of service time) | `--max-connections` when the pool reached its cap; `--connections` when it stopped growing below it |
 //! | `target` | the same starvation, with a pool above that need: slow or missing answers held the connections | nothing on the generator's side |
 //! | `cpu` | the generator issued requests more than 1 ms late at p99 | a core of its own, or a lower `--rate` |
 
@@ -81,10 +81,12 @@ fn limits(r: &Report) -> Vec<Limit> {
 
 fn connections(r: &Report) -> Option<Limit> {
     let offered = r.rate_offered?;
+    // Requests the pool refused because the generator was late are the CPU finding's.
+    let starved = r.starved.saturating_sub(r.starved_late);
     let starved_share = if r.sent == 0 {
         0.0
     } else {
-        r.starved as f64 / r.sent as f64
+        starved as f64 / r.sent as f64
     };
     if starved_share <= STARVED_SHARE {
         return None;
@@ -102,7 +104,6 @@ fn connections(r: &Report) -> Option<Limit> {
          ({pct:.1}%) came due{dropped}",
         peak = r.peak_connections,
         max = r.max_connections,
-        starved = r.starved,
         pct = 100.0 * starved_share,
         dropped = if r.status.dropped > 0 {
             format!(
@@ -219,6 +220,7 @@ mod tests {
             peak_connections: max,
             connections_opened: max as u64,
             starved,
+            starved_late: 0,
             sent: 1000,
             completed: status.answered(),
             status,
@@ -307,6 +309,16 @@ mod tests {
         r.schedule_lag = new_histogram();
         r.schedule_lag.record(900).unwrap();
         assert!(kinds(&r).is_empty(), "under a millisecond is on schedule");
+    }
+
+    #[test]
+    fn requests_refused_while_the_generator_ran_late_are_not_the_connections_fault() {
+        let mut r = run(2000, 100, 500, 0, 0);
+        r.peak_connections = 40;
+        r.starved_late = 495;
+        assert!(kinds(&r).is_empty(), "{:?}", limits(&r));
+        r.starved_late = 480;
+        assert_eq!(kinds(&r), [LimitKind::Connections], "20 of 1,000 are not");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::collect::Event;
-use crate::growth::{Facts, Growth};
+use crate::growth::{Decision, Facts, Growth};
 use crate::worker::{self, Shared};
 
 /// The workers opened after the start, and how often a request found no connection.
@@ -22,6 +22,7 @@ pub(crate) struct Pool {
     size: usize,
     grown: Vec<JoinHandle<()>>,
     starved: u64,
+    starved_late: u64,
 }
 
 /// What the pool did, once the schedule has ended.
@@ -33,6 +34,8 @@ pub(crate) struct PoolEnd {
     pub peak: usize,
     /// Measured requests that came due with every connection busy and got no new one.
     pub starved: u64,
+    /// Of those, the ones refused because the scheduler was late (the generator's CPU).
+    pub starved_late: u64,
 }
 
 impl Pool {
@@ -52,6 +55,7 @@ impl Pool {
             size,
             grown: Vec::new(),
             starved: 0,
+            starved_late: 0,
         }
     }
 
@@ -67,13 +71,19 @@ impl Pool {
             issued,
             answered: self.shared.service.answered(),
         };
-        if self.growth.may_grow(facts) {
-            self.size += 1;
-            let (shared, events) = (Arc::clone(&self.shared), self.events.clone());
-            self.grown
-                .push(tokio::spawn(worker::worker(shared, events, None)));
-        } else if measured {
-            self.starved += 1;
+        match self.growth.decide(facts) {
+            Decision::Grow => {
+                self.size += 1;
+                let (shared, events) = (Arc::clone(&self.shared), self.events.clone());
+                self.grown
+                    .push(tokio::spawn(worker::worker(shared, events, None)));
+            }
+            Decision::Late if measured => {
+                self.starved += 1;
+                self.starved_late += 1;
+            }
+            Decision::Hold if measured => self.starved += 1,
+            Decision::Late | Decision::Hold => {}
         }
     }
 
@@ -83,6 +93,7 @@ impl Pool {
             grown: self.grown,
             peak: self.size,
             starved: self.starved,
+            starved_late: self.starved_late,
         }
     }
 }

@@ -220,6 +220,9 @@ pub struct Report {
     /// what rate × service time needs): they waited for one, or were dropped. See
     /// [`Report::limits`].
     pub starved: u64,
+    /// Of `starved`, those refused a connection because the generator was late on its own
+    /// schedule: its CPU's doing, which the CPU finding reports, not the connections'.
+    pub starved_late: u64,
     /// Requests the schedule issued in the measured window: `ceil(rate * duration)`. Each one
     /// is accounted for exactly once in `status`.
     pub sent: u64,
@@ -280,6 +283,7 @@ impl std::fmt::Debug for Report {
             .field("max_connections", &self.max_connections)
             .field("peak_connections", &self.peak_connections)
             .field("starved", &self.starved)
+            .field("starved_late", &self.starved_late)
             .field("sent", &self.sent)
             .field("completed", &self.completed)
             .field("status", &self.status)
@@ -467,7 +471,7 @@ impl Report {
 
     /// The report as JSON: `limits[{kind,message,flag}]` (empty when the generator kept up),
     /// `mode`, `connections`, `max_connections`, `peak_connections`, `connections_opened`,
-    /// `starved`, `sent`, `completed`, `rate_achieved`,
+    /// `starved`, `starved_late`, `sent`, `completed`, `rate_achieved`,
     /// `rate_offered` (null in closed loop), `success_share`, `duration_s`, `elapsed_s`,
     /// `timeout_ms`, `status{..., by_code{"200": n}}`, `latency_ms{p50,p90,p99,p999,p9999,max}`,
     /// `service_ms{...}`, `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`,
@@ -508,6 +512,7 @@ impl Report {
             "peak_connections": self.peak_connections,
             "connections_opened": self.connections_opened,
             "starved": self.starved,
+            "starved_late": self.starved_late,
             "sent": self.sent,
             "completed": self.completed,
             "rate_achieved": self.rate_achieved,
@@ -549,6 +554,7 @@ mod tests {
             peak_connections: 8,
             connections_opened: 8,
             starved: 0,
+            starved_late: 0,
             sent: 100,
             completed: 98,
             status,

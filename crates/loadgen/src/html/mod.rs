@@ -557,6 +557,7 @@ mod tests {
             peak_connections: 12,
             connections_opened: 12,
             starved: 0,
+            starved_late: 0,
             sent: completed,
             completed,
             status,
