@@ -369,29 +369,33 @@ mod tests {
         h
     }
 
-    fn dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("gavel-sellers-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     fn env(var: &str) -> Option<String> {
         (var == "GAVEL_SELLER_PUB_A").then(|| format!(" {KEY_A},{KEY_A2} "))
     }
 
-    fn build(configs: &[SellerConfig], open: bool) -> Result<Sellers, (String, String)> {
+    /// Builds the sellers of `configs`, their key files relative to `d`.
+    fn build_in(
+        d: &Path,
+        configs: &[SellerConfig],
+        open: bool,
+    ) -> Result<Sellers, (String, String)> {
         let names: HashSet<&str> = ["dsp-a", "dsp-b"].into();
-        let d = dir();
         let sources = KeySources {
-            dir: Some(&d),
+            dir: Some(d),
             env: &env,
         };
         Sellers::build(configs, open, false, &names, &sources)
     }
 
+    /// [`build_in`] an empty directory, removed afterwards.
+    fn build(configs: &[SellerConfig], open: bool) -> Result<Sellers, (String, String)> {
+        build_in(testkit::TempDir::new("sellers").path(), configs, open)
+    }
+
     #[test]
     fn keys_from_a_file_name_their_seller_and_several_are_valid_at_once() {
-        let d = dir();
+        let dir = testkit::TempDir::new("sellers");
+        let d = dir.path();
         std::fs::write(
             d.join("a.key"),
             format!("# pub-a, rotating\n{KEY_A}\n\n  {KEY_A2}  \n"),
@@ -402,7 +406,7 @@ mod tests {
         (a.key_env, a.key_file) = (None, Some("a.key".into()));
         let mut b = seller("pub-b", "");
         (b.key_env, b.key_file) = (None, Some(d.join("b.key")));
-        let s = build(&[a, b], false).unwrap();
+        let s = build_in(d, &[a, b], false).unwrap();
         let who = |h: &str| {
             let headers = header(h);
             s.authenticate(edge::bearer_token(&headers))
@@ -444,7 +448,8 @@ mod tests {
 
     #[test]
     fn bad_seller_settings_are_named() {
-        let d = dir();
+        let dir = testkit::TempDir::new("sellers");
+        let d = dir.path();
         std::fs::write(d.join("short.key"), "tooshort").unwrap();
         std::fs::write(d.join("empty.key"), "# nothing\n").unwrap();
         std::fs::write(d.join("dup.key"), format!("{KEY_A}\n")).unwrap();
@@ -504,7 +509,7 @@ mod tests {
             ),
         ];
         for (configs, key) in cases {
-            let e = build(&configs, false).unwrap_err();
+            let e = build_in(d, &configs, false).unwrap_err();
             assert!(e.0.starts_with(key), "{key}: got {e:?}");
             assert!(!e.1.contains(KEY_A), "a key is never shown: {e:?}");
         }
