@@ -185,18 +185,39 @@ pub struct CheckReport {
     pub ledger: String,
 }
 
+/// What a bidder reads before it serves: its notice keys, its admin token and its campaigns.
+/// [`Bidder::start`] and [`Bidder::check`] read them the same way.
+struct Inputs {
+    keys: Option<NoticeKeys>,
+    admin: edge::AdminDoor,
+    snapshot: campaigns::Snapshot,
+}
+
+async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
+    let keys = notice_keys(config)?;
+    let admin = edge::AdminDoor::open(&config.security.admin())
+        .map_err(|e| StartError::Security(e.to_string()))?;
+    let interval = Duration::from_millis(config.pacing.control_interval_ms);
+    let snapshot = crate::reload::load(&config.campaigns, None, interval)
+        .await
+        .map_err(|e| StartError::Campaigns(e.message))?;
+    Ok(Inputs {
+        keys,
+        admin,
+        snapshot,
+    })
+}
+
 impl Bidder {
     /// Checks everything [`Bidder::start`] checks before it serves (the notice keys, the admin
     /// token, the campaign file, the Redis URL and CA file), without opening the ledger or any
     /// socket: for `gavel bidder --check` and `gavel check-config`.
     pub async fn check(config: &BidderConfig) -> Result<CheckReport, StartError> {
-        let keys = notice_keys(config)?;
-        let admin = edge::AdminDoor::open(&config.security.admin())
-            .map_err(|e| StartError::Security(e.to_string()))?;
-        let interval = Duration::from_millis(config.pacing.control_interval_ms);
-        let snapshot = crate::reload::load(&config.campaigns, None, interval)
-            .await
-            .map_err(|e| StartError::Campaigns(e.message))?;
+        let Inputs {
+            keys,
+            admin,
+            snapshot,
+        } = read_inputs(config).await?;
         let l = &config.ledger;
         let ledger = match l.backend {
             Backend::Memory => "memory".to_owned(),
@@ -221,9 +242,11 @@ impl Bidder {
     /// Opens the ledger, loads the campaigns (refusing to start on a bad file) and starts the
     /// background tasks. Must run inside a tokio runtime.
     pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {
-        let keys = notice_keys(&config)?;
-        let admin = edge::AdminDoor::open(&config.security.admin())
-            .map_err(|e| StartError::Security(e.to_string()))?;
+        let Inputs {
+            keys,
+            admin,
+            snapshot,
+        } = read_inputs(&config).await?;
         if !admin.has_token() {
             tracing::warn!(
                 "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"
@@ -238,10 +261,6 @@ impl Bidder {
             .unwrap_or_else(|| format!("http://{}", config.listen))
             .trim_end_matches('/')
             .to_owned();
-        let interval = Duration::from_millis(config.pacing.control_interval_ms);
-        let snapshot = crate::reload::load(&config.campaigns, None, interval)
-            .await
-            .map_err(|e| StartError::Campaigns(e.message))?;
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
         let limits_pending = ledger.set_campaigns(&snapshot.limits()).await.is_err();
         let metrics = Arc::new(Metrics::default());
@@ -272,6 +291,7 @@ impl Bidder {
             notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
         });
+        let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
         tokio::spawn(pace(Arc::downgrade(&state), interval));
         tokio::spawn(expire(Arc::downgrade(&state)));
         Ok(Bidder { state })

@@ -93,19 +93,20 @@ impl Call {
     }
 }
 
-/// One call's share of the pool's `busy` gauge, given back when the call ends or is dropped.
-struct Busy(Arc<AtomicU64>);
+/// A call's hold on its pool: counted in the pool's `busy` gauge until the call ends or is
+/// dropped. It is the call's one reference to the pool, so counting costs no extra clone.
+struct Busy(Arc<BidderPool>);
 
 impl Busy {
-    fn count(gauge: &Arc<AtomicU64>) -> Busy {
-        gauge.fetch_add(1, Relaxed);
-        Busy(Arc::clone(gauge))
+    fn count(pool: &Arc<BidderPool>) -> Busy {
+        pool.busy.fetch_add(1, Relaxed);
+        Busy(Arc::clone(pool))
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
+        self.0.busy.fetch_sub(1, Relaxed);
     }
 }
 
@@ -164,14 +165,14 @@ impl BidderPool {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(CallError::PoolExhausted(self.max_connections));
         };
-        let pool = Arc::clone(self);
         let drain = self.drain;
-        let busy = Busy::count(&self.busy);
+        let held = Busy::count(self);
         Ok(Call {
             future: Box::pin(async move {
-                // Released together, after the connection went back to the idle stack.
-                let _held = (permit, busy);
-                pool.call(body).await
+                // Both let go when the call ends, after the connection went back to the idle
+                // stack.
+                let _permit = permit;
+                held.0.call(body).await
             }),
             drain,
         })

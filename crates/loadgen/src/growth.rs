@@ -124,9 +124,8 @@ impl Growth {
 
     /// A request found every connection busy: does the pool open one more?
     pub fn decide(&mut self, f: Facts) -> Decision {
+        self.roll(f);
         if f.size >= self.max {
-            let window = f.service.unwrap_or_default().max(MIN_WINDOW);
-            self.roll(f, window);
             return Decision::Hold;
         }
         if f.late >= LATE {
@@ -141,8 +140,6 @@ impl Growth {
 
     /// The rules past the cap and the scheduler's lateness.
     fn may_grow(&mut self, f: Facts) -> bool {
-        let window = f.service.unwrap_or_default().max(MIN_WINDOW);
-        self.roll(f, window);
         let Some(service) = f.service else {
             // Nothing answered yet: every request sent so far is still in flight, and that is
             // the whole need; the first stage starts from where the pool is when answers come.
@@ -170,11 +167,12 @@ impl Growth {
         false
     }
 
-    /// Closes the measurement window once it is `window` long.
-    fn roll(&mut self, f: Facts, window: Duration) {
+    /// Closes the measurement window once it is as long as the p90 of service time (at least
+    /// [`MIN_WINDOW`]).
+    fn roll(&mut self, f: Facts) {
         let (began, issued_then, answered_then) = self.window;
         let elapsed = f.now.saturating_duration_since(began);
-        if elapsed >= window {
+        if elapsed >= f.service.unwrap_or_default().max(MIN_WINDOW) {
             let per_second =
                 |now: u64, then: u64| now.saturating_sub(then) as f64 / elapsed.as_secs_f64();
             self.last = Some(Rates {
@@ -189,7 +187,7 @@ impl Growth {
     /// Whether the full stage has shown that connections are what the run lacks: the target
     /// answers less than it is offered, and a larger share of it than before the stage. A
     /// share, not a rate: a ramp or a rising step raises the answer rate by itself.
-    fn next_stage(&mut self) -> bool {
+    fn next_stage(&self) -> bool {
         // Only a window measured wholly within this stage speaks for it.
         let Some(rates) = self.last.filter(|r| r.began >= self.stage_started) else {
             return false;

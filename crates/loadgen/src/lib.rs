@@ -25,9 +25,9 @@
 //!   loop, a job that comes due with every connection busy opens one more, up to
 //!   `max_connections`, while the generator is on schedule, the pool is below twice what
 //!   rate × the p90 of service time says the answers need, and each doubling beyond the first
-//!   raised the answer rate (`growth.rs`: more connections only slow a saturated target). A job is never sent after its deadline: its body's `tmax`
-//!   (an auction nobody waits for any more) or the timeout, after its scheduled instant; it is
-//!   dropped unsent instead, so a backlog of dead requests drains at once and the run recovers
+//!   raised the share answered (`growth.rs`: more connections only slow a saturated target).
+//!   A job is never sent after its deadline: its body's `tmax` (an auction nobody waits for
+//!   any more) or the timeout, after its scheduled instant; it is dropped unsent instead, so a backlog of dead requests drains at once and the run recovers
 //!   as soon as connections free up. A request not answered by `scheduled + timeout` is a
 //!   timeout, and its late answer is read and discarded for up to one more timeout (at least
 //!   1 s) so that the connection survives (reconnecting per timeout would collapse the

@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 use crate::Report;
+use crate::report::{hist_max_ms, hist_ms, ratio};
 use crate::spec::num;
 
 /// Share of the measured requests that may find every connection busy (and get none) before
@@ -59,35 +60,19 @@ pub struct Limit {
 }
 
 impl Report {
-    /// What limited the run other than the target's speed: the generator's connections or
-    /// CPU, or connections held by a target that did not answer. Empty when the generator
-    /// kept up; see the module's table for the rules.
+    /// What limited the run other than the target's speed, most important first: the
+    /// generator's connections or CPU, or connections held by a target that did not answer.
+    /// Empty when the generator kept up; see the module's table for the rules.
     pub fn limits(&self) -> Vec<Limit> {
-        limits(self)
+        connections(self).into_iter().chain(cpu(self)).collect()
     }
-}
-
-/// The findings for `r`, most important first; empty when the generator kept up.
-fn limits(r: &Report) -> Vec<Limit> {
-    let mut out = Vec::new();
-    if let Some(l) = connections(r) {
-        out.push(l);
-    }
-    if let Some(l) = cpu(r) {
-        out.push(l);
-    }
-    out
 }
 
 fn connections(r: &Report) -> Option<Limit> {
     let offered = r.rate_offered?;
     // Requests the pool refused because the generator was late are the CPU finding's.
     let starved = r.starved.saturating_sub(r.starved_late);
-    let starved_share = if r.sent == 0 {
-        0.0
-    } else {
-        starved as f64 / r.sent as f64
-    };
+    let starved_share = ratio(starved as f64, r.sent as f64);
     if starved_share <= STARVED_SHARE {
         return None;
     }
@@ -96,7 +81,7 @@ fn connections(r: &Report) -> Option<Limit> {
     let service_ms = if r.service_time.is_empty() {
         None
     } else {
-        Some(r.service_time.value_at_quantile(0.9) as f64 / 1000.0)
+        Some(hist_ms(&r.service_time, 90.0))
     };
     let need = service_ms.map(|ms| (peak_rate * ms / 1000.0).round());
     let facts = format!(
@@ -170,11 +155,7 @@ fn connections(r: &Report) -> Option<Limit> {
 }
 
 fn cpu(r: &Report) -> Option<Limit> {
-    if r.schedule_lag.is_empty() {
-        return None;
-    }
-    let ms = |us: u64| us as f64 / 1000.0;
-    let p99 = ms(r.schedule_lag.value_at_percentile(99.0));
+    let p99 = hist_ms(&r.schedule_lag, 99.0);
     if p99 <= LAG_P99_MS {
         return None;
     }
@@ -184,7 +165,7 @@ fn cpu(r: &Report) -> Option<Limit> {
             "the generator's CPU limited this run: it issued requests {p99:.2} ms late at p99 \
              (max {max:.2} ms) behind its own schedule, and that lag is in the latency figures. \
              Give it a core of its own (taskset -c N gavel --threads 1 load ...) or a lower rate.",
-            max = ms(r.schedule_lag.max()),
+            max = hist_max_ms(&r.schedule_lag),
         ),
         flag: Some("--rate"),
     })
@@ -239,7 +220,7 @@ mod tests {
     }
 
     fn kinds(r: &Report) -> Vec<LimitKind> {
-        limits(r).iter().map(|l| l.kind).collect()
+        r.limits().iter().map(|l| l.kind).collect()
     }
 
     #[test]
@@ -253,7 +234,7 @@ mod tests {
     fn a_cap_below_rate_times_service_time_is_the_generators_connections() {
         // 1,000/s × 100 ms needs 100; 16 is short.
         let r = run(16, 100, 900, 700, 0);
-        let found = limits(&r);
+        let found = r.limits();
         assert_eq!(kinds(&r), [LimitKind::Connections]);
         let m = &found[0].message;
         for figure in [
@@ -274,7 +255,7 @@ mod tests {
     fn a_pool_that_stopped_growing_below_its_cap_short_of_the_need_is_the_generators() {
         let mut r = run(2000, 100, 500, 0, 0);
         r.peak_connections = 40;
-        let found = limits(&r);
+        let found = r.limits();
         assert_eq!(kinds(&r), [LimitKind::Connections]);
         assert_eq!(found[0].flag, Some("--connections"));
         assert!(
@@ -293,9 +274,9 @@ mod tests {
         // requests that never answered.
         let r = run(200, 10, 500, 300, 200);
         assert_eq!(kinds(&r), [LimitKind::Target]);
-        let m = &limits(&r)[0].message;
+        let m = &r.limits()[0].message;
         assert!(m.contains("200 requests timed out"), "{m}");
-        assert_eq!(limits(&r)[0].flag, None);
+        assert_eq!(r.limits()[0].flag, None);
     }
 
     #[test]
@@ -305,7 +286,7 @@ mod tests {
             r.schedule_lag.record(3_000).unwrap();
         }
         assert_eq!(kinds(&r), [LimitKind::Cpu]);
-        assert!(limits(&r)[0].message.contains("3.00 ms late at p99"));
+        assert!(r.limits()[0].message.contains("3.00 ms late at p99"));
         r.schedule_lag = new_histogram();
         r.schedule_lag.record(900).unwrap();
         assert!(kinds(&r).is_empty(), "under a millisecond is on schedule");
@@ -316,7 +297,7 @@ mod tests {
         let mut r = run(2000, 100, 500, 0, 0);
         r.peak_connections = 40;
         r.starved_late = 495;
-        assert!(kinds(&r).is_empty(), "{:?}", limits(&r));
+        assert!(kinds(&r).is_empty(), "{:?}", r.limits());
         r.starved_late = 480;
         assert_eq!(kinds(&r), [LimitKind::Connections], "20 of 1,000 are not");
     }

@@ -197,7 +197,7 @@ pub struct CheckCounts {
 }
 
 /// `a / b`, 0 when `b` is 0.
-fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
@@ -308,7 +308,7 @@ pub(crate) fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
-fn hist_ms(h: &Histogram<u64>, percentile: f64) -> f64 {
+pub(crate) fn hist_ms(h: &Histogram<u64>, percentile: f64) -> f64 {
     if h.is_empty() {
         0.0
     } else {

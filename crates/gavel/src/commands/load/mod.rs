@@ -71,8 +71,7 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         DEFAULT_DURATION
     };
     let mut duration = args.duration.unwrap_or(default_duration);
-    let rate = args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE));
-    let arrivals = match (args.closed_loop, args.ramp, rate) {
+    let arrivals = match (args.closed_loop, args.ramp, rate(args)) {
         (true, _, RateArg::Fixed(_)) => Arrivals::Closed,
         (true, _, RateArg::Steps { .. }) => bail!("--closed-loop takes no rate steps"),
         (false, Some((from, to)), RateArg::Fixed(_)) => Arrivals::Ramp { from, to },
@@ -135,6 +134,11 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
     Ok(spec)
 }
 
+/// `--rate`, or its default.
+fn rate(args: &LoadArgs) -> RateArg {
+    args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE))
+}
+
 /// A spec refusal named by the flag that set the field, not by the library's field name.
 fn flag_named(e: loadgen::LoadError) -> anyhow::Error {
     let loadgen::LoadError::InvalidSpec { field, reason } = &e else {
@@ -161,7 +165,7 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
     let mut cap = CapacitySpec::new(slo);
     cap.min_success = args.min_success.unwrap_or(DEFAULT_MIN_SUCCESS);
     cap.max_rate = args.max_rate.unwrap_or(DEFAULT_MAX_RATE);
-    cap.start_rate = match args.rate.unwrap_or(RateArg::Fixed(DEFAULT_RATE)) {
+    cap.start_rate = match rate(args) {
         RateArg::Fixed(r) if args.rate.is_some() && r > cap.max_rate => bail!(
             "--rate {r} is above --max-rate {}: the search would never try it",
             cap.max_rate
