@@ -161,8 +161,9 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
     json_response(StatusCode::OK, body.to_string())
 }
 
-/// `POST /admin/reload`: reloads the campaign file now; 200 with the count, or 422 naming the
-/// problem (the last good set keeps serving). Audited either way.
+/// `POST /admin/reload`: reloads the campaign file and the price keys now; 200 with the count
+/// and the ids of the price keys in force, or 422 naming the problem (what failed keeps its
+/// last good version). Audited either way.
 async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
     let loaded = |state: &State| {
         let s = state.snapshot.load();
@@ -170,19 +171,25 @@ async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
     };
     let before = loaded(state);
     let result = crate::reload::reload(state).await;
-    let after = match &result {
-        Ok(_) => loaded(state),
-        Err(e) => json!({ "refused": e }),
+    // The price keys are read again too (a rotation without waiting for the file watcher).
+    let prices = crate::reload::reload_price_keys(state).await;
+    let after = match (&result, &prices) {
+        (Ok(_), Ok(ids)) => {
+            let mut after = loaded(state);
+            after["price_keys"] = json!(ids);
+            after
+        }
+        (Err(e), _) | (_, Err(e)) => json!({ "refused": e }),
     };
     state
         .admin
         .audit(caller, "POST /admin/reload", &before, &after);
-    match result {
-        Ok(count) => json_response(
+    match (result, prices) {
+        (Ok(count), Ok(ids)) => json_response(
             StatusCode::OK,
-            json!({ "reloaded": true, "campaigns": count }).to_string(),
+            json!({ "reloaded": true, "campaigns": count, "price_keys": ids }).to_string(),
         ),
-        Err(e) => json_error(StatusCode::UNPROCESSABLE_ENTITY, &e),
+        (Err(e), _) | (_, Err(e)) => json_error(StatusCode::UNPROCESSABLE_ENTITY, &e),
     }
 }
 

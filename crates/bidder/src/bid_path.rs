@@ -44,6 +44,14 @@ pub(crate) async fn run(
         state.metrics.other_currency.fetch_add(1, Relaxed);
         return Ok(None);
     }
+    if request.id.len() > crate::notice::MAX_ID_BYTES {
+        // Its notice URLs carry it too (a price token is bound to it).
+        return Err(format!(
+            "id {:?}...: longer than {} bytes",
+            request.id.chars().take(16).collect::<String>(),
+            crate::notice::MAX_ID_BYTES
+        ));
+    }
     if let Some(imp) = request
         .imp
         .iter()
@@ -222,6 +230,7 @@ fn build_bid(
         &BidNotice {
             base: &state.public_url,
             reservation: &reservation,
+            auction: &request.id,
             campaign: campaign_id,
             imp: impid,
             max_price: p.price,

@@ -116,6 +116,15 @@ pub struct SecuritySection {
     /// How long after start the previous key is accepted, in ms. Default: how long a notice
     /// stays valid (`ledger.reservation_ttl_ms + ledger.reservation_grace_ms`).
     pub previous_key_overlap_ms: Option<u64>,
+    /// File of the keys shared with exchanges for price tokens, one per line (each at least 32
+    /// bytes), or set `GAVEL_PRICE_KEYS` (separated by commas). A token made with any of them
+    /// is accepted; the file is read again when it changes, so a key is rotated by adding the
+    /// new one, moving the exchange to it, then removing the old one. Default: none.
+    pub price_key_file: Option<PathBuf>,
+    /// Refuse (403, `cleartext_price`) a win or billing notice whose price is not a price token
+    /// made with one of the price keys. Needs a price key. Default false: a plain price is
+    /// still charged (an exchange without the key), a token is checked.
+    pub require_price_token: bool,
     /// The admin keys, as in the exchange's `[security]`: see [`edge::AdminSettings`].
     pub admin_token_file: Option<PathBuf>,
     pub admin_reads_need_token: bool,
@@ -142,6 +151,8 @@ impl Default for SecuritySection {
             notice_key_file: None,
             previous_notice_key_file: None,
             previous_key_overlap_ms: None,
+            price_key_file: None,
+            require_price_token: false,
             admin_token_file: None,
             admin_reads_need_token: edge::AdminSettings::default().admin_reads_need_token,
             admin_remote: false,
@@ -341,6 +352,7 @@ impl BidderConfig {
             for p in [
                 &mut s.notice_key_file,
                 &mut s.previous_notice_key_file,
+                &mut s.price_key_file,
                 &mut s.admin_token_file,
                 &mut s.audit_log,
                 &mut config.ledger.redis_ca_file,

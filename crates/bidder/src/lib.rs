@@ -27,6 +27,7 @@ mod bid_path;
 pub mod config;
 pub mod metrics;
 pub mod notice;
+pub mod prices;
 pub mod redis_url;
 mod reload;
 pub mod server;

@@ -47,6 +47,7 @@ labelled_counters! {
         Charged => "charged",
         ChargedAfterRelease => "charged_after_release",
         Duplicate => "duplicate",
+        Conflict => "conflict",
         Released => "released",
         Recorded => "recorded",
         LossAfterWin => "loss_after_win",
@@ -66,6 +67,11 @@ labelled_counters! {
         BadSignature => "bad_signature",
         Expired => "expired",
         AboveBid => "above_bid",
+        CleartextPrice => "cleartext_price",
+        PriceTokenMalformed => "price_token_malformed",
+        PriceTokenForged => "price_token_forged",
+        PriceTokenExpired => "price_token_expired",
+        PriceTokenUnkeyed => "price_token_unkeyed",
     }
 }
 
@@ -201,6 +207,8 @@ pub struct Metrics {
     pub skips: ByLabel<{ SkipReason::COUNT }>,
     pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
     pub reloads: ByLabel<{ ReloadOutcome::COUNT }>,
+    /// Reloads of the price key file, by outcome.
+    pub price_key_reloads: ByLabel<{ ReloadOutcome::COUNT }>,
     /// Refused reloads by reason (their sum is the `failed` reloads).
     pub reload_failures: ByLabel<{ ReloadFailure::COUNT }>,
     pub bids: AtomicU64,

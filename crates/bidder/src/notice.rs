@@ -1,21 +1,28 @@
 //! Win, billing and loss notices: the URLs the bidder puts in its bids and what each does to
 //! the ledger when it comes back.
 //!
-//! A bid's notice URLs carry its reservation id (`r`), campaign (`c`), imp (`i`), the highest
-//! price the notice may charge (`x`, the bid's CPM in micros), an expiry (`e`, Unix seconds) and
-//! a token over all of them (`t`, see [`crate::token`]); win and billing notices also carry
-//! `price=${AUCTION_PRICE}`, which the exchange replaces with the clearing CPM, read as an exact
-//! decimal and charged in nanos (one impression at CPM p micros costs p nanos: nothing is
-//! rounded). A notice whose token is missing, wrong or expired, or whose price is above `x`, is
-//! refused with 403 before the ledger sees it.
+//! A bid's notice URLs carry its reservation id (`r`, also the bid's id), the auction it was
+//! bid in (`a`), campaign (`c`), imp (`i`), the highest price the notice may charge (`x`, the
+//! bid's CPM in micros), an expiry (`e`, Unix seconds) and a token over all of them (`t`, see
+//! [`crate::token`]); win and billing notices also carry `price=${AUCTION_PRICE}`, which the
+//! exchange replaces with the clearing CPM (an exact decimal, charged in nanos: one impression
+//! at CPM p micros costs p nanos, nothing is rounded) or with a price token it sealed for this
+//! bid ([`crate::prices`]). A notice whose token is missing, wrong or expired, whose price is
+//! not accepted, or whose price is above `x`, is refused with 403 before the ledger sees it.
 //!
-//! What each notice does, in any order and however often it is delivered:
+//! What each notice does, in any order and however often it is delivered (answers: 204 for
+//! the 200 rows, the others with `{"error": label}`):
 //!
 //! | notice | reservation open | already charged | released or expired |
 //! | --- | --- | --- | --- |
-//! | win or bill (charging) | charged | 200, nothing more (duplicate) | charged, counted `charged_after_release` |
-//! | loss | released | 409, the charge stands | 200, nothing |
+//! | win or bill (charging) | charged | 204, nothing more (duplicate); 409 `conflict` if its price differs | charged, counted `charged_after_release` |
+//! | loss | released | 409 `loss_after_win`, the charge stands | 204, nothing |
 //! | loss with `loss=0` ("bid won") | nothing (recorded) | nothing | nothing |
+//!
+//! A second charging notice for a reservation with another price than the first is a
+//! `conflict`: the first charge stands, and it is counted and logged with both prices, never
+//! passed off as a duplicate (one of the two notices was tampered with, or the exchange and
+//! the seller disagree).
 
 use http::StatusCode;
 use ledger::{CommitOutcome, ReleaseOutcome, SettleError};
@@ -25,6 +32,7 @@ use pacing::{Nanos, Timestamp};
 
 use crate::config::ChargeOn;
 use crate::metrics::{NoticeKind, NoticeOutcome, NoticeRefusal};
+use crate::prices::{NoticePrice, PriceKeys, PriceRefusal};
 use crate::token::{Claims, NoticeKeys, TokenError};
 use ledger::{Ledger, NoticeError};
 
@@ -47,7 +55,10 @@ pub struct NoticeUrls {
 pub struct BidNotice<'a> {
     /// Base URL of this bidder (`public_url`).
     pub base: &'a str,
+    /// The reservation id, which is also the bid's id.
     pub reservation: &'a str,
+    /// `BidRequest.id`: the auction a price token must be bound to.
+    pub auction: &'a str,
     pub campaign: &'a str,
     pub imp: &'a str,
     /// The bid's price: no notice may charge more.
@@ -60,8 +71,9 @@ pub struct BidNotice<'a> {
 /// on). Reservation ids are generated from URL-safe characters and go in as they are.
 pub fn notice_urls(keys: Option<&NoticeKeys>, bid: &BidNotice<'_>) -> NoticeUrls {
     let common = format!(
-        "r={}&c={}&i={}&x={}&e={}",
+        "r={}&a={}&c={}&i={}&x={}&e={}",
         bid.reservation,
+        encode(bid.auction),
         encode(bid.campaign),
         encode(bid.imp),
         bid.max_price.micros(),
@@ -76,6 +88,7 @@ pub fn notice_urls(keys: Option<&NoticeKeys>, bid: &BidNotice<'_>) -> NoticeUrls
                 imp: bid.imp,
                 max_price: bid.max_price,
                 expires_at_s: bid.expires_at_s,
+                auction: Some(bid.auction),
             };
             format!("&t={}", k.sign(&claims))
         });
@@ -110,6 +123,8 @@ fn encode(s: &str) -> String {
 pub struct Notice {
     pub kind: NoticeKind,
     pub reservation: String,
+    /// `a`: the auction the bid was made in.
+    pub auction: Option<String>,
     pub campaign: Option<String>,
     pub imp: Option<String>,
     /// `x`: the highest price this notice may charge.
@@ -118,8 +133,8 @@ pub struct Notice {
     pub expires_at_s: Option<u64>,
     /// `t`: the token.
     pub token: Option<String>,
-    /// Clearing CPM; required for win and billing notices.
-    pub price: Option<Price>,
+    /// Clearing CPM, plain or as a price token; required for win and billing notices.
+    pub price: Option<NoticePrice>,
     /// `loss`: the exchange's loss reason; 0 means the bid won.
     pub loss_reason: Option<i64>,
 }
@@ -131,9 +146,11 @@ pub enum BadNotice {
     TooLong,
     #[error("r: missing or not a reservation id")]
     Reservation,
-    #[error("c, i: longer than {MAX_ID_BYTES} bytes")]
+    #[error("a, c, i: longer than {MAX_ID_BYTES} bytes")]
     Id,
-    #[error("price: missing or not a decimal CPM (was ${{AUCTION_PRICE}} replaced?)")]
+    #[error(
+        "price: missing, or neither a decimal CPM nor a price token (was ${{AUCTION_PRICE}} replaced?)"
+    )]
     Price,
 }
 
@@ -144,6 +161,8 @@ pub enum Refusal {
     Token(TokenError),
     #[error("price is above the bid")]
     AboveBid,
+    #[error("{0}")]
+    Price(PriceRefusal),
 }
 
 impl Refusal {
@@ -155,6 +174,7 @@ impl Refusal {
             Refusal::Token(TokenError::BadSignature) => NoticeRefusal::BadSignature,
             Refusal::Token(TokenError::Expired) => NoticeRefusal::Expired,
             Refusal::AboveBid => NoticeRefusal::AboveBid,
+            Refusal::Price(p) => p.metric(),
         }
     }
 }
@@ -185,13 +205,12 @@ pub fn parse(kind: NoticeKind, query: &str) -> Result<Notice, BadNotice> {
     };
     let price = match kind {
         NoticeKind::Loss => None,
-        NoticeKind::Win | NoticeKind::Bill => {
-            Some(get("price").and_then(parse_cpm).ok_or(BadNotice::Price)?)
-        }
+        NoticeKind::Win | NoticeKind::Bill => Some(notice_price(get("price"))?),
     };
     Ok(Notice {
         kind,
         reservation: reservation.to_owned(),
+        auction: id("a")?,
         campaign: id("c")?,
         imp: id("i")?,
         max_price: get("x")
@@ -204,9 +223,41 @@ pub fn parse(kind: NoticeKind, query: &str) -> Result<Notice, BadNotice> {
     })
 }
 
-/// Checks a notice before it may touch the ledger: its token (when `keys` are given) and its
-/// price against the bid's. Without keys (signing off) a present `x` still caps the price.
-pub fn check(keys: Option<&NoticeKeys>, notice: &Notice, now: Timestamp) -> Result<(), Refusal> {
+/// A `price` value: a price token (checked later, against the bid) or a decimal CPM.
+fn notice_price(text: Option<&str>) -> Result<NoticePrice, BadNotice> {
+    match text {
+        Some(t) if price_token::is_token(t) => {
+            if t.len() > price_token::MAX_TOKEN_CHARS {
+                return Err(BadNotice::Price);
+            }
+            Ok(NoticePrice::Token(t.to_owned()))
+        }
+        Some(t) => parse_cpm(t).map(NoticePrice::Plain).ok_or(BadNotice::Price),
+        None => Err(BadNotice::Price),
+    }
+}
+
+/// What a notice is checked against before it may touch the ledger.
+#[derive(Debug, Clone, Copy)]
+pub struct Checks<'a> {
+    /// The notice keys; `None` with signing off.
+    pub keys: Option<&'a NoticeKeys>,
+    /// The price keys and whether a price token is required.
+    pub prices: &'a PriceKeys,
+    /// The bidder's currency: a price token is bound to it.
+    pub currency: &'a str,
+}
+
+/// Checks a notice before it may touch the ledger: its token (when signing), its price (plain
+/// or a price token, as `prices` accept) and that price against the bid's. Without notice keys
+/// (signing off) a present `x` still caps the price. The price to charge, for win and billing
+/// notices.
+pub fn check(
+    checks: &Checks<'_>,
+    notice: &Notice,
+    now: Timestamp,
+) -> Result<Option<Price>, Refusal> {
+    let keys = checks.keys;
     if let Some(keys) = keys {
         let token = notice.token.as_deref();
         // A notice missing a signed field is not one this bidder made.
@@ -229,15 +280,29 @@ pub fn check(keys: Option<&NoticeKeys>, notice: &Notice, now: Timestamp) -> Resu
             imp,
             max_price,
             expires_at_s,
+            auction: notice.auction.as_deref(),
         };
         keys.verify(&claims, token, now).map_err(Refusal::Token)?;
     }
-    if let (Some(price), Some(max)) = (notice.price, notice.max_price)
+    let Some(price) = &notice.price else {
+        return Ok(None);
+    };
+    let bound = price_token::Binding {
+        auction: notice.auction.as_deref().unwrap_or(""),
+        imp: notice.imp.as_deref().unwrap_or(""),
+        bid: &notice.reservation,
+        currency: checks.currency,
+    };
+    let price = checks
+        .prices
+        .resolve(price, &bound, now.0 / 1000)
+        .map_err(Refusal::Price)?;
+    if let Some(max) = notice.max_price
         && price > max
     {
         return Err(Refusal::AboveBid);
     }
-    Ok(())
+    Ok(Some(price))
 }
 
 /// What settling a notice did, for the metric, the answer's status and the campaign's counters.
@@ -246,6 +311,8 @@ pub struct Settled {
     pub outcome: NoticeOutcome,
     /// Newly charged (zero for duplicates and non-charging notices).
     pub charged: Nanos,
+    /// For a `conflict`: what the first notice charged (this one asked for another price).
+    pub earlier: Option<Nanos>,
 }
 
 impl Settled {
@@ -253,6 +320,7 @@ impl Settled {
         Settled {
             outcome,
             charged: Nanos::ZERO,
+            earlier: None,
         }
     }
 
@@ -265,7 +333,9 @@ impl Settled {
             | NoticeOutcome::Released
             | NoticeOutcome::Recorded => StatusCode::OK,
             NoticeOutcome::Unknown => StatusCode::NOT_FOUND,
-            NoticeOutcome::AbovePrice | NoticeOutcome::LossAfterWin => StatusCode::CONFLICT,
+            NoticeOutcome::AbovePrice | NoticeOutcome::LossAfterWin | NoticeOutcome::Conflict => {
+                StatusCode::CONFLICT
+            }
             NoticeOutcome::Refused => StatusCode::FORBIDDEN,
             NoticeOutcome::Invalid => StatusCode::BAD_REQUEST,
             NoticeOutcome::LedgerError => StatusCode::SERVICE_UNAVAILABLE,
@@ -282,10 +352,16 @@ fn settle_error(e: NoticeError) -> Settled {
     })
 }
 
-/// Applies a checked notice to the ledger. With `charge_on = win` both the win and the billing
-/// notice commit (whichever comes first charges, the other is a duplicate); with `bill` only
+/// Applies a checked notice to the ledger at `price` (what [`check`] returned). With
+/// `charge_on = win` both the win and the billing notice commit (whichever comes first
+/// charges, the other is a duplicate, or a conflict if its price differs); with `bill` only
 /// billing does, and a win is only recorded.
-pub async fn settle(ledger: &Ledger, charge_on: ChargeOn, notice: &Notice) -> Settled {
+pub async fn settle(
+    ledger: &Ledger,
+    charge_on: ChargeOn,
+    notice: &Notice,
+    price: Option<Price>,
+) -> Settled {
     let charges = match notice.kind {
         NoticeKind::Win => charge_on == ChargeOn::Win,
         NoticeKind::Bill => true,
@@ -310,20 +386,26 @@ pub async fn settle(ledger: &Ledger, charge_on: ChargeOn, notice: &Notice) -> Se
     if !charges {
         return Settled::of(NoticeOutcome::Recorded);
     }
-    let price = Nanos::of_impression(notice.price.unwrap_or_default());
+    let price = Nanos::of_impression(price.unwrap_or_default());
     match ledger
         .commit(&notice.reservation, notice.campaign.as_deref(), price)
         .await
     {
         Ok(CommitOutcome::Charged(n)) => Settled {
-            outcome: NoticeOutcome::Charged,
             charged: n,
+            ..Settled::of(NoticeOutcome::Charged)
         },
         Ok(CommitOutcome::ChargedAfterRelease(n)) => Settled {
-            outcome: NoticeOutcome::ChargedAfterRelease,
             charged: n,
+            ..Settled::of(NoticeOutcome::ChargedAfterRelease)
         },
-        Ok(CommitOutcome::AlreadyCommitted(_)) => Settled::of(NoticeOutcome::Duplicate),
+        Ok(CommitOutcome::AlreadyCommitted(earlier)) if earlier == price => {
+            Settled::of(NoticeOutcome::Duplicate)
+        }
+        Ok(CommitOutcome::AlreadyCommitted(earlier)) => Settled {
+            earlier: Some(earlier),
+            ..Settled::of(NoticeOutcome::Conflict)
+        },
         Err(e) => settle_error(e),
     }
 }
@@ -347,11 +429,32 @@ mod tests {
         BidNotice {
             base: "http://127.0.0.1:9100",
             reservation: "n1-2a",
+            auction: "gavel-1 2a",
             campaign: "summer sale/1",
             imp: "imp 1",
             max_price: Price::from_micros(2_000_000),
             expires_at_s: 2_000,
         }
+    }
+
+    static PLAIN: PriceKeys = PriceKeys::PLAIN;
+
+    fn signed(keys: &NoticeKeys) -> Checks<'_> {
+        Checks {
+            keys: Some(keys),
+            prices: &PLAIN,
+            currency: "USD",
+        }
+    }
+
+    const UNSIGNED: Checks<'static> = Checks {
+        keys: None,
+        prices: &PLAIN,
+        currency: "USD",
+    };
+
+    fn plain(micros: i64) -> Option<NoticePrice> {
+        Some(NoticePrice::Plain(Price::from_micros(micros)))
     }
 
     /// The notice the exchange would send for `url`, with its macros replaced.
@@ -371,11 +474,15 @@ mod tests {
         assert_eq!(n.reservation, "n1-2a");
         assert_eq!(n.campaign.as_deref(), Some("summer sale/1"));
         assert_eq!(n.imp.as_deref(), Some("imp 1"));
-        assert_eq!(n.price, Some(Price::from_micros(1_234_567)));
-        assert_eq!(check(Some(&keys), &n, NOW), Ok(()));
+        assert_eq!(n.auction.as_deref(), Some("gavel-1 2a"));
+        assert_eq!(n.price, plain(1_234_567));
+        assert_eq!(
+            check(&signed(&keys), &n, NOW),
+            Ok(Some(Price::from_micros(1_234_567)))
+        );
         let loss = received(NoticeKind::Loss, &urls.lurl, "");
         assert_eq!(loss.loss_reason, Some(102));
-        assert_eq!(check(Some(&keys), &loss, NOW), Ok(()));
+        assert_eq!(check(&signed(&keys), &loss, NOW), Ok(None));
         assert!(urls.burl.contains("/notice/bill?"));
         // Unsigned URLs carry no token.
         assert!(!notice_urls(None, &bid()).nurl.contains("&t="));
@@ -386,7 +493,7 @@ mod tests {
         let keys = keys();
         let urls = notice_urls(Some(&keys), &bid());
         let win = received(NoticeKind::Win, &urls.nurl, "1.5");
-        let refused = |n: &Notice, now| check(Some(&keys), n, now).err();
+        let refused = |n: &Notice, now| check(&signed(&keys), n, now).err();
         // The loss URL's token used as a win, the win's for another reservation.
         let as_win = received(
             NoticeKind::Win,
@@ -407,7 +514,7 @@ mod tests {
         );
         let raised = Notice {
             max_price: Some(Price::from_micros(9_000_000)),
-            price: Some(Price::from_micros(9_000_000)),
+            price: plain(9_000_000),
             ..win.clone()
         };
         assert_eq!(
@@ -415,9 +522,18 @@ mod tests {
             Some(Refusal::Token(TokenError::BadSignature))
         );
         let above = Notice {
-            price: Some(Price::from_micros(2_000_001)),
+            price: plain(2_000_001),
             ..win.clone()
         };
+        // The auction is signed too: a URL moved to another auction's token is forged.
+        let elsewhere = Notice {
+            auction: Some("gavel-1-2b".into()),
+            ..win.clone()
+        };
+        assert_eq!(
+            refused(&elsewhere, NOW),
+            Some(Refusal::Token(TokenError::BadSignature))
+        );
         assert_eq!(refused(&above, NOW), Some(Refusal::AboveBid));
         assert_eq!(
             refused(&win, Timestamp(2_000_000)),
@@ -429,8 +545,11 @@ mod tests {
             Some(Refusal::Token(TokenError::Missing))
         );
         // Signing off: the bare notice passes, a present cap still holds.
-        assert_eq!(check(None, &bare, NOW), Ok(()));
-        assert_eq!(check(None, &above, NOW), Err(Refusal::AboveBid));
+        assert_eq!(
+            check(&UNSIGNED, &bare, NOW),
+            Ok(Some(Price::from_micros(1_000_000)))
+        );
+        assert_eq!(check(&UNSIGNED, &above, NOW), Err(Refusal::AboveBid));
         assert_eq!(Refusal::AboveBid.metric().label(), "above_bid");
         assert_eq!(
             Refusal::Token(TokenError::Expired).metric().label(),
@@ -482,12 +601,18 @@ mod tests {
         parse(kind, query).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Checks an unsigned notice (plain prices accepted) and settles it at its price.
+    async fn checked_settle(ledger: &Ledger, charge_on: ChargeOn, n: &Notice) -> Settled {
+        let price = check(&UNSIGNED, n, NOW).unwrap_or_else(|e| panic!("{e}"));
+        settle(ledger, charge_on, n, price).await
+    }
+
     #[tokio::test]
     async fn a_win_and_a_loss_in_either_order_charge_once() {
         let ledger = ledger_with(&["a", "b", "w"]).await;
         let outcome = |n: Notice| {
             let ledger = &ledger;
-            async move { settle(ledger, ChargeOn::Win, &n).await }
+            async move { checked_settle(ledger, ChargeOn::Win, &n).await }
         };
         // Win then loss: charged once, the loss refused.
         let first = outcome(notice(NoticeKind::Win, "r=a&price=1.5")).await;
@@ -539,20 +664,118 @@ mod tests {
         let ledger = ledger_with(&["a"]).await;
         let win = notice(NoticeKind::Win, "r=a&price=2.5");
         assert_eq!(
-            settle(&ledger, ChargeOn::Bill, &win).await.outcome,
+            checked_settle(&ledger, ChargeOn::Bill, &win).await.outcome,
             NoticeOutcome::Recorded
         );
         // Above the reserved amount (CPM 2): refused, the reservation stays open.
         let forged = notice(NoticeKind::Bill, "r=a&price=2.5");
         assert_eq!(
-            settle(&ledger, ChargeOn::Bill, &forged).await.outcome,
+            checked_settle(&ledger, ChargeOn::Bill, &forged)
+                .await
+                .outcome,
             NoticeOutcome::AbovePrice
         );
         let bill = notice(NoticeKind::Bill, "r=a&price=2");
-        let s = settle(&ledger, ChargeOn::Bill, &bill).await;
+        let s = checked_settle(&ledger, ChargeOn::Bill, &bill).await;
         assert_eq!(
             (s.outcome, s.charged),
             (NoticeOutcome::Charged, Nanos(2_000_000))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_second_charge_at_another_price_is_a_conflict_not_a_duplicate() {
+        let ledger = ledger_with(&["a"]).await;
+        let first = checked_settle(
+            &ledger,
+            ChargeOn::Win,
+            &notice(NoticeKind::Bill, "r=a&price=0"),
+        )
+        .await;
+        assert_eq!(
+            (first.outcome, first.charged),
+            (NoticeOutcome::Charged, Nanos(0))
+        );
+        let real = checked_settle(
+            &ledger,
+            ChargeOn::Win,
+            &notice(NoticeKind::Win, "r=a&price=1.2"),
+        )
+        .await;
+        assert_eq!(
+            (real.outcome, real.charged, real.earlier),
+            (NoticeOutcome::Conflict, Nanos::ZERO, Some(Nanos(0)))
+        );
+        assert_eq!(real.status(), StatusCode::CONFLICT);
+        assert_eq!(real.outcome.label(), "conflict");
+        // The same price again is a plain duplicate.
+        let again = checked_settle(
+            &ledger,
+            ChargeOn::Win,
+            &notice(NoticeKind::Win, "r=a&price=0"),
+        )
+        .await;
+        assert_eq!(again.outcome, NoticeOutcome::Duplicate);
+    }
+
+    #[test]
+    fn a_sealed_price_is_checked_against_the_signed_auction_imp_and_bid() {
+        let keys = keys();
+        let shared = price_token::PriceKey::new(&[9; 32]);
+        let prices = PriceKeys::new(vec![shared.clone()], true);
+        let checks = Checks {
+            keys: Some(&keys),
+            prices: &prices,
+            currency: "USD",
+        };
+        let urls = notice_urls(Some(&keys), &bid());
+        let bound = price_token::Binding {
+            auction: "gavel-1 2a",
+            imp: "imp 1",
+            bid: "n1-2a",
+            currency: "USD",
+        };
+        let token = shared.seal(Price::from_micros(1_100_000), &bound, 5_000);
+        let win = received(NoticeKind::Win, &urls.nurl, &token);
+        assert_eq!(
+            check(&checks, &win, NOW),
+            Ok(Some(Price::from_micros(1_100_000)))
+        );
+        // Plain prices are refused when a token is required, whatever their value.
+        for price in ["0", "1.1", "2"] {
+            let plain = received(NoticeKind::Bill, &urls.burl, price);
+            assert_eq!(
+                check(&checks, &plain, NOW),
+                Err(Refusal::Price(PriceRefusal::Cleartext)),
+                "{price}"
+            );
+        }
+        // A token made for another bid of the same auction does not move to this one.
+        let other = shared.seal(
+            Price::from_micros(1),
+            &price_token::Binding {
+                bid: "n1-2b",
+                ..bound
+            },
+            5_000,
+        );
+        let moved = received(NoticeKind::Win, &urls.nurl, &other);
+        assert_eq!(
+            check(&checks, &moved, NOW),
+            Err(Refusal::Price(PriceRefusal::Token(
+                price_token::TokenError::Forged
+            )))
+        );
+        // A token above the bid is refused like a plain one (the exchange never makes one).
+        let dear = shared.seal(Price::from_micros(2_000_001), &bound, 5_000);
+        let above = received(NoticeKind::Win, &urls.nurl, &dear);
+        assert_eq!(check(&checks, &above, NOW), Err(Refusal::AboveBid));
+        assert_eq!(
+            parse(
+                NoticeKind::Win,
+                &format!("r=a&price=gp1.{}", "1".repeat(100))
+            ),
+            Err(BadNotice::Price)
         );
     }
 }

@@ -5,6 +5,10 @@
 //!
 //! Reloads run when the file changes (`Bidder::watch`, over `settings::follow`), on
 //! `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload`).
+//!
+//! The price keys (`security.price_key_file`) follow the same rules: read again when their
+//! file changes and on SIGHUP or `POST /admin/reload`; a file that fails keeps the keys in
+//! force (`gavel_bidder_price_key_reloads_total{outcome="failed"}`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,8 +19,85 @@ use campaigns::limits::MAX_FILE_BYTES;
 use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
 use pacing::Timestamp;
 
+use crate::config::BidderConfig;
 use crate::metrics::{ReloadFailure, ReloadOutcome};
+use crate::prices::PriceKeys;
 use crate::state::State;
+
+/// Overrides `security.price_key_file`: the price keys, separated by commas.
+pub const PRICE_KEYS_ENV: &str = "GAVEL_PRICE_KEYS";
+
+/// The price keys `security` names (its file, or [`PRICE_KEYS_ENV`]), each at least
+/// [`settings::MIN_SECRET_BYTES`] bytes, at most [`price_token::MAX_KEYS`]; an error naming the
+/// setting otherwise. Blocking (reads a small file).
+pub(crate) fn load_price_keys(config: &BidderConfig) -> Result<PriceKeys, String> {
+    let s = &config.security;
+    const FILE_KEY: &str = "security.price_key_file";
+    let from_env = std::env::var(PRICE_KEYS_ENV).ok().filter(|v| !v.is_empty());
+    let (name, keys) = match (&s.price_key_file, from_env) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "both {FILE_KEY} and the environment variable {PRICE_KEYS_ENV} are set; use one"
+            ));
+        }
+        (Some(path), None) => (
+            FILE_KEY,
+            settings::read_key_file(FILE_KEY, path).map_err(|e| format!("{FILE_KEY}: {e}"))?,
+        ),
+        (None, Some(value)) => (PRICE_KEYS_ENV, settings::split_key_list(&value)),
+        (None, None) => (FILE_KEY, Vec::new()),
+    };
+    if keys.len() > price_token::MAX_KEYS {
+        return Err(format!(
+            "{name}: holds {} keys; at most {}",
+            keys.len(),
+            price_token::MAX_KEYS
+        ));
+    }
+    if s.price_key_file.is_some() && keys.is_empty() {
+        return Err(format!("{name}: holds no key"));
+    }
+    let mut ring = Vec::with_capacity(keys.len());
+    for (n, key) in keys.iter().enumerate() {
+        let secret = settings::Secret::new(key.as_bytes(), &format!("{name} (key {})", n + 1))
+            .map_err(|e| e.to_string())?;
+        ring.push(price_token::PriceKey::new(secret.expose()));
+    }
+    if s.require_price_token && ring.is_empty() {
+        return Err(format!(
+            "security.require_price_token = true needs a price key: set {FILE_KEY} or {PRICE_KEYS_ENV}"
+        ));
+    }
+    Ok(PriceKeys::new(ring, s.require_price_token))
+}
+
+/// Reads the price keys again; on any error the keys in force stay. The ids now accepted.
+pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, String> {
+    let config = state.config.clone();
+    let loaded = tokio::task::spawn_blocking(move || load_price_keys(&config))
+        .await
+        .unwrap_or_else(|e| Err(format!("loading the price keys stopped: {e}")));
+    match loaded {
+        Ok(keys) => {
+            let ids = keys.ids();
+            state.prices.store(Arc::new(keys));
+            state
+                .metrics
+                .price_key_reloads
+                .inc(ReloadOutcome::Applied as usize);
+            tracing::info!(keys = ?ids, "price keys reloaded");
+            Ok(ids)
+        }
+        Err(e) => {
+            state
+                .metrics
+                .price_key_reloads
+                .inc(ReloadOutcome::Failed as usize);
+            tracing::error!(error = %e, "price key reload refused; the keys in force stay");
+            Err(e)
+        }
+    }
+}
 
 /// Why a campaign file could not be loaded.
 #[derive(Debug)]
@@ -109,12 +190,18 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     Ok(count)
 }
 
-/// Follows the campaign file, reloading it on each change, until the bidder is dropped.
+/// Follows the campaign file and the price key file, reloading each on its changes, until the
+/// bidder is dropped.
 pub(crate) fn watch(state: &Arc<State>) {
     let path = state.config.campaigns.clone();
     settings::follow(Arc::downgrade(state), path, |state| async move {
         let _ = reload(&state).await;
     });
+    if let Some(path) = state.config.security.price_key_file.clone() {
+        settings::follow(Arc::downgrade(state), path, |state| async move {
+            let _ = reload_price_keys(&state).await;
+        });
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,14 @@ impl Bidder {
         crate::reload::reload(&self.state).await
     }
 
-    /// Follows the campaign file: reloads it on each change, until the bidder is dropped.
+    /// Reads the price keys again (what SIGHUP and `POST /admin/reload` also do); the ids now
+    /// accepted, or why the keys in force stay.
+    pub async fn reload_price_keys(&self) -> Result<Vec<String>, String> {
+        crate::reload::reload_price_keys(&self.state).await
+    }
+
+    /// Follows the campaign file (and the price key file): reloads on each change, until the
+    /// bidder is dropped.
     pub fn watch(&self) {
         crate::reload::watch(&self.state);
     }
@@ -137,12 +144,36 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
         }
     };
     let now = pacing::Timestamp::now();
-    if let Err(why) = crate::notice::check(state.keys.as_ref(), &parsed, now) {
-        state.metrics.notice_refused(kind, why.metric());
-        return json_error(StatusCode::FORBIDDEN, &why.to_string());
-    }
-    let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed).await;
+    let prices = state.prices.load();
+    let checks = crate::notice::Checks {
+        keys: state.keys.as_ref(),
+        prices: &prices,
+        currency: &state.config.currency,
+    };
+    let price = match crate::notice::check(&checks, &parsed, now) {
+        Ok(price) => price,
+        Err(why) => {
+            state.metrics.notice_refused(kind, why.metric());
+            return json_error(StatusCode::FORBIDDEN, &why.to_string());
+        }
+    };
+    drop(prices);
+    let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed, price).await;
     state.metrics.notice(kind, settled.outcome);
+    if let Some(earlier) = settled.earlier {
+        // Anyone holding a URL can cause these: a few lines a second, the rest counted.
+        static LIMIT: edge::log_limit::LogLimit = edge::log_limit::LogLimit::new(5);
+        if let Some(suppressed) = LIMIT.admit_now() {
+            tracing::warn!(
+                reservation = %parsed.reservation,
+                kind = kind.label(),
+                charged_nanos = earlier.get(),
+                asked_nanos = pacing::Nanos::of_impression(price.unwrap_or_default()).get(),
+                suppressed,
+                "conflicting notice: the reservation was already charged at another price; the first charge stands"
+            );
+        }
+    }
     if let Some(campaign) = parsed.campaign.as_deref() {
         let snapshot = state.snapshot.load();
         if let Some(s) = snapshot.state(campaign) {

@@ -179,6 +179,10 @@ pub struct CheckReport {
     pub campaigns: Vec<String>,
     /// Whether notices are signed (a key was found).
     pub signs_notices: bool,
+    /// The ids of the price keys accepted (never the keys).
+    pub price_keys: Vec<String>,
+    /// Whether a plain price is refused.
+    pub requires_price_token: bool,
     /// Whether the admin API has a token (without one, admin mutations are refused).
     pub admin_token: bool,
     /// The ledger of record, with a Redis URL's password hidden.
@@ -189,12 +193,14 @@ pub struct CheckReport {
 /// [`Bidder::start`] and [`Bidder::check`] read them the same way.
 struct Inputs {
     keys: Option<NoticeKeys>,
+    prices: crate::prices::PriceKeys,
     admin: edge::AdminDoor,
     snapshot: campaigns::Snapshot,
 }
 
 async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
     let keys = notice_keys(config)?;
+    let prices = crate::reload::load_price_keys(config).map_err(StartError::Security)?;
     let admin = edge::AdminDoor::open(&config.security.admin())
         .map_err(|e| StartError::Security(e.to_string()))?;
     let interval = Duration::from_millis(config.pacing.control_interval_ms);
@@ -203,6 +209,7 @@ async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
         .map_err(|e| StartError::Campaigns(e.message))?;
     Ok(Inputs {
         keys,
+        prices,
         admin,
         snapshot,
     })
@@ -215,6 +222,7 @@ impl Bidder {
     pub async fn check(config: &BidderConfig) -> Result<CheckReport, StartError> {
         let Inputs {
             keys,
+            prices,
             admin,
             snapshot,
         } = read_inputs(config).await?;
@@ -234,6 +242,8 @@ impl Bidder {
                 .map(|c| c.id().to_owned())
                 .collect(),
             signs_notices: keys.is_some(),
+            price_keys: prices.ids(),
+            requires_price_token: prices.required(),
             admin_token: admin.has_token(),
             ledger,
         })
@@ -244,9 +254,15 @@ impl Bidder {
     pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {
         let Inputs {
             keys,
+            prices,
             admin,
             snapshot,
         } = read_inputs(&config).await?;
+        if !prices.ids().is_empty() && !prices.required() {
+            tracing::warn!(
+                "price keys are set but security.require_price_token = false: a plain price in a notice is still charged; require the token once every exchange sends it"
+            );
+        }
         if !admin.has_token() {
             tracing::warn!(
                 "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"
@@ -277,6 +293,7 @@ impl Bidder {
             connections: Arc::new(edge::ConnStats::default()),
             charge_on: config.ledger.charge_on,
             keys,
+            prices: ArcSwap::from_pointee(prices),
             notice_lifetime: config.notice_lifetime(),
             admin,
             id_seeds: std::sync::Mutex::new(id_seeds),

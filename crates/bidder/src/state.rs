@@ -14,6 +14,7 @@ use rand::{RngCore, SeedableRng};
 
 use crate::config::{BidderConfig, ChargeOn};
 use crate::metrics::Metrics;
+use crate::prices::PriceKeys;
 use crate::token::NoticeKeys;
 
 /// Shared state of a running bidder.
@@ -30,6 +31,8 @@ pub(crate) struct State {
     pub(crate) charge_on: ChargeOn,
     /// Signs and checks notice URLs; `None` only with `security.sign_notices = false`.
     pub(crate) keys: Option<NoticeKeys>,
+    /// The price keys in force and whether a price token is required (replaced on reload).
+    pub(crate) prices: ArcSwap<PriceKeys>,
     /// How long a bid's notice URLs stay valid (reservation TTL plus grace).
     pub(crate) notice_lifetime: Duration,
     /// The admin endpoints' token check and audit log.

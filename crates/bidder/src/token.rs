@@ -2,7 +2,7 @@
 //!
 //! Each notice URL the bidder emits carries `t`, an HMAC-SHA256 (truncated to 128 bits) over
 //! what that notice may do: its kind, the reservation, the campaign, the imp, the highest price
-//! it may charge (the bid's) and when it stops being valid. Anyone can read a URL that passed
+//! it may charge (the bid's), when it stops being valid and the auction it was bid in. Anyone can read a URL that passed
 //! through an exchange; without the key nobody can make one for another reservation, another
 //! kind, a higher price or a later expiry. Pure: no I/O, time comes from the caller.
 //!
@@ -52,7 +52,8 @@ impl NoticeKey {
             &max_price,
             &expires,
         ];
-        for field in fields {
+        // The auction id came later: a URL without one (signed before it did) keeps its tag.
+        for field in fields.into_iter().chain(claims.auction.map(str::as_bytes)) {
             let len = u32::try_from(field.len()).unwrap_or(u32::MAX);
             mac.update(&len.to_be_bytes());
             mac.update(field);
@@ -72,6 +73,8 @@ pub struct Claims<'a> {
     pub max_price: Price,
     /// Unix seconds after which the notice is refused.
     pub expires_at_s: u64,
+    /// The auction the bid was made in (`BidRequest.id`): what a price token must be bound to.
+    pub auction: Option<&'a str>,
 }
 
 /// Why a notice's token was refused (403); `metrics::NoticeRefusal` holds the labels.
@@ -176,6 +179,7 @@ mod tests {
             imp: "1",
             max_price: Price::from_micros(2_500_000),
             expires_at_s: 1_000,
+            auction: Some("gavel-1-2a"),
         }
     }
 
@@ -211,6 +215,11 @@ mod tests {
                 expires_at_s: 1_001,
                 ..c
             },
+            Claims {
+                auction: Some("gavel-1-2b"),
+                ..c
+            },
+            Claims { auction: None, ..c },
             // Length prefixes: moving a byte from one field to the next is a change too.
             Claims {
                 reservation: "n1-00ffs",

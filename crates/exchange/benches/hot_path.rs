@@ -102,6 +102,7 @@ fn settle_ten_bidders(c: &mut Criterion) {
     let names: Vec<String> = (0..10).map(|i| format!("dsp{i}")).collect();
     let metrics = BidderTable::new(names.clone()).metrics;
     let config = AuctionConfig::default();
+    let unkeyed = vec![None; 10];
     let ctx = AuctionCtx {
         request: &request,
         auction_id,
@@ -110,13 +111,26 @@ fn settle_ten_bidders(c: &mut Criterion) {
         bidder_names: &names,
         loss_notices: true,
         markup_hosts: &vec![None; 10],
+        price_keys: &unkeyed,
+        price_token_ttl_s: 3600,
         now_ms: 1_700_000_000_000,
+    };
+    // Every bidder with a price key: each winner's price sealed into a token.
+    let keyed: Vec<_> = (0..10u8)
+        .map(|i| Some(price_token::PriceKey::new(&[i; 32])))
+        .collect();
+    let sealed = AuctionCtx {
+        price_keys: &keyed,
+        ..ctx
     };
     let bids = (10 * request.imp.len()) as u64;
     let mut group = c.benchmark_group("settle");
     group.throughput(Throughput::Elements(bids));
     group.bench_function(format!("10-bidders/{bids}-bids"), |b| {
         b.iter(|| settle(&ctx, &replies, &metrics))
+    });
+    group.bench_function(format!("10-bidders/{bids}-bids/price-tokens"), |b| {
+        b.iter(|| settle(&sealed, &replies, &metrics))
     });
     group.finish();
 }

@@ -155,6 +155,8 @@ async fn auction(
         bidder_names: &roster.table.names,
         loss_notices: n.fire_lurl,
         markup_hosts: &roster.markup_hosts,
+        price_keys: &roster.price_keys,
+        price_token_ttl_s: n.price_token_ttl_s,
         now_ms,
     };
     let settlement = settle::settle(&ctx, &replies, &roster.table.metrics);

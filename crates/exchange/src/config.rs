@@ -233,6 +233,10 @@ pub struct NoticeConfig {
     pub idle_timeout_ms: u64,
     /// Idle connections kept per notice host. Default 32.
     pub max_idle_per_host: usize,
+    /// How long a price token (a keyed bidder's `${AUCTION_PRICE}`) stays valid, in seconds.
+    /// Billing on render may fire `burl` long after the auction; the bidder's own notice URLs
+    /// expire too. Default 3600.
+    pub price_token_ttl_s: u64,
     /// Notices to one host sent together, pipelined on one connection, at most. Default 32.
     pub batch_max: usize,
     /// A sender waits this long for more notices to its host before sending, in ms; 0 sends
@@ -254,6 +258,7 @@ impl Default for NoticeConfig {
             allow_private_addresses: false,
             idle_timeout_ms: 30_000,
             max_idle_per_host: 32,
+            price_token_ttl_s: 3_600,
             batch_max: 32,
             batch_linger_ms: 10,
         }
@@ -295,6 +300,16 @@ pub struct BidderConfig {
     /// endpoint's host.
     #[serde(default)]
     pub tls_server_name: Option<String>,
+    /// File holding the key this bidder shares with the exchange for price tokens (one key of
+    /// at least 32 bytes; relative to the configuration file). With it, `${AUCTION_PRICE}` in
+    /// this bidder's winning `nurl`, `burl` and markup is a token only the exchange can make,
+    /// bound to the auction, imp and bid, instead of the plain price (docs/security.md). Read
+    /// again at every reload, and when the file changes. Default: none, the plain price.
+    #[serde(default)]
+    pub price_key_file: Option<PathBuf>,
+    /// Environment variable holding that key, instead of a file.
+    #[serde(default)]
+    pub price_key_env: Option<String>,
 }
 
 fn default_listen() -> SocketAddr {
@@ -402,6 +417,55 @@ fn bidder_tls(b: &BidderConfig, dir: Option<&Path>) -> Result<Option<ClientTls>,
     }
 }
 
+/// A bidder's price-token key: from its file or its variable (not both), one key of at
+/// least [`settings::MIN_SECRET_BYTES`] bytes.
+fn read_price_key(
+    b: &BidderConfig,
+    dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<price_token::PriceKey>, (&'static str, String)> {
+    let (field, keys) = match (&b.price_key_file, &b.price_key_env) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err((
+                "price_key_file",
+                "give one of price_key_file and price_key_env".to_owned(),
+            ));
+        }
+        (Some(file), None) => {
+            let path = match dir {
+                Some(d) if file.is_relative() => d.join(file),
+                _ => file.clone(),
+            };
+            let setting = format!("the price_key_file of bidder {:?}", b.name);
+            let keys = settings::read_key_file(&setting, &path)
+                .map_err(|e| ("price_key_file", e.to_string()))?;
+            ("price_key_file", keys)
+        }
+        (None, Some(var)) => {
+            let value = env(var).ok_or_else(|| {
+                (
+                    "price_key_env",
+                    format!("environment variable {var} is not set (or not UTF-8)"),
+                )
+            })?;
+            ("price_key_env", settings::split_key_list(&value))
+        }
+    };
+    let [key] = keys.as_slice() else {
+        return Err((
+            field,
+            format!(
+                "holds {} keys; the exchange signs with exactly one (the bidder may accept several while rotating)",
+                keys.len()
+            ),
+        ));
+    };
+    let secret =
+        settings::Secret::new(key.as_bytes(), field).map_err(|e| (field, e.to_string()))?;
+    Ok(Some(price_token::PriceKey::new(secret.expose())))
+}
+
 /// A configuration that passed validation, with the derived values the server uses.
 #[derive(Debug, Clone)]
 pub struct Validated {
@@ -417,6 +481,9 @@ pub struct Validated {
     /// What verifies each bidder's `https` notice hosts (its `ca_file`, else the system's
     /// roots, `None` when the system has none); index-aligned with `config.bidders`.
     pub bidder_tls: Vec<Option<ClientTls>>,
+    /// Each bidder's price-token key, read when the file was loaded; index-aligned with
+    /// `config.bidders`.
+    pub price_keys: Vec<Option<price_token::PriceKey>>,
     /// Sellers and their keys, read when the file was loaded.
     pub sellers: Arc<Sellers>,
     /// The listener's certificate, when `[tls]` is set.
@@ -437,6 +504,30 @@ impl Validated {
 
     pub fn read_timeout(&self) -> Duration {
         Duration::from_millis(self.config.http.read_timeout_ms)
+    }
+
+    /// The files a reload reads: the configuration itself, then every seller key file and
+    /// price key file it names (relative ones resolved). A change to any of them is a reload,
+    /// so keys rotate without a restart. Empty for a configuration built from text.
+    pub fn watched_files(&self) -> Vec<PathBuf> {
+        let Some(source) = &self.source else {
+            return Vec::new();
+        };
+        let dir = source.parent();
+        let at = |p: &PathBuf| match dir {
+            Some(d) if p.is_relative() => d.join(p),
+            _ => p.clone(),
+        };
+        let c = &self.config;
+        std::iter::once(source.clone())
+            .chain(c.sellers.iter().filter_map(|s| s.key_file.as_ref()).map(at))
+            .chain(
+                c.bidders
+                    .iter()
+                    .filter_map(|b| b.price_key_file.as_ref())
+                    .map(at),
+            )
+            .collect()
     }
     /// What the server accepts from client connections.
     pub fn limits(&self) -> edge::Limits {
@@ -574,6 +665,12 @@ impl Config {
         if n.idle_timeout_ms == 0 || n.idle_timeout_ms > 3_600_000 {
             return Err(invalid("notices.idle_timeout_ms", "must be 1..=3600000"));
         }
+        if n.price_token_ttl_s < 60 || n.price_token_ttl_s > 7 * 86_400 {
+            return Err(invalid(
+                "notices.price_token_ttl_s",
+                "must be 60..=604800 (a minute to a week)",
+            ));
+        }
         if n.max_idle_per_host > 4096 {
             return Err(invalid("notices.max_idle_per_host", "must be at most 4096"));
         }
@@ -587,6 +684,8 @@ impl Config {
         let mut endpoints = Vec::with_capacity(self.bidders.len());
         let mut notice_hosts = Vec::with_capacity(self.bidders.len());
         let mut bidder_tls_list = Vec::with_capacity(self.bidders.len());
+        let mut price_keys = Vec::with_capacity(self.bidders.len());
+        let env = |var: &str| std::env::var(var).ok();
         for (i, b) in self.bidders.iter().enumerate() {
             let key = |field: &str| format!("bidders[{i}].{field} ({:?})", b.name);
             if b.name.is_empty() || b.name.len() > 64 {
@@ -632,13 +731,14 @@ impl Config {
                 return Err(invalid(key("tls_server_name"), "only for https endpoints"));
             }
             bidder_tls_list.push(tls);
+            price_keys
+                .push(read_price_key(b, dir, &env).map_err(|(field, e)| invalid(key(field), e))?);
             notice_hosts.push(
                 NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
                     .map_err(|e| invalid(key("notice_hosts"), e))?,
             );
             endpoints.push(endpoint);
         }
-        let env = |var: &str| std::env::var(var).ok();
         let sellers = Sellers::build(
             &self.sellers,
             self.open_to_all_sellers,
@@ -674,6 +774,7 @@ impl Config {
             endpoints,
             notice_hosts,
             bidder_tls: bidder_tls_list,
+            price_keys,
             sellers: Arc::new(sellers),
             config: self,
         })

@@ -137,18 +137,25 @@ impl Exchange {
         reload(&self.state, path).await
     }
 
-    /// Follows the file the configuration was loaded from, reloading it on each change, until
-    /// the exchange is dropped. Does nothing for a configuration built from text.
+    /// Follows the file the configuration was loaded from, and the key files it names,
+    /// reloading on each change, until the exchange is dropped. Does nothing for a
+    /// configuration built from text.
     pub fn watch(&self) {
         if let Some(tls) = &self.state.config.listener_tls {
             edge::ServerTls::watch(tls);
         }
-        let Some(path) = self.state.config.source.clone() else {
+        if self.state.config.source.is_none() {
             return;
-        };
-        settings::follow(Arc::downgrade(&self.state), path, |state| async move {
-            let _ = Exchange { state }.reload().await;
-        });
+        }
+        // The list is the latest good configuration's: a reload that names new key files
+        // starts following them.
+        settings::follow_files(
+            Arc::downgrade(&self.state),
+            |state: &State| state.watched.load().to_vec(),
+            |state| async move {
+                let _ = Exchange { state }.reload().await;
+            },
+        );
     }
 }
 
@@ -171,6 +178,7 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
         }
     };
     let report = apply(state, &validated);
+    state.watched.store(Arc::new(validated.watched_files()));
     state
         .metrics
         .config_reloads

@@ -36,6 +36,8 @@ pub(crate) struct Bidder {
     pub(crate) notices: Arc<NoticeRoute>,
     /// A winning bid without `adm` may have its markup fetched from `nurl`.
     pub(crate) fetch_markup: bool,
+    /// The key its clearing prices are sealed with (`price_key_file`), if it has one.
+    pub(crate) price_key: Option<price_token::PriceKey>,
 }
 
 /// The bidders of one configuration, in file order. An auction's replies index into it.
@@ -48,6 +50,8 @@ pub(crate) struct Roster {
     /// Index-aligned with `bidders`: for those with `fetch_markup`, where their `nurl` may
     /// point (what settlement reads).
     pub(crate) markup_hosts: Vec<Option<crate::outbound::NoticeHosts>>,
+    /// Index-aligned with `bidders`: the key each one's clearing prices are sealed with.
+    pub(crate) price_keys: Vec<Option<price_token::PriceKey>>,
 }
 
 /// What a reload did to the bidder list, by bidder name.
@@ -55,8 +59,8 @@ pub(crate) struct Roster {
 pub struct RosterChange {
     pub added: Vec<String>,
     pub removed: Vec<String>,
-    /// Kept, with a new endpoint, connection cap, `max_qps`, `enabled`, notice hosts, CA or
-    /// `fetch_markup`.
+    /// Kept, with a new endpoint, connection cap, `max_qps`, `enabled`, notice hosts, CA,
+    /// `fetch_markup` or price key.
     pub changed: Vec<String>,
     /// Kept exactly as they were.
     pub unchanged: usize,
@@ -108,6 +112,7 @@ impl Roster {
             };
             let old = previous.bidders.iter().find(|b| b.name == config.name);
             let mut bidder = Bidder::carried_over(config, endpoint, settings, old, now);
+            bidder.price_key = validated.price_keys.get(i).cloned().flatten();
             bidder.notices = Arc::new(NoticeRoute {
                 hosts: hosts.clone(),
                 tls: tls.clone(),
@@ -152,6 +157,7 @@ impl Roster {
                 .iter()
                 .map(|b| b.fetch_markup.then(|| b.notices.hosts.clone()))
                 .collect(),
+            price_keys: bidders.iter().map(|b| b.price_key.clone()).collect(),
             bidders,
             table: Arc::new(table),
         }
@@ -205,6 +211,7 @@ impl Bidder {
                 metrics: metrics.clone(),
             }),
             fetch_markup: config.fetch_markup,
+            price_key: None,
             name: config.name.clone(),
             enabled: config.enabled,
             paused: old.map_or_else(Arc::default, |o| o.paused.clone()),
@@ -223,6 +230,7 @@ impl Bidder {
             && self.max_qps == other.max_qps
             && self.pool.endpoint() == other.pool.endpoint()
             && self.fetch_markup == other.fetch_markup
+            && self.price_key == other.price_key
             && self.notices.hosts == other.notices.hosts
             && self.notices.tls == other.notices.tls
     }

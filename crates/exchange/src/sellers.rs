@@ -25,8 +25,6 @@ pub const MIN_KEY_CHARS: usize = 16;
 pub const MAX_KEY_CHARS: usize = 256;
 /// Most keys one seller may have at once (rotation needs two).
 pub const MAX_KEYS_PER_SELLER: usize = 8;
-/// Largest key file read.
-const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
 
 /// One seller as the configuration file writes it (`[[sellers]]`).
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
@@ -281,20 +279,16 @@ fn read_keys(
     c: &SellerConfig,
     sources: &KeySources<'_>,
 ) -> Result<Vec<Vec<u8>>, (&'static str, String)> {
-    let (field, text) = match (&c.key_file, &c.key_env) {
+    let (field, keys) = match (&c.key_file, &c.key_env) {
         (Some(file), None) => {
             let path = match sources.dir {
                 Some(d) if file.is_relative() => d.join(file),
                 _ => file.clone(),
             };
-            let text = settings::read_bounded(&path, MAX_KEY_FILE_BYTES)
-                .map_err(|e| ("key_file", e.to_string()))?;
-            let lines: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .collect();
-            ("key_file", lines.join("\n"))
+            let keys =
+                settings::read_key_file(&format!("the key_file of seller {:?}", c.name), &path)
+                    .map_err(|e| ("key_file", e.to_string()))?;
+            ("key_file", keys)
         }
         (None, Some(var)) => {
             let value = (sources.env)(var).ok_or_else(|| {
@@ -303,7 +297,7 @@ fn read_keys(
                     format!("environment variable {var} is not set (or not UTF-8)"),
                 )
             })?;
-            ("key_env", value.replace(',', " "))
+            ("key_env", settings::split_key_list(&value))
         }
         _ => {
             return Err((
@@ -312,10 +306,7 @@ fn read_keys(
             ));
         }
     };
-    let keys: Vec<Vec<u8>> = text
-        .split_ascii_whitespace()
-        .map(|k| k.as_bytes().to_vec())
-        .collect();
+    let keys: Vec<Vec<u8>> = keys.into_iter().map(String::into_bytes).collect();
     if keys.is_empty() {
         return Err((field, "holds no key".to_owned()));
     }

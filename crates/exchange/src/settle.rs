@@ -8,6 +8,7 @@ use std::sync::Arc;
 use auction::{AuctionConfig, Candidate, DealRules, ImpRules, PriceRule, Rules};
 use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
+use price_token::{Binding, PriceKey};
 
 use crate::fanout::Reply;
 use crate::metrics::BidderMetrics;
@@ -29,7 +30,12 @@ pub struct AuctionCtx<'a> {
     /// from such a bidder, with such an `nurl`, cannot be served and is dropped before the
     /// auction (`no_markup`), so the next bid can win.
     pub markup_hosts: &'a [Option<NoticeHosts>],
-    /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}`.
+    /// Index-aligned with `bidder_names`: a bidder with a key gets its clearing price as a
+    /// token sealed with it (`price_token`), bound to this auction, the imp and the bid.
+    pub price_keys: &'a [Option<PriceKey>],
+    /// How long a price token stays valid, in seconds.
+    pub price_token_ttl_s: u64,
+    /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}` and token expiries.
     pub now_ms: i64,
 }
 
@@ -215,7 +221,8 @@ pub fn settle(
             }
         }
         let clearing = winner.clearing_price;
-        let values = macro_values(
+        let token = sealed_price(ctx, cand.bidder, bid, clearing);
+        let mut values = macro_values(
             ctx,
             response,
             cand,
@@ -224,6 +231,7 @@ pub fn settle(
             LossReason::BID_WON,
             Some(winner.min_to_win),
         );
+        values.price_token = token.as_deref();
         let mut won = bid.clone();
         won.price = clearing;
         replace(&mut won.adm, &values);
@@ -242,6 +250,24 @@ pub fn settle(
         });
     }
     settlement
+}
+
+/// The price token of a winning bid from a bidder that has a key: what its
+/// `${AUCTION_PRICE}` becomes.
+fn sealed_price(ctx: &AuctionCtx<'_>, bidder: u32, bid: &Bid, clearing: Price) -> Option<String> {
+    let key = ctx.price_keys.get(bidder as usize)?.as_ref()?;
+    let now_s = u64::try_from(ctx.now_ms / 1000).unwrap_or(0);
+    let bound = Binding {
+        auction: ctx.auction_id,
+        imp: bid.impid.as_str(),
+        bid: bid.id.as_str(),
+        currency: ctx.currency,
+    };
+    Some(key.seal(
+        clearing,
+        &bound,
+        now_s.saturating_add(ctx.price_token_ttl_s),
+    ))
 }
 
 fn replace(field: &mut Option<String>, values: &MacroValues<'_>) {
@@ -273,6 +299,7 @@ fn macro_values<'a>(
         seat_id: cand.seat,
         ad_id: bid.adid.as_deref().unwrap_or(""),
         price,
+        price_token: None,
         currency: ctx.currency,
         mbr,
         loss: Some(loss),

@@ -32,6 +32,8 @@ pub(crate) struct State {
     pub(crate) pool_settings: PoolSettings,
     /// Serializes reloads (the watcher and SIGHUP) so two never race to swap.
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
+    /// The files the watcher follows: the last good configuration's `watched_files`.
+    pub(crate) watched: ArcSwap<Vec<std::path::PathBuf>>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) notifier: Notifier,
     pub(crate) notice_client: Arc<NoticeClient>,
@@ -115,6 +117,7 @@ impl Exchange {
             sellers: ArcSwap::new(config.sellers.clone()),
             pool_settings,
             reload_lock: tokio::sync::Mutex::new(()),
+            watched: ArcSwap::from_pointee(config.watched_files()),
             metrics,
             notifier,
             notice_client,

@@ -15,6 +15,8 @@
 //! - Anything else in `${...}` is left untouched, including other encodings such as
 //!   `${AUCTION_PRICE:OXCRYPT}` and `${AUCTION_MULTIPLIER}`, for which [`MacroValues`] has no
 //!   field.
+//! - `${AUCTION_PRICE}` is [`MacroValues::price_token`] when one is given (an authenticated
+//!   price for a bidder that holds a key), else the price.
 //! - Prices print through [`Price`]'s `Display`: the exact decimal CPM, no exponent, no
 //!   trailing zeros (`2.5`, `0.000001`). `${AUCTION_MBR}` prints the shortest decimal that reads
 //!   back as the same `f64` (Rust's `Display`, never an exponent); a non-finite ratio is
@@ -53,6 +55,9 @@ pub struct MacroValues<'a> {
     pub ad_id: &'a str,
     /// `${AUCTION_PRICE}`: clearing price, CPM in the bid's currency.
     pub price: Option<Price>,
+    /// When set, `${AUCTION_PRICE}` is this text instead of `price`: the authenticated price
+    /// token of a bidder that shares a key with the exchange (the `price_token` crate).
+    pub price_token: Option<&'a str>,
     /// `${AUCTION_CURRENCY}`: the bid's currency.
     pub currency: &'a str,
     /// `${AUCTION_MBR}`: market bid ratio, clearing price / bid price.
@@ -192,7 +197,8 @@ fn string_value<'v>(which: Macro, v: &MacroValues<'v>) -> Option<&'v str> {
         Macro::SeatId => Some(v.seat_id),
         Macro::AdId => Some(v.ad_id),
         Macro::Currency => Some(v.currency),
-        Macro::Price | Macro::Mbr | Macro::Loss | Macro::MinToWin | Macro::ImpTs => None,
+        Macro::Price => v.price_token,
+        Macro::Mbr | Macro::Loss | Macro::MinToWin | Macro::ImpTs => None,
     }
 }
 
@@ -246,6 +252,7 @@ mod tests {
             seat_id: "seat-7",
             ad_id: "ad-3",
             price: Some(Price::from_micros(1_250_000)),
+            price_token: None,
             currency: "EUR",
             mbr: Some(0.85),
             loss: Some(LossReason::LOST_TO_HIGHER_BID),
@@ -283,6 +290,31 @@ mod tests {
                 "{name}:B64"
             );
         }
+    }
+
+    #[test]
+    fn a_price_token_replaces_the_price_wherever_it_appears() {
+        let v = MacroValues {
+            price_token: Some("gp1.1250000.99.tag"),
+            ..full()
+        };
+        assert_eq!(
+            substitute(
+                "p=${AUCTION_PRICE}&e=${AUCTION_PRICE:B64}&m=${AUCTION_MIN_TO_WIN}",
+                &v
+            ),
+            format!(
+                "p=gp1.1250000.99.tag&e={}&m=1.01",
+                b64("gp1.1250000.99.tag")
+            )
+        );
+        // Without a price there is no token either: the exchange seals only clearing prices.
+        let loser = MacroValues {
+            price: None,
+            price_token: None,
+            ..full()
+        };
+        assert_eq!(substitute("p=${AUCTION_PRICE}", &loser), "p=");
     }
 
     #[test]

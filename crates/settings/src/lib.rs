@@ -1,7 +1,8 @@
 //! Configuration files, the same way for every server: read within a size limit
 //! ([`read_bounded`]), refuse a key that moved with a message that says where it went
 //! ([`moved_key`]), follow the file while serving ([`follow`], over [`watch_file`]), and read
-//! keys and tokens from their own files or the environment ([`load_secret`]), and read CA
+//! keys and tokens from their own files or the environment ([`load_secret`], and lists of keys
+//! valid at once with [`read_key_file`]), and read CA
 //! certificate files ([`read_certificates`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
@@ -10,14 +11,18 @@
 //! once it has stopped changing, and a file that cannot be read or parsed never replaces the
 //! last good one (the caller keeps serving what it has).
 
+mod key_list;
 mod moved;
 mod pem;
 mod read;
 mod secret;
 mod watch;
 
+pub use key_list::{MAX_KEY_FILE_BYTES, read_key_file, split_key_list};
 pub use moved::moved_key;
 pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes};
-pub use secret::{MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret};
-pub use watch::{POLL_INTERVAL, follow, stamp, watch_file};
+pub use secret::{
+    MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret, readable_by_others,
+};
+pub use watch::{POLL_INTERVAL, follow, follow_files, stamp, watch_file};

@@ -89,21 +89,28 @@ pub fn load_secret(
     }
 }
 
+/// Whether every user of the machine may read the file at `path` (what a key file must not
+/// allow); false when that cannot be told.
 #[cfg(unix)]
-fn warn_if_readable_by_others(name: &str, path: &Path) {
+pub fn readable_by_others(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.permissions().mode() & 0o004 != 0
-    {
+    std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o004 != 0)
+}
+
+#[cfg(not(unix))]
+pub fn readable_by_others(_: &Path) -> bool {
+    false
+}
+
+/// Says on stderr, naming the setting, that a secret's file is readable by every user.
+pub(crate) fn warn_if_readable_by_others(name: &str, path: &Path) {
+    if readable_by_others(path) {
         eprintln!(
             "warning: {name} ({}) is readable by every user; chmod 600 it",
             path.display()
         );
     }
 }
-
-#[cfg(not(unix))]
-fn warn_if_readable_by_others(_: &str, _: &Path) {}
 
 #[cfg(test)]
 mod tests {

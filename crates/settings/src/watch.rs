@@ -33,21 +33,82 @@ pub fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// [`follow`] for several files at once, whose list the owner gives at each look
+/// (`paths`): a change to any of them is one reload, once all of them have held still for one
+/// interval. A missing file is not a change. Ends when the owner is dropped.
+pub fn follow_files<T, P, F, Fut>(
+    owner: Weak<T>,
+    paths: P,
+    reload: F,
+) -> tokio::task::JoinHandle<()>
+where
+    T: Send + Sync + 'static,
+    P: Fn(&T) -> Vec<PathBuf> + Send + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let looked_at = owner.clone();
+    let look = move || {
+        let Some(owner) = looked_at.upgrade() else {
+            return Look::Gone;
+        };
+        let files = paths(&owner);
+        let stamps: Option<Vec<_>> = files
+            .into_iter()
+            .map(|p| stamp(&p).map(|s| (p, s)))
+            .collect();
+        stamps.map_or(Look::Missing, Look::Stamp)
+    };
+    tokio::spawn(watch_looks(POLL_INTERVAL, look, move || {
+        owner.upgrade().map(&reload)
+    }))
+}
+
 /// Calls `on_change` each time the file at `path` is seen with a new stamp that held for one
 /// more look (a file being written is not read half-way: a write in progress changes the stamp
 /// again), looking every `every`, and awaits what it returns before looking again. Returns when
 /// `on_change` returns `None` (its owner is gone). A missing file is not a change: the last
 /// version keeps serving.
-pub async fn watch_file<F, Fut>(path: PathBuf, every: Duration, mut on_change: F)
+pub async fn watch_file<F, Fut>(path: PathBuf, every: Duration, on_change: F)
 where
     F: FnMut() -> Option<Fut>,
     Fut: Future<Output = ()>,
 {
-    let mut last = stamp(&path);
+    let look = || stamp(&path).map_or(Look::Missing, Look::Stamp);
+    watch_looks(every, look, on_change).await;
+}
+
+/// What one look at the watched files saw.
+enum Look<S> {
+    /// The owner is gone: stop.
+    Gone,
+    /// A file is missing: not a change.
+    Missing,
+    Stamp(S),
+}
+
+/// The rule of [`watch_file`], for whatever `look` stamps.
+async fn watch_looks<S, L, F, Fut>(every: Duration, mut look: L, mut on_change: F)
+where
+    S: PartialEq,
+    L: FnMut() -> Look<S>,
+    F: FnMut() -> Option<Fut>,
+    Fut: Future<Output = ()>,
+{
+    let first = match look() {
+        Look::Gone => return,
+        Look::Missing => None,
+        Look::Stamp(s) => Some(s),
+    };
+    let mut last = first;
     let mut pending = None;
     loop {
         tokio::time::sleep(every).await;
-        let now = stamp(&path);
+        let now = match look() {
+            Look::Gone => return,
+            Look::Missing => None,
+            Look::Stamp(s) => Some(s),
+        };
         if now.is_none() || now == last {
             pending = None;
             continue;
@@ -56,8 +117,7 @@ where
             pending = now;
             continue;
         }
-        last = now;
-        pending = None;
+        last = pending.take();
         match on_change() {
             Some(reload) => reload.await,
             None => return,
@@ -109,6 +169,48 @@ mod tests {
         settle().await;
         assert_eq!(seen.load(Relaxed), 3);
         task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn several_files_are_one_watch_whose_list_the_owner_gives() {
+        let dir = testkit::TempDir::new("watch-files");
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        struct Owner {
+            files: std::sync::Mutex<Vec<PathBuf>>,
+            reloads: AtomicU32,
+        }
+        let owner = Arc::new(Owner {
+            files: std::sync::Mutex::new(vec![a.clone()]),
+            reloads: AtomicU32::new(0),
+        });
+        let task = follow_files(
+            Arc::downgrade(&owner),
+            |o: &Owner| o.files.lock().map(|f| f.clone()).unwrap_or_default(),
+            |o: Arc<Owner>| async move {
+                o.reloads.fetch_add(1, Relaxed);
+            },
+        );
+        let settle = || tokio::time::sleep(POLL_INTERVAL * 3);
+        settle().await;
+        std::fs::write(&b, "bb").unwrap();
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 0, "b is not watched yet");
+        std::fs::write(&a, "aa").unwrap();
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 1);
+        owner.files.lock().unwrap().push(b.clone());
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 2, "a new list is a change");
+        std::fs::write(&b, "bbb").unwrap();
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 3);
+        drop(owner);
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the watch ended with its owner")
+            .unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -43,6 +43,7 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         let bidder = on_hup.clone();
         async move {
             let _ = bidder.reload().await;
+            let _ = bidder.reload_price_keys().await;
         }
     });
     println!(

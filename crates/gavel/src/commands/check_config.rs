@@ -69,20 +69,27 @@ pub async fn run(args: &CheckConfigArgs) -> anyhow::Result<()> {
 pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<()> {
     edge::AdminDoor::open(&validated.config.security).map_err(anyhow::Error::msg)?;
     let c = &validated.config;
-    print(
-        &format!(
-            "{}: a valid exchange configuration: bidders {}, sellers {}{}",
-            file.display(),
-            c.bidders.len(),
-            c.sellers.len(),
-            if c.open_to_all_sellers {
-                ", open to callers without a key"
-            } else {
-                ""
-            }
-        ),
-        c,
-    )
+    let mut headline = format!(
+        "{}: a valid exchange configuration: bidders {}, sellers {}{}",
+        file.display(),
+        c.bidders.len(),
+        c.sellers.len(),
+        if c.open_to_all_sellers {
+            ", open to callers without a key"
+        } else {
+            ""
+        }
+    );
+    let keyed: Vec<String> = c
+        .bidders
+        .iter()
+        .zip(&validated.price_keys)
+        .filter_map(|(b, k)| k.as_ref().map(|k| format!("{} (key {})", b.name, k.id())))
+        .collect();
+    if !keyed.is_empty() {
+        let _ = write!(headline, "; price tokens for {}", keyed.join(", "));
+    }
+    print(&headline, c)
 }
 
 /// A bidder configuration that loaded, checked with everything its start reads.
@@ -103,6 +110,18 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
             "NOT signed"
         },
     );
+    if !report.price_keys.is_empty() {
+        let _ = write!(
+            headline,
+            "; price keys {} ({})",
+            report.price_keys.join(", "),
+            if report.requires_price_token {
+                "a price token is required"
+            } else {
+                "plain prices still charged"
+            }
+        );
+    }
     if !report.admin_token {
         let _ = write!(headline, "; no admin token: admin mutations are refused");
     }

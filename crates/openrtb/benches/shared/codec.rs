@@ -123,6 +123,7 @@ pub fn macros(c: &mut Criterion) {
         seat_id: "seat-0031",
         ad_id: "ad-42",
         price: Some(Price::from_micros(1_234_500)),
+        price_token: None,
         currency: "USD",
         mbr: Some(0.82),
         loss: Some(LossReason::BID_WON),

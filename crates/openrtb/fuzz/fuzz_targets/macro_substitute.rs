@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
         seat_id: "s-4",
         ad_id: "d-5",
         price: Some(Price::from_micros(1_234_567)),
+        price_token: None,
         currency: "USD",
         mbr: Some(0.75),
         loss: Some(LossReason::LOST_TO_HIGHER_BID),
