@@ -2,19 +2,22 @@
 //! agrees with itself and with `openrtb::query`:
 //! - only a query longer than `MAX_QUERY_BYTES` is `TooLong`, and every such query is;
 //! - what parses carries the first `r` (1-128 of `A-Za-z0-9-_`), the first `c` (at most 128
-//!   bytes) and, for win and billing, the first `price` read by `parse_cpm`: never negative,
-//!   never above `Price::MAX_CPM`; a loss notice has no price;
+//!   bytes) and, for win and billing, the first `price`: a price token kept as written (it
+//!   starts `gp1.` and fits `price_token::MAX_TOKEN_CHARS`), or else read by `parse_cpm`:
+//!   never negative, never above `Price::MAX_CPM`; a loss notice has no price;
 //! - the kinds differ only in the price: the loss verdict is reached first, win and billing
 //!   give the same verdict, and a win or billing refusal after an accepted loss is `Price`;
-//! - the notice URLs built from a parsed notice (`notice_urls`, price written back as an exact
-//!   six-decimal CPM) parse back to the same reservation, campaign and price.
+//! - the notice URLs built from a parsed notice (`notice_urls`, a plain price written back as
+//!   an exact six-decimal CPM, a token as it was) parse back to the same reservation, auction,
+//!   campaign and price, and a plain one passes its own check.
 //!
 //! The input is also read as a bare CPM: whatever `parse_cpm` accepts is in range and
 //! survives the same exact round trip.
 #![no_main]
 
 use bidder::metrics::NoticeKind;
-use bidder::notice::{self, BadNotice, MAX_QUERY_BYTES, Notice};
+use bidder::notice::{self, BadNotice, Checks, MAX_QUERY_BYTES, Notice};
+use bidder::prices::{NoticePrice, PriceKeys};
 use bidder::token::{NoticeKey, NoticeKeys};
 use libfuzzer_sys::fuzz_target;
 use openrtb::Price;
@@ -49,8 +52,8 @@ fuzz_target!(|data: &[u8]| {
     // Win and billing read the same parameters.
     match (&win, &bill) {
         (Ok(w), Ok(b)) => assert_eq!(
-            (&w.reservation, &w.campaign, w.price),
-            (&b.reservation, &b.campaign, b.price)
+            (&w.reservation, &w.campaign, &w.price),
+            (&b.reservation, &b.campaign, &b.price)
         ),
         (Err(w), Err(b)) => assert_eq!(w, b),
         _ => panic!("win {win:?} but billing {bill:?} for {query:?}"),
@@ -94,11 +97,21 @@ fuzz_target!(|data: &[u8]| {
         match kind {
             NoticeKind::Loss => assert_eq!(n.price, None),
             NoticeKind::Win | NoticeKind::Bill => {
-                let price = n
+                match n
                     .price
-                    .expect("an accepted win or billing notice has a price");
-                assert_eq!(Some(price), first("price").and_then(parse_cpm));
-                assert!((0..=MAX_MICROS).contains(&price.micros()), "{price:?}");
+                    .as_ref()
+                    .expect("an accepted win or billing notice has a price")
+                {
+                    NoticePrice::Plain(price) => {
+                        assert_eq!(Some(*price), first("price").and_then(parse_cpm));
+                        assert!((0..=MAX_MICROS).contains(&price.micros()), "{price:?}");
+                    }
+                    NoticePrice::Token(token) => {
+                        assert_eq!(Some(token.as_str()), first("price"));
+                        assert!(price_token::is_token(token));
+                        assert!(token.len() <= price_token::MAX_TOKEN_CHARS);
+                    }
+                }
             }
         }
     }
@@ -115,16 +128,31 @@ fn round_trip(n: &Notice) {
     let secret = settings::Secret::new(&[9; 32], "fuzz").expect("a 32-byte key");
     let keys = NoticeKeys::new(NoticeKey::new(&secret).expect("HMAC key"), None);
     let now = pacing::Timestamp(1_700_000_000_000);
+    let plain = match &n.price {
+        Some(NoticePrice::Plain(p)) => Some(*p),
+        _ => None,
+    };
+    let auction = n.auction.as_deref().unwrap_or("a1");
     let bid = notice::BidNotice {
         base: "http://127.0.0.1:9100",
         reservation: &n.reservation,
+        auction,
         campaign,
         imp,
-        max_price: n.price.unwrap_or(Price::from_micros(1)),
+        max_price: plain.unwrap_or(Price::from_micros(1)),
         expires_at_s: now.0 / 1000 + 60,
     };
     let urls = notice::notice_urls(Some(&keys), &bid);
-    let price = n.price.map_or_else(String::new, exact);
+    let price = match &n.price {
+        Some(NoticePrice::Plain(p)) => exact(*p),
+        Some(NoticePrice::Token(t)) => t.clone(),
+        None => String::new(),
+    };
+    let checks = Checks {
+        keys: Some(&keys),
+        prices: &PriceKeys::PLAIN,
+        currency: "USD",
+    };
     let query_of = |url: &str| {
         url.split_once('?')
             .map(|(_, q)| q.to_owned())
@@ -140,8 +168,12 @@ fn round_trip(n: &Notice) {
                 assert_eq!(back.reservation, n.reservation, "{query:?}");
                 assert_eq!(back.campaign.as_deref(), Some(campaign), "{query:?}");
                 assert_eq!(back.imp.as_deref(), Some(imp), "{query:?}");
+                assert_eq!(back.auction.as_deref(), Some(auction), "{query:?}");
                 assert_eq!(back.price, n.price, "{query:?}");
-                if let Err(e) = notice::check(Some(&keys), &back, now) {
+                // A token cannot pass here (no price key); a plain price must.
+                if plain.is_some()
+                    && let Err(e) = notice::check(&checks, &back, now)
+                {
                     panic!("own URL fails its check ({e}): {query:?}");
                 }
             }
