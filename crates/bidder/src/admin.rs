@@ -52,7 +52,14 @@ pub(crate) async fn handle(
         (_, "/admin/campaigns") => method_not_allowed("GET"),
         (&Method::POST, "/admin/reload") => reload(state, &caller).await,
         (_, "/admin/reload") => method_not_allowed("POST"),
-        (&Method::POST, "/admin/ledger/open") => open_ledger(state, &caller).await,
+        (&Method::POST, "/admin/ledger/open") => {
+            let after_loss = req.uri().query().is_some_and(|q| {
+                openrtb::query::query_pairs(q)
+                    .iter()
+                    .any(|(k, v)| k == "after_loss" && v == "true")
+            });
+            open_ledger(state, &caller, after_loss).await
+        }
         (_, "/admin/ledger/open") => method_not_allowed("POST"),
         _ => json_error(
             StatusCode::NOT_FOUND,
@@ -193,25 +200,42 @@ async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
     }
 }
 
-/// `POST /admin/ledger/open`: creates the ledger in Redis if it holds none, and opens it. Every
-/// instance sharing the Redis resumes within one report interval, writing its campaigns'
-/// limits again (from zero spend, unless their figures were restored first). Audited.
-async fn open_ledger(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
-    let before = json!({ "ledger_missing": state.ledger.ledger_missing() });
-    let result = state.ledger.open_ledger().await;
+/// `POST /admin/ledger/open[?after_loss=true]`: opens the ledger in Redis, creating it if
+/// Redis holds none and nothing says one lived there, or the operator says its data was lost
+/// (`ledger_open`). Every instance sharing the Redis adopts it (lease mode within one report
+/// interval, per-bid mode at its next control tick) and writes its campaigns' limits again,
+/// from zero spend unless their figures were restored first. Audited, refusals included.
+async fn open_ledger(
+    state: &State,
+    caller: &edge::Caller,
+    after_loss: bool,
+) -> Response<Full<Bytes>> {
+    let Some(redis) = state.ledger.redis() else {
+        return json_error(
+            StatusCode::CONFLICT,
+            "ledger.backend is memory: there is no shared ledger to open",
+        );
+    };
+    let before =
+        json!({ "ledger_missing": state.ledger.ledger_missing(), "after_loss": after_loss });
+    let result =
+        crate::ledger_open::open_or_create(&redis, state.marker.as_ref(), after_loss).await;
     if result.is_ok() {
         // Per-bid mode writes its limits on the next control tick.
         state.limits_pending.store(true, Relaxed);
     }
     let after = match &result {
-        Ok(id) => json!({ "ledger": id }),
+        Ok(opened) => serde_json::to_value(opened).unwrap_or_default(),
         Err(e) => json!({ "refused": e.to_string() }),
     };
     state
         .admin
         .audit(caller, "POST /admin/ledger/open", &before, &after);
     match result {
-        Ok(id) => json_response(StatusCode::OK, json!({ "ledger": id }).to_string()),
+        Ok(_) => json_response(StatusCode::OK, after.to_string()),
+        Err(e @ crate::ledger_open::OpenRefused::Evidence(_)) => {
+            json_error(StatusCode::CONFLICT, &e.to_string())
+        }
         Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
 }

@@ -248,10 +248,16 @@ pub struct LedgerSection {
     pub redis_url: String,
     /// PEM file of the CA certificates trusted for `rediss://`. Relative to the config file.
     pub redis_ca_file: Option<PathBuf>,
-    /// Create the ledger in Redis when it holds none (a first start). Default false: an empty
-    /// Redis may be one that lost its data, and creating would reopen every budget; the
-    /// instance then bids nothing until an operator calls `POST /admin/ledger/open`.
-    pub create_if_missing: bool,
+    /// Removed: a start never creates a ledger (a Redis that lost its data would reopen every
+    /// budget). `true` is refused with what to do instead (`gavel ledger create`); `false`,
+    /// the old default, is accepted and means nothing.
+    #[serde(skip_serializing)]
+    pub create_if_missing: Option<bool>,
+    /// Directory where this instance keeps its ledger marker: the id of the ledger it last
+    /// opened in its Redis, evidence that `gavel ledger create` and `POST /admin/ledger/open`
+    /// weigh after a data loss. Default: the configuration file's directory. Keep it on disk
+    /// that survives a restart.
+    pub state_dir: Option<PathBuf>,
     /// Key prefix in Redis, so several ledgers can share one server. Default "gavel:".
     pub redis_prefix: String,
     /// `lease` (default) or `per-bid`.
@@ -282,7 +288,8 @@ impl Default for LedgerSection {
             backend: Backend::Memory,
             redis_url: "redis://127.0.0.1:6379".to_owned(),
             redis_ca_file: None,
-            create_if_missing: false,
+            create_if_missing: None,
+            state_dir: None,
             redis_prefix: "gavel:".to_owned(),
             redis_mode: RedisMode::Lease,
             redis_timeout_ms: 20,
@@ -356,8 +363,12 @@ impl BidderConfig {
                 &mut s.admin_token_file,
                 &mut s.audit_log,
                 &mut config.ledger.redis_ca_file,
+                &mut config.ledger.state_dir,
             ] {
                 p.as_mut().map(resolve);
+            }
+            if config.ledger.state_dir.is_none() {
+                config.ledger.state_dir = Some(dir.to_owned());
             }
         }
         Ok(config)
@@ -424,6 +435,14 @@ impl BidderConfig {
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))?;
         let l = &self.ledger;
+        if l.create_if_missing == Some(true) {
+            return Err(invalid(
+                "ledger.create_if_missing",
+                "was removed: a start never creates a ledger, since a Redis that lost its data would reopen every budget. \
+                 Delete the key, and create the ledger once with `gavel ledger create --config FILE` \
+                 (or POST /admin/ledger/open); docs/bidder.md, \"The ledger\"",
+            ));
+        }
         let url = self.redis_url()?;
         match (&l.redis_ca_file, url.tls) {
             (None, true) => {

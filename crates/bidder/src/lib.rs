@@ -25,6 +25,7 @@
 mod admin;
 mod bid_path;
 pub mod config;
+pub mod ledger_open;
 pub mod metrics;
 pub mod notice;
 pub mod prices;
@@ -37,7 +38,8 @@ pub mod token;
 
 pub use admin::CampaignReport;
 pub use config::BidderConfig;
+pub use ledger_open::REDIS_URL_ENV;
 pub use metrics::Metrics;
 pub use server::BID_PATH;
-pub use start::{CheckReport, NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, REDIS_URL_ENV, StartError};
+pub use start::{CheckReport, NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, StartError};
 pub use state::Bidder;

@@ -31,8 +31,6 @@ pub enum StartError {
     Security(String),
 }
 
-/// Overrides `ledger.redis_url` (so that a password stays out of the config file).
-pub const REDIS_URL_ENV: &str = "GAVEL_REDIS_URL";
 /// Environment variables holding the notice keys when their files are not set.
 pub const NOTICE_KEY_ENV: &str = "GAVEL_NOTICE_KEY";
 pub const PREVIOUS_NOTICE_KEY_ENV: &str = "GAVEL_PREVIOUS_NOTICE_KEY";
@@ -97,28 +95,6 @@ fn default_node() -> String {
     format!("bidder-{}-{started:x}", std::process::id())
 }
 
-/// The Redis the configuration names (the environment's URL first, since it may carry a
-/// password that stays out of the file) and, for `rediss://` with a CA file, its TLS settings.
-fn redis_target(
-    config: &BidderConfig,
-) -> Result<(crate::redis_url::RedisUrl, Option<ledger::RedisTls>), StartError> {
-    let url = match std::env::var(REDIS_URL_ENV) {
-        Ok(text) => crate::redis_url::parse(&text)
-            .map_err(|e| StartError::Ledger(format!("{REDIS_URL_ENV} {e}")))?,
-        Err(_) => config
-            .redis_url()
-            .map_err(|e| StartError::Ledger(e.to_string()))?,
-    };
-    let tls = match (&config.ledger.redis_ca_file, url.tls) {
-        (Some(ca), true) => Some(
-            ledger::RedisTls::from_ca_file(ca, &url.host)
-                .map_err(|e| StartError::Ledger(format!("ledger.redis_ca_file: {e}")))?,
-        ),
-        _ => None,
-    };
-    Ok((url, tls))
-}
-
 async fn open_ledger(
     config: &BidderConfig,
     node: &str,
@@ -131,18 +107,10 @@ async fn open_ledger(
     if l.backend == Backend::Memory {
         return Ok(Ledger::memory(reservation_ttl));
     }
-    let (url, tls) = redis_target(config)?;
-    let redis = ledger::RedisLedger::new(ledger::RedisConfig {
-        addr: url.addr.clone(),
-        db: url.db,
-        prefix: l.redis_prefix.clone(),
-        timeout,
-        username: url.username.clone(),
-        password: url.password.clone(),
-        tls,
-        ..ledger::RedisConfig::default()
-    });
-    redis.expect_ledger(l.create_if_missing);
+    let (redis, url, marker) =
+        crate::ledger_open::redis_handle(config).map_err(StartError::Ledger)?;
+    // A start never creates a ledger: an empty Redis may be one that lost its data.
+    redis.expect_ledger(false);
     // Reachability is not required to start (fail closed, recover by itself), but say so. A
     // refusal (wrong password, untrusted certificate) will not fix itself: stop here.
     match redis.ping().await {
@@ -156,20 +124,43 @@ async fn open_ledger(
     }
     Ok(match l.redis_mode {
         RedisMode::PerBid => {
-            if let Ok(false) = redis.reopen().await {
-                tracing::error!(url = %url, "redis holds no Gavel ledger (it lost its data, or this is a first start): no bids until an operator calls POST /admin/ledger/open");
+            match redis.reopen().await {
+                Ok(true) => {}
+                Ok(false) => missing_at_start(&url, marker.as_ref()),
+                Err(e) => tracing::warn!(error = %e, "ledger not checked at start"),
             }
             Ledger::per_bid(redis, reservation_ttl, timeout)
         }
         RedisMode::Lease => {
             let lease = config.lease_config(node);
-            Ledger::leased(
-                ledger::LeasedLedger::start(redis, lease, campaigns).await,
-                reservation_ttl,
-                timeout,
-            )
+            let leased = ledger::LeasedLedger::start(redis, lease, campaigns).await;
+            if leased.ledger_missing() {
+                missing_at_start(&url, marker.as_ref());
+            }
+            Ledger::leased(leased, reservation_ttl, timeout)
         }
     })
+}
+
+/// Says, at start, that Redis holds no ledger: lost (this instance's marker names the one it
+/// last opened there) or never created.
+fn missing_at_start(url: &crate::redis_url::RedisUrl, marker: Option<&crate::ledger_open::Marker>) {
+    match marker.and_then(crate::ledger_open::Marker::read) {
+        Some(lost) => tracing::error!(
+            url = %url,
+            lost = %lost.ledger,
+            last_seen = %lost.seen_at,
+            "redis holds no Gavel ledger, but this instance last opened ledger {} there: it lost its data. \
+             No bids (nothing is re-created) until an operator restores it from a backup or runs \
+             `gavel ledger create --after-loss`",
+            lost.ledger
+        ),
+        None => tracing::error!(
+            url = %url,
+            "redis holds no Gavel ledger (a first start, or it lost its data): no bids until an \
+             operator runs `gavel ledger create` (or POST /admin/ledger/open)"
+        ),
+    }
 }
 
 /// What [`Bidder::check`] found in a configuration that would start.
@@ -230,7 +221,8 @@ impl Bidder {
         let ledger = match l.backend {
             Backend::Memory => "memory".to_owned(),
             Backend::Redis => {
-                let (url, _) = redis_target(config)?;
+                let (url, _) =
+                    crate::ledger_open::redis_target(config).map_err(StartError::Ledger)?;
                 format!("redis at {url}, {:?} mode", l.redis_mode).to_lowercase()
             }
         };
@@ -296,6 +288,8 @@ impl Bidder {
             prices: ArcSwap::from_pointee(prices),
             notice_lifetime: config.notice_lifetime(),
             admin,
+            marker: crate::ledger_open::marker_of(&config),
+            marker_recorded: std::sync::Mutex::new(None),
             id_seeds: std::sync::Mutex::new(id_seeds),
             deadline: config.deadline.policy(),
             config,
@@ -332,6 +326,17 @@ async fn pace(state: Weak<State>, interval: Duration) {
     loop {
         tick.tick().await;
         let Some(state) = state.upgrade() else { return };
+        // The ledger open now is the one to remember: evidence if Redis ever loses it.
+        if let Some(id) = state.ledger.redis().and_then(|r| r.open_ledger_id()) {
+            let mut recorded = state
+                .marker_recorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if recorded.as_deref() != Some(id.as_str()) {
+                crate::ledger_open::remember(state.marker.as_ref(), &id);
+                *recorded = Some(id);
+            }
+        }
         let snapshot = state.snapshot.load_full();
         if state.limits_pending.load(Relaxed) {
             if state.ledger.set_campaigns(&snapshot.limits()).await.is_ok() {

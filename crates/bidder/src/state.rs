@@ -37,6 +37,11 @@ pub(crate) struct State {
     pub(crate) notice_lifetime: Duration,
     /// The admin endpoints' token check and audit log.
     pub(crate) admin: edge::AdminDoor,
+    /// Where this instance records the id of the Redis ledger it has open (Redis modes with a
+    /// `ledger.state_dir`).
+    pub(crate) marker: Option<crate::ledger_open::Marker>,
+    /// The ledger id last written to the marker (tried once per id).
+    pub(crate) marker_recorded: std::sync::Mutex<Option<String>>,
     /// Seeds each thread's id generator (itself seeded from the OS at start).
     pub(crate) id_seeds: std::sync::Mutex<StdRng>,
     /// Serializes reloads (the watcher and the admin call) so two never race to swap.

@@ -121,8 +121,7 @@ fn per_bid_on(redis: &RedisServer) -> String {
 
 fn per_bid_with_timeout(redis: &RedisServer, timeout_ms: u64) -> String {
     format!(
-        "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\n\
-         redis_mode = \"per-bid\"\nredis_timeout_ms = {timeout_ms}\n",
+        "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = {timeout_ms}\n",
         redis.addr()
     )
 }

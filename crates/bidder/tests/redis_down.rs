@@ -26,7 +26,7 @@ async fn bidder_with_budget(redis: &RedisServer, mode: &str, budget: f64) -> Tes
     TestBidder::start(
         &format!("[{}]", campaign_json("c1", budget, 2.0, "asap")),
         &format!(
-            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\nredis_mode = \"{mode}\"\n\
+            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_mode = \"{mode}\"\n\
              redis_timeout_ms = 20\nlease_chunk = 0.01\nlease_report_ms = 50\nlease_ttl_ms = 1000\n\
              [pacing]\ncontrol_interval_ms = 100\n",
             redis.addr()

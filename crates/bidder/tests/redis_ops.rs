@@ -15,7 +15,7 @@ use testkit::{RedisOptions, RedisServer, TempDir};
 /// `[ledger]` lines for `url` (per-bid: every bid and notice is a Redis call).
 fn ledger_toml(url: &str, extra: &str) -> String {
     format!(
-        "[ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = 500\ncreate_if_missing = true\nredis_url = \"{url}\"\n{extra}"
+        "[ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_timeout_ms = 500\nredis_url = \"{url}\"\n{extra}"
     )
 }
 
@@ -119,7 +119,7 @@ async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
             "[ledger]\nbackend = \"redis\"\nredis_mode = \"{mode}\"\nlease_report_ms = 50\nredis_url = \"redis://{}\"\n",
             redis.addr()
         );
-        let b = TestBidder::start(&campaigns, &toml).await;
+        let b = TestBidder::start_without_ledger(&campaigns, &toml).await;
         // Fail closed, and say so: no bid, the gauge at 1, nothing written to Redis.
         let (status, _) = b.post_bid(&banner_request("q0", 300, 250, 0.5)).await;
         assert_eq!(status, 204, "{mode}");
@@ -148,8 +148,7 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
     let redis = RedisServer::start().await;
     let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
     let toml = format!(
-        "max_notices_in_flight = 1\n[ledger]\nbackend = \"redis\"\ncreate_if_missing = true\n\
-         redis_url = \"redis://{}\"\nredis_timeout_ms = 10000\nlease_chunk = 1.0\nlease_report_ms = 50\n",
+        "max_notices_in_flight = 1\n[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_timeout_ms = 10000\nlease_chunk = 1.0\nlease_report_ms = 50\n",
         redis.addr()
     );
     let b = TestBidder::start(&campaigns, &toml).await;
@@ -207,4 +206,36 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
     // The held notice still charges (locally, claimed once Redis answers).
     assert!(redis.raw("CLIENT UNPAUSE").await.starts_with("+OK"));
     assert_eq!(slow.await.unwrap().0, 204);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_left_in_redis_are_evidence_even_without_this_hosts_marker() {
+    let redis = RedisServer::start().await;
+    let campaigns = format!("[{}]", campaign_json("c", 10.0, 2.0, "asap"));
+    let toml = ledger_toml(&format!("redis://{}", redis.addr()), "");
+    let b = TestBidder::start(&campaigns, &toml).await;
+    bid_and_win(&b).await;
+    // A partial loss (the ledger's own key evicted) on a host whose disk was replaced.
+    assert!(redis.raw("DEL gavel:ledger").await.starts_with(":1"));
+    for marker in std::fs::read_dir(b.dir.path()).unwrap().flatten() {
+        if marker
+            .file_name()
+            .to_string_lossy()
+            .starts_with("gavel-ledger-")
+        {
+            std::fs::remove_file(marker.path()).unwrap();
+        }
+    }
+    let (status, body) = b.admin_call("POST", "/admin/ledger/open").await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("keys under the prefix") && body.contains("gavel:"),
+        "{body}"
+    );
+    assert!(redis.raw("EXISTS gavel:ledger").await.starts_with(":0"));
+    let (status, body) = b
+        .admin_call("POST", "/admin/ledger/open?after_loss=true")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"outcome\":\"created\""), "{body}");
 }

@@ -264,8 +264,7 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
     let mut bidders = Vec::new();
     for i in 0..4 {
         let extra = format!(
-            "node = \"b{i}\"\n[ledger]\nbackend = \"redis\"\ncreate_if_missing = true\n\
-             redis_url = \"redis://{}\"\nredis_timeout_ms = 500\nlease_chunk = 0.05\nlease_report_ms = 50\n",
+            "node = \"b{i}\"\n[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_timeout_ms = 500\nlease_chunk = 0.05\nlease_report_ms = 50\n",
             redis.addr()
         );
         bidders.push(TestBidder::start(&campaigns, &extra).await);

@@ -60,12 +60,45 @@ pub enum Command {
     Demo(DemoArgs),
     /// Check a configuration file (and its campaign file) without starting anything.
     CheckConfig(CheckConfigArgs),
+    /// A bidder fleet's shared Redis ledger: create it (once, audited), or show its state.
+    Ledger(LedgerArgs),
     /// Benchmark tool: a bare HTTP server, the ceiling and floor the exchange is measured by.
     ///
     /// Without `--bidders`, it reads each body and answers 204: the request-response ceiling of
     /// this machine. With `--bidders`, it also does the I/O of an auction and nothing else: the
     /// floor of the exchange's design (BENCHMARKS.md).
     Baseline(BaselineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LedgerArgs {
+    #[command(subcommand)]
+    pub action: LedgerAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerAction {
+    /// Create the ledger in the Redis a bidder configuration names, before the fleet's first
+    /// start. A bidder never creates one itself: an empty Redis may be one that lost its data.
+    /// Refused when Redis holds no ledger but one lived there (this host's marker in
+    /// `ledger.state_dir`, or keys under the prefix), unless --after-loss. Audited in
+    /// `security.audit_log`.
+    Create {
+        /// Bidder configuration (its `[ledger]`, `GAVEL_REDIS_URL` and `[security]`).
+        #[arg(long)]
+        config: PathBuf,
+        /// The Redis lost a ledger and no backup will bring it back: create a new one anyway.
+        /// Every campaign starts again from zero spend.
+        #[arg(long)]
+        after_loss: bool,
+    },
+    /// Whether the Redis a bidder configuration names holds a ledger, and if not, the evidence
+    /// that one lived there. Exits 0 when a ledger is open, 1 otherwise.
+    Status {
+        /// Bidder configuration.
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -44,12 +44,15 @@ fn start_fleet(
                 &config,
                 format!(
                     "campaigns = \"campaigns.json\"\nnode = \"b{i}\"\n{security}\
-                     [ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\nredis_timeout_ms = 200\n\
+                     [ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\nredis_timeout_ms = 200\n\
                      lease_chunk = 0.02\nlease_report_ms = 50\nlease_ttl_ms = 2000\n{extra}",
                     redis.addr()
                 ),
             )
             .unwrap();
+            if i == 0 {
+                common::create_ledger(&config);
+            }
             BidderProcess::start(&config)
         })
         .collect()

@@ -96,8 +96,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
     let ledger = match redis {
         None => String::new(),
         Some(r) => format!(
-            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\ncreate_if_missing = true\n\
-             redis_mode = \"{redis_mode}\"\nredis_timeout_ms = 200\n\
+            "[ledger]\nbackend = \"redis\"\nredis_url = \"redis://{}\"\n    redis_mode = \"{redis_mode}\"\nredis_timeout_ms = 200\n\
              reservation_ttl_ms = 2000\nreservation_grace_ms = 1000\n",
             r.addr()
         ),
@@ -114,6 +113,9 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
             testkit::secrets::security_toml(dir.path())
         ),
     );
+    if redis.is_some() {
+        common::create_ledger(&config);
+    }
     let mut bidder = BidderProcess::start(&config);
 
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -156,6 +156,15 @@ impl Ledger {
                 Ok(())
             }
             Store::PerBid(redis) => {
+                // An operator may have created the ledger since (`gavel ledger create`, or
+                // another instance's admin call): adopt it before writing limits. Reopening
+                // never creates one.
+                if redis.ledger_missing() {
+                    redis
+                        .reopen()
+                        .await
+                        .map_err(|e| Unavailable(e.to_string()))?;
+                }
                 // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
                 let answers = redis
                     .set_limits_many(limits, now)
@@ -313,21 +322,16 @@ impl Ledger {
         }
     }
 
-    /// The operator's decision after a data loss (or at a first start without
-    /// `create_if_missing`): creates the ledger in Redis if it holds none, and opens it. In lease
-    /// mode every instance adopts it within one report interval and writes its limits again;
-    /// campaigns start from zero spend unless their figures were restored first. Answers the
-    /// ledger id; `None` in memory mode.
-    pub async fn open_ledger(&self) -> Result<Option<String>, Unavailable> {
-        let redis = match &self.store {
-            Store::Memory(_) => return Ok(None),
-            Store::PerBid(redis) => redis.clone(),
-            Store::Leased(leased) => leased.redis(),
-        };
-        redis
-            .open_ledger(true)
-            .await
-            .map_err(|e| Unavailable(e.to_string()))
+    /// The Redis handle of a Redis mode (its connections and open ledger are this ledger's);
+    /// `None` in memory mode. For the operator's acts on the ledger itself: creating it after a
+    /// data loss (only after the evidence was looked at: the bidder's `ledger_open`), reading
+    /// the id it has open.
+    pub fn redis(&self) -> Option<RedisLedger> {
+        match &self.store {
+            Store::Memory(_) => None,
+            Store::PerBid(redis) => Some(redis.clone()),
+            Store::Leased(leased) => Some(leased.redis()),
+        }
     }
 
     /// Lease mode's counters, and whether the lease task's last Redis call succeeded; `None`

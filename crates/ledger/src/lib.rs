@@ -29,6 +29,6 @@ pub use front::{Ledger, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use pacing::Limits;
 pub use redis::{
-    BALANCES_CHUNK, LeaseClose, LeaseError, LeaseGrant, LeaseReport, LeaseState, LedgerError,
-    MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, Swept,
+    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, LeaseClose, LeaseError, LeaseGrant, LeaseReport,
+    LeaseState, LedgerError, MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, Swept,
 };

@@ -146,3 +146,34 @@ async fn per_bid_reservations_stop_when_redis_loses_the_ledger() {
     assert!(redis.reopen().await.unwrap());
     assert!(!redis.ledger_missing());
 }
+
+#[tokio::test]
+async fn keys_left_under_the_prefix_are_evidence_and_other_prefixes_are_not() {
+    let server = RedisServer::start().await;
+    // A prefix with glob characters: the scan must match it literally.
+    let redis = handle(&server, true).with_timeout(Duration::from_secs(2));
+    let starred = server.ledger("g*[1]:");
+    assert_eq!(
+        redis.keys_under_prefix().await.unwrap(),
+        ledger::KeyScan::default()
+    );
+    assert!(redis.reopen().await.unwrap());
+    let c = Limits {
+        total: Nanos(1_000),
+        daily: None,
+    };
+    redis.set_limits("c", c, Timestamp::now()).await.unwrap();
+    // The ledger's marker evicted, the campaign left: a partial loss.
+    assert!(server.raw("DEL gavel:ledger").await.starts_with(":1"));
+    let scan = redis.keys_under_prefix().await.unwrap();
+    assert!(scan.keys >= 2 && !scan.incomplete, "{scan:?}");
+    assert!(
+        scan.sample.iter().all(|k| k.starts_with("gavel:")),
+        "{scan:?}"
+    );
+    assert!(scan.sample.iter().any(|k| k == "gavel:c:c"), "{scan:?}");
+    // `g*[1]:` as a glob would match `gavel:...`; taken literally it matches nothing.
+    assert_eq!(starred.keys_under_prefix().await.unwrap().keys, 0);
+    assert!(server.raw("SET g*[1]:x 1").await.starts_with("+OK"));
+    assert_eq!(starred.keys_under_prefix().await.unwrap().keys, 1);
+}

@@ -50,10 +50,20 @@ pub struct TestBidder {
 }
 
 impl TestBidder {
-    /// Starts a memory-ledger bidder on `campaigns`, signing notices with the test key and
-    /// serving admin (with the test token) on its own port; `extra` is appended to its TOML
-    /// config.
+    /// Starts a bidder on `campaigns`, signing notices with the test key and serving admin
+    /// (with the test token) on its own port; `extra` is appended to its TOML config. On a
+    /// Redis ledger, the ledger is created first, as an operator does before a fleet's first
+    /// start (`bidder::ledger_open::create`, what `gavel ledger create` runs).
     pub async fn start(campaigns: &str, extra: &str) -> TestBidder {
+        TestBidder::start_with(campaigns, extra, true).await
+    }
+
+    /// [`TestBidder::start`] without creating a Redis ledger: the bidder finds none.
+    pub async fn start_without_ledger(campaigns: &str, extra: &str) -> TestBidder {
+        TestBidder::start_with(campaigns, extra, false).await
+    }
+
+    async fn start_with(campaigns: &str, extra: &str, create_ledger: bool) -> TestBidder {
         let dir = TempDir::new("bidder");
         std::fs::write(dir.join("campaigns.json"), campaigns).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -66,6 +76,11 @@ impl TestBidder {
         );
         std::fs::write(dir.join("bidder.toml"), &text).unwrap();
         let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
+        if create_ledger && config.ledger.backend == bidder::config::Backend::Redis {
+            bidder::ledger_open::create(&config, false, "test")
+                .await
+                .unwrap_or_else(|e| panic!("creating the ledger: {e}"));
+        }
         let bidder = bidder::Bidder::start(config).await.unwrap();
         bidder.watch();
         let (tx, rx) = tokio::sync::oneshot::channel();

@@ -7,6 +7,7 @@ mod demo;
 mod demo_bidder;
 mod edge;
 mod exchange;
+mod ledger;
 mod load;
 mod sim;
 
@@ -21,6 +22,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Load(args) => load::run(*args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::CheckConfig(args) => check_config::run(&args).await,
+        Command::Ledger(args) => ledger::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
     }
 }

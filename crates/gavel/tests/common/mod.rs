@@ -49,6 +49,22 @@ pub fn spawn_listening_with(
     (child, first, lines)
 }
 
+/// `gavel ledger create --config FILE`, as an operator runs it before a bidder fleet's first
+/// start; panics with its output unless it succeeds.
+pub fn create_ledger(config: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["ledger", "create", "--config"])
+        .arg(config)
+        .output()
+        .expect("run gavel ledger create");
+    assert!(
+        out.status.success(),
+        "gavel ledger create: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The admin address a `gavel exchange` or `gavel bidder` first line names (`admin: http://ADDR/...`).
 pub fn admin_addr(first_line: &str) -> SocketAddr {
     first_line

@@ -178,7 +178,7 @@ impl Inner {
         if !self.ledger_missing.swap(true, Ordering::Relaxed) {
             tracing::error!(
                 "ledger: redis holds no Gavel ledger (it lost its data, or it was never created): \
-                 no bids until an operator opens it (POST /admin/ledger/open)"
+                 no bids until an operator creates it (gavel ledger create, or POST /admin/ledger/open)"
             );
         }
     }

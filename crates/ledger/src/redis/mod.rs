@@ -187,8 +187,8 @@ mod transport;
 
 pub use error::{LeaseError, LedgerError};
 pub use per_bid::{
-    BALANCES_CHUNK, LeaseClose, LeaseGrant, LeaseReport, LeaseState, PIPELINE_MAX, RedisConfig,
-    RedisLedger, Swept,
+    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, LeaseClose, LeaseGrant, LeaseReport, LeaseState,
+    PIPELINE_MAX, RedisConfig, RedisLedger, Swept,
 };
 pub use transport::RedisTls;
 

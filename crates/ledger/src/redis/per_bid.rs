@@ -154,6 +154,33 @@ struct Shared {
 /// checks it is refused.
 const NOT_OPEN: &str = "!not-open";
 
+/// Most `SCAN` round trips [`RedisLedger::keys_under_prefix`] makes (1,000 keys looked at
+/// each): past that, the scan says it is incomplete.
+pub const EVIDENCE_SCAN_ROUNDS: usize = 1_000;
+
+/// What [`RedisLedger::keys_under_prefix`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyScan {
+    /// Keys under the prefix.
+    pub keys: u64,
+    /// Up to five of them, to show an operator.
+    pub sample: Vec<String>,
+    /// The scan stopped at its bound: there may be more.
+    pub incomplete: bool,
+}
+
+/// `text` with the glob characters of `SCAN MATCH` escaped.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 type Reply<T, E> = Result<Result<T, E>, LedgerError>;
 
 /// Most script calls sent in one pipelined round trip by [`RedisLedger::set_limits_many`] and
@@ -446,6 +473,65 @@ impl RedisLedger {
             .unwrap_or(false);
         let create = allowed && self.needs_open();
         Ok(self.open_ledger(create).await?.is_some())
+    }
+
+    /// The id of the ledger this handle has open: `None` before one is opened, and once a
+    /// script has found that Redis no longer holds it.
+    pub fn open_ledger_id(&self) -> Option<String> {
+        let id = self.ledger_id();
+        let open = !id.is_empty()
+            && &*id != NOT_OPEN
+            && !self.shared.lost.load(std::sync::atomic::Ordering::Relaxed);
+        open.then(|| id.to_string())
+    }
+
+    /// What Redis holds under this ledger's prefix, looked through with `SCAN` (at most
+    /// [`EVIDENCE_SCAN_ROUNDS`] round trips, each bounded by the timeout): evidence that a
+    /// ledger lived there, for deciding whether a missing one may be created. Not for the
+    /// request path.
+    pub async fn keys_under_prefix(&self) -> Result<KeyScan, LedgerError> {
+        let pattern = format!("{}*", glob_escape(&self.shared.prefix));
+        let mut scan = KeyScan::default();
+        let mut cursor = b"0".to_vec();
+        for _ in 0..EVIDENCE_SCAN_ROUNDS {
+            let reply = self
+                .shared
+                .client
+                .call(
+                    &[
+                        b"SCAN",
+                        &cursor,
+                        b"MATCH",
+                        pattern.as_bytes(),
+                        b"COUNT",
+                        b"1000",
+                    ],
+                    self.timeout,
+                )
+                .await?;
+            let items = match reply {
+                Value::Error(msg) => return Err(classify_error(msg)),
+                other => array(other)?,
+            };
+            let (Some(next), Some(Value::Array(keys))) = (items.first(), items.get(1)) else {
+                return Err(protocol("SCAN: not [cursor, keys]"));
+            };
+            for key in keys {
+                scan.keys += 1;
+                if scan.sample.len() < 5
+                    && let Some(k) = key.as_str()
+                {
+                    scan.sample.push(k.to_owned());
+                }
+            }
+            cursor = match next.as_str() {
+                Some("0") => return Ok(scan),
+                Some(c) => c.as_bytes().to_vec(),
+                None => return Err(protocol("SCAN: cursor is not text")),
+            };
+        }
+        scan.incomplete = true;
+        Ok(scan)
     }
 
     fn ledger_id(&self) -> Arc<str> {

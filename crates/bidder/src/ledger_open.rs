@@ -1,0 +1,383 @@
+//! Creating the ledger in Redis: an explicit, audited, one-time act that refuses when there is
+//! evidence a ledger lived there before.
+//!
+//! A Redis that lost its data (a restart without persistence, a failover to an empty replica,
+//! a flush) looks exactly like a new one. Creating a ledger in it would reopen every budget:
+//! whatever was spent can be spent again. So no start creates one; `gavel ledger create` or
+//! `POST /admin/ledger/open` does, after looking for evidence:
+//!
+//! | evidence | where | survives |
+//! | --- | --- | --- |
+//! | the marker: the id of the ledger this instance last opened there | a file in `ledger.state_dir` (one per Redis and prefix) | anything Redis does, as long as that disk lives |
+//! | keys under the prefix without a ledger (campaigns, reservations, leases) | Redis | a partial loss (eviction), not a flush |
+//!
+//! With evidence, creating needs the operator to say the data is lost (`--after-loss`,
+//! `?after_loss=true`): after restoring what could be restored from a backup, or accepting
+//! that the campaigns start again from zero spend. Every creation is audited.
+
+use std::path::{Path, PathBuf};
+
+use ledger::{KeyScan, LedgerError, RedisLedger};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{Backend, BidderConfig};
+
+/// Overrides `ledger.redis_url` (so that a password stays out of the config file).
+pub const REDIS_URL_ENV: &str = "GAVEL_REDIS_URL";
+
+/// The Redis the configuration names (the environment's URL first, since it may carry a
+/// password that stays out of the file) and, for `rediss://` with a CA file, its TLS settings.
+pub(crate) fn redis_target(
+    config: &BidderConfig,
+) -> Result<(crate::redis_url::RedisUrl, Option<ledger::RedisTls>), String> {
+    let url = redis_url_in_force(config)?;
+    let tls = match (&config.ledger.redis_ca_file, url.tls) {
+        (Some(ca), true) => Some(
+            ledger::RedisTls::from_ca_file(ca, &url.host)
+                .map_err(|e| format!("ledger.redis_ca_file: {e}"))?,
+        ),
+        _ => None,
+    };
+    Ok((url, tls))
+}
+
+/// The Redis URL in force: `GAVEL_REDIS_URL` when set, else `ledger.redis_url`.
+fn redis_url_in_force(config: &BidderConfig) -> Result<crate::redis_url::RedisUrl, String> {
+    match std::env::var(REDIS_URL_ENV) {
+        Ok(text) => crate::redis_url::parse(&text).map_err(|e| format!("{REDIS_URL_ENV} {e}")),
+        Err(_) => config.redis_url().map_err(|e| e.to_string()),
+    }
+}
+
+/// The marker of the Redis ledger a configuration names: `None` in memory mode or without a
+/// `ledger.state_dir`.
+pub(crate) fn marker_of(config: &BidderConfig) -> Option<Marker> {
+    let l = &config.ledger;
+    if l.backend != Backend::Redis {
+        return None;
+    }
+    let url = redis_url_in_force(config).ok()?;
+    Some(Marker::new(
+        l.state_dir.as_deref()?,
+        &url.addr,
+        url.db,
+        &l.redis_prefix,
+    ))
+}
+
+/// A handle on the Redis ledger the configuration names, and the marker that goes with it.
+/// Connects lazily: nothing is sent until it is used.
+pub(crate) fn redis_handle(
+    config: &BidderConfig,
+) -> Result<(RedisLedger, crate::redis_url::RedisUrl, Option<Marker>), String> {
+    let (url, tls) = redis_target(config)?;
+    let l = &config.ledger;
+    let redis = RedisLedger::new(ledger::RedisConfig {
+        addr: url.addr.clone(),
+        db: url.db,
+        prefix: l.redis_prefix.clone(),
+        timeout: std::time::Duration::from_millis(l.redis_timeout_ms),
+        username: url.username.clone(),
+        password: url.password.clone(),
+        tls,
+        ..ledger::RedisConfig::default()
+    });
+    Ok((redis, url, marker_of(config)))
+}
+
+/// What a marker file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkerRecord {
+    /// The ledger's id in Redis.
+    pub ledger: String,
+    /// `host:port/db` and the prefix: which ledger this is the marker of.
+    pub redis: String,
+    pub prefix: String,
+    /// When this instance last saw it open (RFC 3339).
+    pub seen_at: String,
+}
+
+/// The marker of one Redis ledger, kept on this instance's disk.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    path: PathBuf,
+    redis: String,
+    prefix: String,
+}
+
+/// Largest marker file read.
+const MAX_MARKER_BYTES: usize = 4096;
+
+impl Marker {
+    /// The marker of the ledger at `addr`, database `db`, under `prefix`, in `dir`. Its name
+    /// carries a hash of the three, so one directory can keep the markers of several ledgers.
+    pub fn new(dir: &Path, addr: &str, db: u32, prefix: &str) -> Marker {
+        let redis = format!("{addr}/{db}");
+        let mut h = Sha256::new();
+        h.update(redis.as_bytes());
+        h.update([0]);
+        h.update(prefix.as_bytes());
+        let hash: String = h
+            .finalize()
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Marker {
+            path: dir.join(format!("gavel-ledger-{hash}.json")),
+            redis,
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id recorded, if the file exists and is a marker of this ledger.
+    pub fn read(&self) -> Option<MarkerRecord> {
+        let text = settings::read_bounded(&self.path, MAX_MARKER_BYTES).ok()?;
+        let record: MarkerRecord = serde_json::from_str(&text).ok()?;
+        (record.redis == self.redis && record.prefix == self.prefix).then_some(record)
+    }
+
+    /// Records `ledger` as the one open now: written aside, then renamed over the old file.
+    pub fn write(&self, ledger: &str) -> std::io::Result<()> {
+        if self.read().is_some_and(|r| r.ledger == ledger) {
+            return Ok(());
+        }
+        let record = MarkerRecord {
+            ledger: ledger.to_owned(),
+            redis: self.redis.clone(),
+            prefix: self.prefix.clone(),
+            seen_at: pacing::Timestamp::now().to_rfc3339(),
+        };
+        let aside = self.path.with_extension("json.new");
+        let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
+        std::fs::write(&aside, format!("{text}\n"))?;
+        std::fs::rename(&aside, &self.path)
+    }
+}
+
+/// What says a ledger lived in a Redis that holds none now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// The id this instance's marker records (the ledger that was lost).
+    pub marker: Option<String>,
+    /// Keys under the prefix.
+    pub keys: u64,
+    /// Some of them.
+    pub sample: Vec<String>,
+    /// The scan stopped before the end: counted as evidence.
+    pub scan_incomplete: bool,
+}
+
+impl Evidence {
+    pub fn any(&self) -> bool {
+        self.marker.is_some() || self.keys > 0 || self.scan_incomplete
+    }
+
+    /// One line for an operator.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(id) = &self.marker {
+            parts.push(format!("this instance's marker records ledger {id}"));
+        }
+        if self.keys > 0 {
+            parts.push(format!(
+                "Redis holds {}{} keys under the prefix (such as {})",
+                self.keys,
+                if self.scan_incomplete { "+" } else { "" },
+                self.sample.join(", ")
+            ));
+        } else if self.scan_incomplete {
+            parts.push("the scan of Redis did not finish".to_owned());
+        }
+        parts.join("; ")
+    }
+}
+
+/// What opening did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Opened {
+    /// A ledger was there already: nothing created.
+    Existing { ledger: String },
+    /// Created now, over this evidence (empty at a first start).
+    Created { ledger: String, evidence: Evidence },
+}
+
+/// Why a ledger was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenRefused {
+    #[error(
+        "Redis holds no ledger, but one lived there: {}. Creating one now would reopen every \
+         budget from zero spend. Restore Redis from a backup if you have one (the ledger comes \
+         back by itself); otherwise say the data is lost: `gavel ledger create --after-loss` \
+         (or POST /admin/ledger/open?after_loss=true). docs/bidder.md, \"The ledger\"",
+        .0.describe()
+    )]
+    Evidence(Evidence),
+    #[error("redis: {0}")]
+    Redis(#[from] LedgerError),
+}
+
+/// Opens the ledger in `redis`, creating it only when Redis holds none and there is no
+/// evidence one lived there, or the operator says it was lost (`after_loss`). Records the id in
+/// `marker`. The caller audits.
+pub async fn open_or_create(
+    redis: &RedisLedger,
+    marker: Option<&Marker>,
+    after_loss: bool,
+) -> Result<Opened, OpenRefused> {
+    if let Some(id) = redis.open_ledger(false).await? {
+        remember(marker, &id);
+        return Ok(Opened::Existing { ledger: id });
+    }
+    let KeyScan {
+        keys,
+        sample,
+        incomplete,
+    } = redis.keys_under_prefix().await?;
+    let evidence = Evidence {
+        marker: marker.and_then(Marker::read).map(|r| r.ledger),
+        keys,
+        sample,
+        scan_incomplete: incomplete,
+    };
+    if evidence.any() && !after_loss {
+        return Err(OpenRefused::Evidence(evidence));
+    }
+    let id = redis
+        .open_ledger(true)
+        .await?
+        .ok_or_else(|| LedgerError::Protocol("open_ledger created nothing".to_owned()))?;
+    remember(marker, &id);
+    Ok(Opened::Created {
+        ledger: id,
+        evidence,
+    })
+}
+
+/// Writes the marker; a marker that cannot be written costs evidence, not service: logged.
+pub(crate) fn remember(marker: Option<&Marker>, id: &str) {
+    if let Some(m) = marker
+        && let Err(e) = m.write(id)
+    {
+        tracing::warn!(file = %m.path().display(), error = %e, "ledger marker not written (ledger.state_dir): a later loss of Redis's data will have less evidence");
+    }
+}
+
+/// What `gavel ledger status` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerState {
+    /// The Redis, password hidden.
+    pub redis: String,
+    /// The ledger's id, when Redis holds one.
+    pub ledger: Option<String>,
+    /// When it holds none: what says one lived there.
+    pub evidence: Evidence,
+}
+
+/// Reads, without changing anything, whether the Redis a configuration names holds a ledger.
+pub async fn status(config: &BidderConfig) -> Result<LedgerState, String> {
+    if config.ledger.backend != Backend::Redis {
+        return Err("ledger.backend is memory: there is no shared ledger".to_owned());
+    }
+    let (redis, url, marker) = redis_handle(config)?;
+    let redis_text = url.to_string();
+    if let Some(id) = redis.open_ledger(false).await.map_err(|e| e.to_string())? {
+        return Ok(LedgerState {
+            redis: redis_text,
+            ledger: Some(id),
+            evidence: Evidence::default(),
+        });
+    }
+    let scan = redis.keys_under_prefix().await.map_err(|e| e.to_string())?;
+    Ok(LedgerState {
+        redis: redis_text,
+        ledger: None,
+        evidence: Evidence {
+            marker: marker.as_ref().and_then(Marker::read).map(|r| r.ledger),
+            keys: scan.keys,
+            sample: scan.sample,
+            scan_incomplete: scan.incomplete,
+        },
+    })
+}
+
+/// `gavel ledger create`: [`open_or_create`] for the Redis a configuration names, audited in
+/// its `security.audit_log` (and the log) as `who`.
+pub async fn create(config: &BidderConfig, after_loss: bool, who: &str) -> Result<Opened, String> {
+    if config.ledger.backend != Backend::Redis {
+        return Err("ledger.backend is memory: there is no shared ledger to create".to_owned());
+    }
+    let admin = edge::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;
+    let (redis, url, marker) = redis_handle(config)?;
+    let result = open_or_create(&redis, marker.as_ref(), after_loss).await;
+    let before = serde_json::json!({ "redis": url.to_string(), "after_loss": after_loss });
+    let after = match &result {
+        Ok(opened) => serde_json::to_value(opened).unwrap_or_default(),
+        Err(e) => serde_json::json!({ "refused": e.to_string() }),
+    };
+    if matches!(
+        result,
+        Ok(Opened::Created { .. }) | Err(OpenRefused::Evidence(_))
+    ) {
+        let caller = edge::Caller {
+            who: who.to_owned(),
+        };
+        admin.audit(&caller, "gavel ledger create", &before, &after);
+    }
+    result.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_names_its_ledger_and_is_replaced_whole() {
+        let dir = testkit::TempDir::new("ledger-marker");
+        let m = Marker::new(dir.path(), "127.0.0.1:6379", 0, "gavel:");
+        assert_eq!(m.read(), None);
+        m.write("L1").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.read().map(|r| r.ledger), Some("L1".to_owned()));
+        m.write("L2").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.read().map(|r| r.ledger), Some("L2".to_owned()));
+        // Another Redis, database or prefix has a marker of its own.
+        for other in [
+            Marker::new(dir.path(), "127.0.0.1:6380", 0, "gavel:"),
+            Marker::new(dir.path(), "127.0.0.1:6379", 1, "gavel:"),
+            Marker::new(dir.path(), "127.0.0.1:6379", 0, "other:"),
+        ] {
+            assert_ne!(other.path(), m.path());
+            assert_eq!(other.read(), None);
+        }
+        // A file that is not a marker of this ledger is no evidence (and not an error).
+        std::fs::write(m.path(), "garbage").unwrap_or_default();
+        assert_eq!(m.read(), None);
+    }
+
+    #[test]
+    fn evidence_says_what_it_found() {
+        assert!(!Evidence::default().any());
+        let e = Evidence {
+            marker: Some("L1".into()),
+            keys: 3,
+            sample: vec!["gavel:c:a".into()],
+            scan_incomplete: false,
+        };
+        assert!(e.any());
+        assert_eq!(
+            e.describe(),
+            "this instance's marker records ledger L1; Redis holds 3 keys under the prefix (such as gavel:c:a)"
+        );
+        let refused = OpenRefused::Evidence(e).to_string();
+        assert!(
+            refused.contains("--after-loss") && refused.contains("backup"),
+            "{refused}"
+        );
+    }
+}
