@@ -39,9 +39,14 @@ fuzz_target!(|data: &[u8]| {
         assert!(!ttl.is_zero() && ttl <= bounds.max, "{ttl:?}");
     }
 
-    let store = MarkupStore::new(StoreSection::default());
+    // The whole budget as the anonymous share (index 0 without writers).
+    let store = MarkupStore::new(StoreSection {
+        anonymous_puts: true,
+        anonymous_share: 1.0,
+        ..StoreSection::default()
+    });
     let metrics = Metrics::default();
-    if let Ok(ids) = store.put(data, 0, &metrics) {
+    if let Ok(ids) = store.put(data, 0, 0, &metrics) {
         assert!(!ids.is_empty());
         for id in &ids {
             assert!(store.get(id, 0, &metrics).is_some(), "stored {id} is not there");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use sha2::Digest as _;
 
 use crate::freshness::TtlBounds;
 use crate::policy::TierRule;
@@ -15,6 +16,8 @@ use crate::policy::TierRule;
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 /// Most origins one edge fronts.
 pub const MAX_ORIGINS: usize = 256;
+/// Most writers of the markup store.
+pub const MAX_WRITERS: usize = 64;
 
 /// Why a configuration was refused. Messages name the key at fault.
 #[derive(Debug, thiserror::Error)]
@@ -164,7 +167,7 @@ pub struct OriginUrl {
 }
 
 /// `[store]`: the markup store (`/cache`, compatible with Prebid Cache).
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     /// Byte budget; the least recently used entries go first beyond it. Default 64 MiB.
@@ -177,6 +180,24 @@ pub struct StoreSection {
     pub default_ttl_s: u64,
     /// Longest lifetime; a longer `ttlseconds` is cut to it. Default 3600.
     pub max_ttl_s: u64,
+    /// Who may put (`[[store.writers]]`): each with its keys and its own share of `max_bytes`,
+    /// so that no writer's puts evict another's entries. Default: none.
+    pub writers: Vec<WriterConfig>,
+    /// Accept puts without a key (Prebid.js writing VAST from the page, which can hold no
+    /// secret). They go to a share of their own, limited per client address. Default false:
+    /// a put without a writer's key is refused (401).
+    pub anonymous_puts: bool,
+    /// Share of `max_bytes` that anonymous puts may hold. Default 0.1.
+    pub anonymous_share: f64,
+    /// Anonymous put requests per second from one client address (an IPv6 client's /64), with
+    /// a burst of one second's worth. Default 20.
+    pub anonymous_puts_per_s: u64,
+    /// Anonymous put bytes per second from one client address. Default 262144.
+    pub anonymous_bytes_per_s: u64,
+    /// The writers' key digests, read from their files or variables when the file is
+    /// validated; index-aligned with `writers`.
+    #[serde(skip)]
+    pub writer_keys: Vec<Vec<[u8; 32]>>,
 }
 
 impl Default for StoreSection {
@@ -187,7 +208,66 @@ impl Default for StoreSection {
             max_puts: 10,
             default_ttl_s: 300,
             max_ttl_s: 3_600,
+            writers: Vec::new(),
+            anonymous_puts: false,
+            anonymous_share: 0.1,
+            anonymous_puts_per_s: 20,
+            anonymous_bytes_per_s: 256 * 1024,
+            writer_keys: Vec::new(),
         }
+    }
+}
+
+/// One writer of the markup store (`[[store.writers]]`): an exchange, a Prebid Server.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WriterConfig {
+    /// Its name, in metrics and logs.
+    pub name: String,
+    /// File of its keys, one per line (several while rotating; relative to this file). It
+    /// sends one as `Authorization: Bearer <key>`.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// Environment variable holding its keys (comma-separated), instead of a file.
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// Share of `store.max_bytes` its entries may hold; beyond it, its own least recently used
+    /// go. Default: what the other shares leave, split evenly among writers without one.
+    #[serde(default)]
+    pub share: Option<f64>,
+    /// Put requests per second at most (a burst of one second's worth); 0: no cap. Default 0.
+    #[serde(default)]
+    pub max_puts_per_s: u64,
+    /// Put bytes per second at most; 0: no cap. Default 0.
+    #[serde(default)]
+    pub max_bytes_per_s: u64,
+}
+
+impl StoreSection {
+    /// Each writer's byte budget, index-aligned with `writers`, then the anonymous puts' (0
+    /// when they are refused). Validation makes the shares sum to at most 1.
+    pub fn budgets(&self) -> Vec<u64> {
+        // In millionths, so that the split is exact integer arithmetic.
+        let ppm = |share: f64| (share * 1e6).round() as u64;
+        let anonymous = if self.anonymous_puts {
+            ppm(self.anonymous_share)
+        } else {
+            0
+        };
+        let explicit: u64 = self.writers.iter().filter_map(|w| w.share).map(ppm).sum();
+        let unshared = self.writers.iter().filter(|w| w.share.is_none()).count() as u64;
+        let rest = 1_000_000u64
+            .saturating_sub(anonymous + explicit)
+            .checked_div(unshared)
+            .unwrap_or(0);
+        let bytes = |ppm: u64| {
+            u64::try_from(u128::from(self.max_bytes) * u128::from(ppm) / 1_000_000).unwrap_or(0)
+        };
+        self.writers
+            .iter()
+            .map(|w| bytes(w.share.map_or(rest, ppm)))
+            .chain(std::iter::once(bytes(anonymous)))
+            .collect()
     }
 }
 
@@ -373,6 +453,7 @@ impl Config {
         }
         self.check_origins()?;
         self.check_store()?;
+        self.read_writer_keys(dir)?;
         self.http
             .limits()
             .check()
@@ -459,6 +540,122 @@ impl Config {
                 "max_puts x max_value_bytes must stay under 128 MiB",
             ));
         }
+        if s.writers.len() > MAX_WRITERS {
+            return Err(invalid("store.writers", format!("at most {MAX_WRITERS}")));
+        }
+        let share_ok = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+        if !share_ok(s.anonymous_share) || (s.anonymous_puts && s.anonymous_share <= 0.0) {
+            return Err(invalid(
+                "store.anonymous_share",
+                "must be a fraction above 0 and at most 1 (with anonymous_puts)",
+            ));
+        }
+        if s.anonymous_puts && (s.anonymous_puts_per_s == 0 || s.anonymous_bytes_per_s == 0) {
+            return Err(invalid(
+                "store.anonymous_puts_per_s",
+                "anonymous puts need both per-client limits above 0 (anonymous_puts_per_s, anonymous_bytes_per_s)",
+            ));
+        }
+        let mut names = HashSet::new();
+        for (i, w) in s.writers.iter().enumerate() {
+            let key = |field: &str| format!("store.writers[{i}].{field}");
+            let name_ok = !w.name.is_empty()
+                && w.name.len() <= 64
+                && w.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !name_ok || w.name == "anonymous" {
+                return Err(invalid(
+                    key("name"),
+                    "must be 1 to 64 letters, digits, '-' or '_', and not \"anonymous\"",
+                ));
+            }
+            if !names.insert(w.name.as_str()) {
+                return Err(invalid(key("name"), format!("{:?} is named twice", w.name)));
+            }
+            if w.share.is_some_and(|x| !share_ok(x) || x <= 0.0) {
+                return Err(invalid(
+                    key("share"),
+                    "must be a fraction above 0 and at most 1",
+                ));
+            }
+        }
+        let anonymous = if s.anonymous_puts {
+            s.anonymous_share
+        } else {
+            0.0
+        };
+        let explicit: f64 = s.writers.iter().filter_map(|w| w.share).sum::<f64>() + anonymous;
+        let unshared = s.writers.iter().any(|w| w.share.is_none());
+        if explicit > 1.0 + 1e-9 || (unshared && explicit >= 1.0) {
+            return Err(invalid(
+                "store.writers",
+                "the shares (and anonymous_share) must sum to at most 1, leaving room for writers without a share",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads every writer's keys (blocking: at load), kept as SHA-256 digests.
+    fn read_writer_keys(&mut self, dir: Option<&Path>) -> Result<(), ConfigError> {
+        let mut seen = HashSet::new();
+        let mut all = Vec::with_capacity(self.store.writers.len());
+        for (i, w) in self.store.writers.iter().enumerate() {
+            let key = |field: &str| format!("store.writers[{i}].{field}");
+            let keys = match (&w.key_file, &w.key_env) {
+                (Some(file), None) => {
+                    let path = match dir {
+                        Some(d) if file.is_relative() => d.join(file),
+                        _ => file.clone(),
+                    };
+                    let setting = format!("the key_file of store writer {:?}", w.name);
+                    settings::read_key_file(&setting, &path)
+                        .map_err(|e| invalid(key("key_file"), e.to_string()))?
+                }
+                (None, Some(var)) => {
+                    let value = std::env::var(var).map_err(|_| {
+                        invalid(
+                            key("key_env"),
+                            format!("environment variable {var} is not set"),
+                        )
+                    })?;
+                    settings::split_key_list(&value)
+                }
+                _ => {
+                    return Err(invalid(
+                        key("key_file"),
+                        "give exactly one of key_file and key_env",
+                    ));
+                }
+            };
+            if keys.is_empty() || keys.len() > 8 {
+                return Err(invalid(key("key_file"), "must hold 1 to 8 keys"));
+            }
+            let mut digests = Vec::with_capacity(keys.len());
+            for (n, k) in keys.iter().enumerate() {
+                if k.len() < settings::MIN_SECRET_BYTES {
+                    return Err(invalid(
+                        key("key_file"),
+                        format!(
+                            "key {} is {} bytes; at least {} (e.g. `openssl rand -hex 32`)",
+                            n + 1,
+                            k.len(),
+                            settings::MIN_SECRET_BYTES
+                        ),
+                    ));
+                }
+                let d: [u8; 32] = sha2::Sha256::digest(k.as_bytes()).into();
+                if !seen.insert(d) {
+                    return Err(invalid(
+                        key("key_file"),
+                        "a key is also another writer's (or listed twice)",
+                    ));
+                }
+                digests.push(d);
+            }
+            all.push(digests);
+        }
+        self.store.writer_keys = all;
         Ok(())
     }
 

@@ -7,7 +7,8 @@
 //! | `/healthz`, `/metrics` | liveness, Prometheus text |
 //!
 //! Pure parts: `freshness` (lifetimes), `conditional` (ETag, Range), `policy` (which tier),
-//! `lru`, `record` (the disk format). The rest owns sockets, files and time (through
+//! `lru`, `rate` (token buckets), `record` (the disk format). `writers` decides who may put
+//! into the store and how fast. The rest owns sockets, files and time (through
 //! [`Clock`], so tests move time by hand). See docs/edge.md.
 
 pub mod answer;
@@ -28,9 +29,11 @@ pub mod object;
 pub mod origin;
 pub mod policy;
 pub mod proxy;
+pub mod rate;
 pub mod record;
 mod server;
 pub mod store;
+pub mod writers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -91,6 +94,7 @@ impl Edge {
         let state = server::State {
             assets: Arc::new(assets),
             store: store::MarkupStore::new(config.store.clone()),
+            writers: writers::Writers::new(&config.store),
             conns: Arc::new(edge::ConnStats::default()),
             max_request_bytes: config.store.max_request_bytes(),
             read_timeout: Duration::from_millis(config.http.read_timeout_ms),
@@ -113,7 +117,7 @@ impl Edge {
             shutdown,
             self.limits,
             self.state.conns.clone(),
-            move |request, _peer: SocketAddr| server::route(state.clone(), request),
+            move |request, peer: SocketAddr| server::route(state.clone(), request, peer),
         )
         .await;
     }

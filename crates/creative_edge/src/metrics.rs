@@ -49,6 +49,15 @@ labelled_counters! {
     }
 }
 
+labelled_counters! {
+    /// Why a put request was refused before the store saw it (`writers.rs`).
+    PutRefused {
+        NoKey => "no_key",
+        UnknownKey => "unknown_key",
+        RateLimited => "rate_limited",
+    }
+}
+
 /// One tier's counters.
 #[derive(Debug, Default)]
 pub struct TierStats {
@@ -76,6 +85,7 @@ pub struct Metrics {
     pub bytes_served: AtomicU64,
     pub bytes_from_origin: AtomicU64,
     pub store: ByLabel<{ Store::COUNT }>,
+    pub store_puts_refused: ByLabel<{ PutRefused::COUNT }>,
     pub store_bytes: AtomicU64,
     pub store_entries: AtomicU64,
 }
@@ -218,6 +228,21 @@ impl Metrics {
                 name,
                 &[("outcome", s.label())],
                 self.store.get(*s as usize),
+            );
+        }
+        let name = "gavel_edge_store_puts_refused_total";
+        family(
+            out,
+            name,
+            "counter",
+            "Put requests refused before the store: no writer key, an unknown key, a client over its rate.",
+        );
+        for r in PutRefused::ALL {
+            sample(
+                out,
+                name,
+                &[("reason", r.label())],
+                self.store_puts_refused.get(*r as usize),
             );
         }
     }

@@ -12,12 +12,15 @@ use crate::assets::Assets;
 use crate::body::EdgeBody;
 use crate::metrics::{ORIGIN_CONNECTIONS, ORIGIN_FETCHES};
 use crate::store::{self, MarkupStore};
+use crate::writers::{PutRefusal, Writers};
 
 /// What every request shares.
 #[derive(Debug)]
 pub struct State {
     pub assets: Arc<Assets>,
     pub store: MarkupStore,
+    /// Who may put, and how fast.
+    pub writers: Writers,
     pub conns: Arc<edge::ConnStats>,
     pub max_request_bytes: usize,
     pub read_timeout: Duration,
@@ -25,13 +28,17 @@ pub struct State {
 }
 
 /// Answers one request.
-pub async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<EdgeBody> {
+pub async fn route(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Response<EdgeBody> {
     let path = request.uri().path();
     if path.starts_with("/assets/") {
         return crate::proxy::serve(&state.assets, request).await;
     }
     match path {
-        "/cache" => cache(&state, request).await,
+        "/cache" => cache(&state, request, peer).await,
         "/healthz" => plain(StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
         "/metrics" => plain(
             StatusCode::OK,
@@ -45,7 +52,11 @@ pub async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<Ed
     }
 }
 
-async fn cache(state: &State, request: Request<Incoming>) -> Response<EdgeBody> {
+async fn cache(
+    state: &State,
+    request: Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Response<EdgeBody> {
     let metrics = &state.assets.common.metrics;
     let now = state.assets.clock.now_ms();
     let response = match *request.method() {
@@ -73,6 +84,14 @@ async fn cache(state: &State, request: Request<Incoming>) -> Response<EdgeBody> 
             }
         }
         Method::POST => {
+            // Who it is, before the body is read: a stranger costs a header parse.
+            let writer = match state
+                .writers
+                .authenticate(edge::bearer_token(request.headers()))
+            {
+                Ok(w) => w,
+                Err(why) => return with_cors(put_refused(state, why), state),
+            };
             let body =
                 match edge::read_body(request, state.max_request_bytes, state.read_timeout).await {
                     Ok(body) => body,
@@ -92,7 +111,16 @@ async fn cache(state: &State, request: Request<Incoming>) -> Response<EdgeBody> 
                         return answer::refuse(StatusCode::BAD_REQUEST, "reading the body failed");
                     }
                 };
-            match state.store.put(&body, now, metrics) {
+            if let Err(why) = state
+                .writers
+                .admit(writer, peer.ip(), body.len() as u64, now)
+            {
+                return with_cors(put_refused(state, why), state);
+            }
+            match state
+                .store
+                .put(&body, state.writers.share_of(writer), now, metrics)
+            {
                 Ok(ids) => {
                     let responses: Vec<_> = ids
                         .iter()
@@ -114,7 +142,7 @@ async fn cache(state: &State, request: Request<Incoming>) -> Response<EdgeBody> 
             );
             h.insert(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static("Content-Type"),
+                HeaderValue::from_static("Content-Type, Authorization"),
             );
             h.insert(
                 header::ACCESS_CONTROL_MAX_AGE,
@@ -135,6 +163,33 @@ async fn cache(state: &State, request: Request<Incoming>) -> Response<EdgeBody> 
         }
     };
     with_cors(response, state)
+}
+
+/// A refused put: 401 (with the scheme to use) or 429 (with when to come back); counted.
+fn put_refused(state: &State, why: PutRefusal) -> Response<EdgeBody> {
+    let metrics = &state.assets.common.metrics;
+    let label = match why {
+        PutRefusal::NoKey => crate::metrics::PutRefused::NoKey,
+        PutRefusal::UnknownKey => crate::metrics::PutRefused::UnknownKey,
+        PutRefusal::RateLimited { .. } => crate::metrics::PutRefused::RateLimited,
+    };
+    metrics.store_puts_refused.inc(label as usize);
+    match why {
+        PutRefusal::RateLimited { retry_after_ms } => {
+            let mut r = answer::refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string());
+            let seconds = retry_after_ms.div_ceil(1000).max(1);
+            if let Ok(v) = HeaderValue::from_str(&seconds.to_string()) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            r
+        }
+        PutRefusal::NoKey | PutRefusal::UnknownKey => {
+            let mut r = answer::refuse(StatusCode::UNAUTHORIZED, &why.to_string());
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r
+        }
+    }
 }
 
 fn with_cors(mut response: Response<EdgeBody>, state: &State) -> Response<EdgeBody> {
@@ -184,6 +239,25 @@ fn render_metrics(state: &State) -> String {
         "Fills running now.",
         state.assets.flights.in_flight(),
     );
+    let shares = state.store.shares();
+    for (name, help, budget) in [
+        (
+            "gavel_edge_store_share_bytes",
+            "Bytes held in each writer's share of the markup store (anonymous: puts without a key).",
+            false,
+        ),
+        (
+            "gavel_edge_store_share_budget_bytes",
+            "Each writer's share of the markup store's byte budget.",
+            true,
+        ),
+    ] {
+        telemetry::family(&mut out, name, "gauge", help);
+        for (writer, limit, held) in &shares {
+            let value = if budget { *limit } else { *held };
+            telemetry::sample(&mut out, name, &[("writer", writer)], value);
+        }
+    }
     if let Some(tls) = &state.tls {
         tls.render("gavel_edge", &mut out);
     }

@@ -9,7 +9,9 @@
 //! A request is stored whole or not at all: one bad put refuses it with 400 naming the put.
 //! `ttlseconds` above the maximum is cut to it, as Prebid Cache does; a negative one is refused.
 //! Custom keys (`"key"`) are refused: ids are the store's, so one caller cannot overwrite
-//! another's markup. Beyond its byte budget the store drops the least recently used entries.
+//! another's markup. Each writer's entries live in its own share of the byte budget
+//! (`writers.rs` says who may put); beyond its share a writer's own least recently used
+//! entries go, never another's.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -32,10 +34,22 @@ struct Entry {
     expires_ms: u64,
 }
 
+/// One writer's share of the budget.
+#[derive(Debug)]
+struct Share {
+    /// The writer's name (`anonymous` for puts without a key).
+    name: String,
+    entries: Mutex<Lru<Arc<Entry>>>,
+    /// Bytes and entries held, for the metrics (written under the lock, read without).
+    bytes: std::sync::atomic::AtomicU64,
+    count: std::sync::atomic::AtomicU64,
+}
+
 /// The store.
 #[derive(Debug)]
 pub struct MarkupStore {
-    entries: Mutex<Lru<Arc<Entry>>>,
+    /// Index-aligned with `StoreSection::budgets`: the writers', then the anonymous share.
+    shares: Vec<Share>,
     limits: StoreSection,
     /// Ids must be unguessable (they are the only key to a stored value): a CSPRNG seeded
     /// by the system.
@@ -67,20 +81,36 @@ struct Put<'a> {
 impl MarkupStore {
     /// An empty store within `limits`.
     pub fn new(limits: StoreSection) -> MarkupStore {
+        let names = limits
+            .writers
+            .iter()
+            .map(|w| w.name.clone())
+            .chain(std::iter::once("anonymous".to_owned()));
+        let shares = names
+            .zip(limits.budgets())
+            .map(|(name, budget)| Share {
+                name,
+                entries: Mutex::new(Lru::new(budget)),
+                bytes: std::sync::atomic::AtomicU64::new(0),
+                count: std::sync::atomic::AtomicU64::new(0),
+            })
+            .collect();
         MarkupStore {
-            entries: Mutex::new(Lru::new(limits.max_bytes)),
+            shares,
             limits,
             ids: Mutex::new(StdRng::from_os_rng()),
         }
     }
 
-    /// Stores every put of a request body, at `now_ms`; the ids in order.
+    /// Stores every put of a request body in share `share` (`Writers::share_of`), at
+    /// `now_ms`; the ids in order.
     ///
     /// # Errors
     /// The first put at fault, or the body's shape.
     pub fn put(
         &self,
         body: &[u8],
+        share: usize,
         now_ms: u64,
         metrics: &Metrics,
     ) -> Result<Vec<String>, PutError> {
@@ -113,7 +143,10 @@ impl MarkupStore {
         };
         let fresh: Vec<String> = ready.iter().map(|_| new_id(&mut rng)).collect();
         drop(rng);
-        let Ok(mut entries) = self.entries.lock() else {
+        let Some(share) = self.shares.get(share) else {
+            return Err(PutError("store unavailable".into()));
+        };
+        let Ok(mut entries) = share.entries.lock() else {
             return Err(PutError("store unavailable".into()));
         };
         let mut evicted = Vec::new();
@@ -122,9 +155,10 @@ impl MarkupStore {
             evicted.extend(entries.insert(id.clone(), Arc::new(entry), weight));
             ids.push(id);
         }
-        metrics.store_bytes.store(entries.weight(), Relaxed);
-        metrics.store_entries.store(entries.len() as u64, Relaxed);
+        share.bytes.store(entries.weight(), Relaxed);
+        share.count.store(entries.len() as u64, Relaxed);
         drop(entries);
+        self.publish(metrics);
         metrics.store.add(Op::Stored as usize, ids.len() as u64);
         metrics
             .store
@@ -172,14 +206,18 @@ impl MarkupStore {
         })
     }
 
-    /// The value stored under `id` at `now_ms`, with its content type.
+    /// The value stored under `id` at `now_ms`, with its content type, from whichever share
+    /// holds it.
     pub fn get(&self, id: &str, now_ms: u64, metrics: &Metrics) -> Option<(&'static str, Bytes)> {
-        let found = self.entries.lock().ok().and_then(|mut entries| {
+        let found = self.shares.iter().find_map(|share| {
+            let mut entries = share.entries.lock().ok()?;
             let entry = entries.get(id)?.clone();
             if entry.expires_ms <= now_ms {
                 entries.remove(id);
-                metrics.store_bytes.store(entries.weight(), Relaxed);
-                metrics.store_entries.store(entries.len() as u64, Relaxed);
+                share.bytes.store(entries.weight(), Relaxed);
+                share.count.store(entries.len() as u64, Relaxed);
+                drop(entries);
+                self.publish(metrics);
                 return None;
             }
             Some(entry)
@@ -191,6 +229,26 @@ impl MarkupStore {
         };
         metrics.store.inc(op as usize);
         found.map(|e| (e.content_type, e.value.clone()))
+    }
+}
+
+impl MarkupStore {
+    /// The totals over every share, for `gavel_edge_store_bytes` and `_entries`.
+    fn publish(&self, metrics: &Metrics) {
+        let (bytes, count) = self.shares.iter().fold((0, 0), |(b, c), s| {
+            (b + s.bytes.load(Relaxed), c + s.count.load(Relaxed))
+        });
+        metrics.store_bytes.store(bytes, Relaxed);
+        metrics.store_entries.store(count, Relaxed);
+    }
+
+    /// Each share's name, budget and bytes held now: `gavel_edge_store_share_bytes{writer}`.
+    pub fn shares(&self) -> Vec<(String, u64, u64)> {
+        self.shares
+            .iter()
+            .zip(self.limits.budgets())
+            .map(|(s, budget)| (s.name.clone(), budget, s.bytes.load(Relaxed)))
+            .collect()
     }
 }
 
@@ -223,6 +281,7 @@ pub fn is_id(id: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A store whose whole budget is the anonymous share ([`ANON`]).
     fn store() -> MarkupStore {
         MarkupStore::new(StoreSection {
             max_bytes: 10_000,
@@ -230,14 +289,19 @@ mod tests {
             max_puts: 3,
             default_ttl_s: 60,
             max_ttl_s: 600,
+            anonymous_puts: true,
+            anonymous_share: 1.0,
+            ..StoreSection::default()
         })
     }
+
+    const ANON: usize = 0;
 
     #[test]
     fn xml_and_json_puts_read_back_with_their_types_until_they_expire() {
         let (s, m) = (store(), Metrics::default());
         let body = br#"{"puts":[{"type":"xml","value":"<VAST version=\"4.2\"></VAST>","ttlseconds":5},{"type":"json","value":{"adm":"<div/>","w":300}}]}"#;
-        let ids = s.put(body, 1_000, &m).expect("stored");
+        let ids = s.put(body, ANON, 1_000, &m).expect("stored");
         assert_eq!(ids.len(), 2);
         assert!(ids.iter().all(|id| is_id(id)), "{ids:?}");
         assert_ne!(ids[0], ids[1]);
@@ -261,6 +325,7 @@ mod tests {
         let ids = s
             .put(
                 br#"{"puts":[{"type":"xml","value":"<a/>","ttlseconds":99999}]}"#,
+                ANON,
                 0,
                 &m,
             )
@@ -299,7 +364,7 @@ mod tests {
             (r#"{"puts":"no"}"#, "body is not"),
             ("not json", "body is not"),
         ] {
-            let e = s.put(body.as_bytes(), 0, &m).expect_err(body);
+            let e = s.put(body.as_bytes(), ANON, 0, &m).expect_err(body);
             assert!(e.0.starts_with(want), "{body}: {e}");
         }
         let big = format!(
@@ -307,7 +372,7 @@ mod tests {
             "x".repeat(1_001)
         );
         assert!(
-            s.put(big.as_bytes(), 0, &m)
+            s.put(big.as_bytes(), ANON, 0, &m)
                 .expect_err("big")
                 .0
                 .contains("the limit is 1000")
@@ -326,9 +391,9 @@ mod tests {
             r#"{{"puts":[{{"type":"xml","value":"{}"}}]}}"#,
             "x".repeat(900)
         );
-        let first = s.put(put.as_bytes(), 0, &m).expect("stored");
+        let first = s.put(put.as_bytes(), ANON, 0, &m).expect("stored");
         for _ in 0..12 {
-            s.put(put.as_bytes(), 0, &m).expect("stored");
+            s.put(put.as_bytes(), ANON, 0, &m).expect("stored");
         }
         assert!(s.get(&first[0], 0, &m).is_none());
         assert!(m.store.get(Op::Evicted as usize) > 0);
@@ -349,5 +414,48 @@ mod tests {
         ] {
             assert!(!is_id(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_flood_into_one_share_evicts_nothing_of_another() {
+        use crate::config::WriterConfig;
+        let writer = |name: &str, share: f64| WriterConfig {
+            name: name.into(),
+            key_file: None,
+            key_env: None,
+            share: Some(share),
+            max_puts_per_s: 0,
+            max_bytes_per_s: 0,
+        };
+        let s = MarkupStore::new(StoreSection {
+            max_bytes: 10_000,
+            max_value_bytes: 1_000,
+            writers: vec![writer("exchange", 0.5)],
+            anonymous_puts: true,
+            anonymous_share: 0.5,
+            ..StoreSection::default()
+        });
+        let m = Metrics::default();
+        let vast = r#"{"puts":[{"type":"xml","value":"<VAST/>","ttlseconds":3600}]}"#;
+        let kept = s.put(vast.as_bytes(), 0, 0, &m).expect("stored");
+        let flood = format!(
+            r#"{{"puts":[{{"type":"xml","value":"{}"}}]}}"#,
+            "x".repeat(900)
+        );
+        for _ in 0..100 {
+            s.put(flood.as_bytes(), 1, 0, &m).expect("stored");
+        }
+        assert!(
+            s.get(&kept[0], 1_000, &m).is_some(),
+            "the exchange's VAST survives"
+        );
+        let shares = s.shares();
+        assert_eq!(shares[0].0, "exchange");
+        assert_eq!(shares[1].0, "anonymous");
+        assert!(
+            shares[1].2 <= shares[1].1 && shares[1].1 == 5_000,
+            "{shares:?}"
+        );
+        assert_eq!(m.store_bytes.load(Relaxed), shares[0].2 + shares[1].2);
     }
 }

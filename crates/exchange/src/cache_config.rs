@@ -21,6 +21,14 @@ pub struct CacheConfig {
     /// Connections to the store at most; an auction that finds all busy skips the cache. Default 64.
     #[serde(default = "max_connections")]
     pub max_connections: u32,
+    /// File holding this exchange's writer key for the store (at least 32 bytes; relative to the
+    /// configuration file), sent as `Authorization: Bearer`: the store refuses puts without
+    /// one (its `[[store.writers]]`). Default: none (a store that takes anonymous puts).
+    #[serde(default)]
+    pub key_file: Option<std::path::PathBuf>,
+    /// Environment variable holding that key, instead of a file.
+    #[serde(default)]
+    pub key_env: Option<String>,
 }
 
 fn timeout_ms() -> u64 {
@@ -75,6 +83,8 @@ mod tests {
             timeout_ms: 20,
             ttl_s: 300,
             max_connections: 64,
+            key_file: None,
+            key_env: None,
         };
         assert!(good.check().is_ok());
         for (bad, key) in [

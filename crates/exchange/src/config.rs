@@ -417,53 +417,52 @@ fn bidder_tls(b: &BidderConfig, dir: Option<&Path>) -> Result<Option<ClientTls>,
     }
 }
 
-/// A bidder's price-token key: from its file or its variable (not both), one key of at
-/// least [`settings::MIN_SECRET_BYTES`] bytes.
-fn read_price_key(
-    b: &BidderConfig,
+/// One secret key from a file (`{prefix}key_file`, one line) or an environment variable
+/// (`{prefix}key_env`), not both: a bidder's price key, the markup store's writer key. At least
+/// [`settings::MIN_SECRET_BYTES`] bytes. `owner` names whose key it is in a permissions warning.
+fn read_single_key(
+    owner: &str,
+    file: Option<&PathBuf>,
+    var: Option<&str>,
     dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<price_token::PriceKey>, (&'static str, String)> {
-    let (field, keys) = match (&b.price_key_file, &b.price_key_env) {
+) -> Result<Option<settings::Secret>, (&'static str, String)> {
+    let (field, keys) = match (file, var) {
         (None, None) => return Ok(None),
         (Some(_), Some(_)) => {
-            return Err((
-                "price_key_file",
-                "give one of price_key_file and price_key_env".to_owned(),
-            ));
+            return Err(("key_file", "give one of key_file and key_env".to_owned()));
         }
         (Some(file), None) => {
             let path = match dir {
                 Some(d) if file.is_relative() => d.join(file),
                 _ => file.clone(),
             };
-            let setting = format!("the price_key_file of bidder {:?}", b.name);
-            let keys = settings::read_key_file(&setting, &path)
-                .map_err(|e| ("price_key_file", e.to_string()))?;
-            ("price_key_file", keys)
+            let keys = settings::read_key_file(&format!("the key file of {owner}"), &path)
+                .map_err(|e| ("key_file", e.to_string()))?;
+            ("key_file", keys)
         }
         (None, Some(var)) => {
             let value = env(var).ok_or_else(|| {
                 (
-                    "price_key_env",
+                    "key_env",
                     format!("environment variable {var} is not set (or not UTF-8)"),
                 )
             })?;
-            ("price_key_env", settings::split_key_list(&value))
+            ("key_env", settings::split_key_list(&value))
         }
     };
     let [key] = keys.as_slice() else {
         return Err((
             field,
             format!(
-                "holds {} keys; the exchange signs with exactly one (the bidder may accept several while rotating)",
+                "holds {} keys; the exchange sends exactly one (the other side may accept several while rotating)",
                 keys.len()
             ),
         ));
     };
-    let secret =
-        settings::Secret::new(key.as_bytes(), field).map_err(|e| (field, e.to_string()))?;
-    Ok(Some(price_token::PriceKey::new(secret.expose())))
+    settings::Secret::new(key.as_bytes(), field)
+        .map(Some)
+        .map_err(|e| (field, e.to_string()))
 }
 
 /// A configuration that passed validation, with the derived values the server uses.
@@ -490,6 +489,8 @@ pub struct Validated {
     pub listener_tls: Option<Arc<edge::ServerTls>>,
     /// The `[cache]` store's address, resolved at load.
     pub cache_endpoint: Option<Endpoint>,
+    /// The writer key sent to the `[cache]` store, read at load.
+    pub cache_key: Option<settings::Secret>,
 }
 
 impl Validated {
@@ -731,8 +732,16 @@ impl Config {
                 return Err(invalid(key("tls_server_name"), "only for https endpoints"));
             }
             bidder_tls_list.push(tls);
-            price_keys
-                .push(read_price_key(b, dir, &env).map_err(|(field, e)| invalid(key(field), e))?);
+            let owner = format!("bidder {:?}", b.name);
+            let price_key = read_single_key(
+                &owner,
+                b.price_key_file.as_ref(),
+                b.price_key_env.as_deref(),
+                dir,
+                &env,
+            )
+            .map_err(|(field, e)| invalid(key(&format!("price_{field}")), e))?;
+            price_keys.push(price_key.map(|s| price_token::PriceKey::new(s.expose())));
             notice_hosts.push(
                 NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
                     .map_err(|e| invalid(key("notice_hosts"), e))?,
@@ -759,16 +768,26 @@ impl Config {
                 Some(Arc::new(tls))
             }
         };
-        let cache_endpoint = match &self.cache {
-            None => None,
+        let (cache_endpoint, cache_key) = match &self.cache {
+            None => (None, None),
             Some(c) => {
                 c.check().map_err(|(key, problem)| invalid(key, problem))?;
-                Some(parse_endpoint(&c.url).map_err(|e| invalid("cache.url", e))?)
+                let endpoint = parse_endpoint(&c.url).map_err(|e| invalid("cache.url", e))?;
+                let key = read_single_key(
+                    "the markup store ([cache])",
+                    c.key_file.as_ref(),
+                    c.key_env.as_deref(),
+                    dir,
+                    &env,
+                )
+                .map_err(|(field, e)| invalid(format!("cache.{field}"), e))?;
+                (Some(endpoint), key)
             }
         };
         Ok(Validated {
             listener_tls,
             cache_endpoint,
+            cache_key,
             source: None,
             second_price_increment: increment,
             endpoints,

@@ -47,9 +47,19 @@ pub(crate) struct RequestHead(Bytes);
 
 impl RequestHead {
     pub(crate) fn post(path: &str, authority: &str) -> RequestHead {
+        RequestHead::post_as(path, authority, None)
+    }
+
+    /// [`RequestHead::post`] with `Authorization: Bearer {token}` (the token is a checked
+    /// secret: visible ASCII, so it cannot break the head).
+    pub(crate) fn post_as(path: &str, authority: &str, token: Option<&str>) -> RequestHead {
+        let auth = token
+            .filter(|t| t.bytes().all(|b| b.is_ascii_graphic()))
+            .map(|t| format!("authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         RequestHead(Bytes::from(format!(
             "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\n\
-             x-openrtb-version: 2.6\r\ncontent-length: "
+             {auth}x-openrtb-version: 2.6\r\ncontent-length: "
         )))
     }
 }

@@ -70,16 +70,24 @@ struct PutId {
 
 impl MarkupCache {
     /// The cache of a checked `[cache]` section, with its endpoint resolved at load.
-    pub fn new(config: &CacheConfig, endpoint: Endpoint) -> MarkupCache {
+    pub fn new(
+        config: &CacheConfig,
+        endpoint: Endpoint,
+        key: Option<&settings::Secret>,
+    ) -> MarkupCache {
+        // A late answer is drained for up to a second so its connection is kept.
+        let mut pool = BidderPool::new(
+            endpoint,
+            config.max_connections,
+            MAX_ANSWER_BYTES,
+            Duration::from_secs(1),
+            Arc::default(),
+        );
+        if let Some(key) = key.map(|k| String::from_utf8_lossy(k.expose()).into_owned()) {
+            pool = pool.authorized(&key);
+        }
         MarkupCache {
-            // A late answer is drained for up to a second so its connection is kept.
-            pool: Arc::new(BidderPool::new(
-                endpoint,
-                config.max_connections,
-                MAX_ANSWER_BYTES,
-                Duration::from_secs(1),
-                Arc::default(),
-            )),
+            pool: Arc::new(pool),
             public_url: config
                 .public_url
                 .clone()

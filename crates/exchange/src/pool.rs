@@ -159,6 +159,14 @@ impl BidderPool {
         &self.endpoint
     }
 
+    /// The same pool, sending `Authorization: Bearer {token}` with every call (the markup
+    /// store's writer key).
+    pub(crate) fn authorized(mut self, token: &str) -> Self {
+        self.head =
+            RequestHead::post_as(&self.endpoint.path, &self.endpoint.authority, Some(token));
+        self
+    }
+
     /// Starts a POST of `body`: takes a connection permit now, or fails at once with
     /// `PoolExhausted` (never waits for one). The returned [`Call`] does the I/O when polled.
     pub fn start(self: &Arc<Self>, body: Bytes) -> Result<Call, CallError> {

@@ -101,9 +101,11 @@ impl Exchange {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         let markup_cache = match (&config.config.cache, &config.cache_endpoint) {
-            (Some(c), Some(endpoint)) => {
-                Some(crate::markup_cache::MarkupCache::new(c, endpoint.clone()))
-            }
+            (Some(c), Some(endpoint)) => Some(crate::markup_cache::MarkupCache::new(
+                c,
+                endpoint.clone(),
+                config.cache_key.as_ref(),
+            )),
             _ => None,
         };
         let state = State {

@@ -41,24 +41,37 @@ fn the_bid(body: &serde_json::Value) -> &serde_json::Value {
     &body["seatbid"][0]["bid"][0]
 }
 
-#[tokio::test]
-async fn each_winners_markup_is_stored_before_the_answer_and_the_bid_names_it() {
-    let config = creative_edge::Config::parse("")
-        .and_then(|c| c.validate_in(None))
-        .expect("edge config");
+const WRITER_KEY: &str = "exchange-writer-key-0123456789abcdef0123456789";
+
+/// The real creative edge, whose store takes puts from one writer, `exchange`, holding the key
+/// in `dir`; its address.
+async fn edge_with_writer(dir: &testkit::TempDir) -> std::net::SocketAddr {
+    testkit::secrets::write_private(&dir.join("writer.key"), WRITER_KEY);
+    let config = creative_edge::Config::parse(
+        "[[store.writers]]\nname = \"exchange\"\nkey_file = \"writer.key\"\n",
+    )
+    .and_then(|c| c.validate_in(Some(dir.path())))
+    .expect("edge config");
     let edge =
         creative_edge::Edge::new(&config, Arc::new(creative_edge::SystemClock)).expect("edge");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let edge_addr = listener.local_addr().expect("addr");
     let serving = edge.clone();
     tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
+    edge_addr
+}
 
+#[tokio::test]
+async fn each_winners_markup_is_stored_before_the_answer_and_the_bid_names_it() {
+    let dir = testkit::TempDir::new("markup-cache");
+    let edge_addr = edge_with_writer(&dir).await;
     let a = bidder().await;
-    let ex = exchange(
-        &cache_section(&format!("http://{edge_addr}/cache")),
-        &[("a", a.endpoint())],
-    )
-    .await;
+    let section = format!(
+        "{}key_file = {:?}\n",
+        cache_section(&format!("http://{edge_addr}/cache")),
+        dir.join("writer.key").display().to_string()
+    );
+    let ex = exchange(&section, &[("a", a.endpoint())]).await;
     let (status, body) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 200);
     let body = body.expect("a bid");
@@ -82,6 +95,22 @@ async fn each_winners_markup_is_stored_before_the_answer_and_the_bid_names_it() 
     assert_eq!(stored["adm"], json!("<div>ad</div>"));
     assert_eq!(stored["impid"], json!("1"));
     assert_eq!(ex.metrics.cache_count(CacheOutcome::Stored), 1);
+}
+
+#[tokio::test]
+async fn an_exchange_without_the_writer_key_is_refused_by_the_store_and_still_answers() {
+    let dir = testkit::TempDir::new("markup-cache");
+    let edge_addr = edge_with_writer(&dir).await;
+    let a = bidder().await;
+    let ex = exchange(
+        &cache_section(&format!("http://{edge_addr}/cache")),
+        &[("a", a.endpoint())],
+    )
+    .await;
+    let (status, body) = auction(ex.addr, &roomy_request()).await;
+    assert_eq!(status, 200);
+    assert!(the_bid(&body.expect("a bid"))["ext"]["prebid"].is_null());
+    assert_eq!(ex.metrics.cache_count(CacheOutcome::Refused), 1);
 }
 
 #[tokio::test]

@@ -236,6 +236,45 @@ pub fn config(toml: &str, origin: SocketAddr) -> Config {
         .expect("test config")
 }
 
+/// [`config`], with relative files (key files) under `dir`.
+pub fn config_in(toml: &str, origin: SocketAddr, dir: &std::path::Path) -> Config {
+    let text = toml.replace("{origin}", &origin.to_string());
+    Config::parse(&text)
+        .and_then(|c| c.validate_in(Some(dir)))
+        .expect("test config")
+}
+
+/// A `POST` of `body` with extra headers through hyper's client, on a fresh connection.
+pub async fn post_with(addr: SocketAddr, path: &str, body: &str, headers: &[(&str, &str)]) -> Got {
+    let stream = TcpStream::connect(addr).await.expect("connect edge");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method("POST")
+        .uri(path)
+        .header("host", "edge.test")
+        .header("content-type", "application/json");
+    for (n, v) in headers {
+        req = req.header(*n, *v);
+    }
+    let resp = sender
+        .send_request(
+            req.body(http_body_util::Full::new(Bytes::from(body.to_owned())))
+                .expect("request"),
+        )
+        .await
+        .expect("answer");
+    let (parts, body) = resp.into_parts();
+    let body = body.collect().await.expect("body").to_bytes();
+    Got {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
 pub async fn start_edge(config: &Config, clock: Arc<dyn Clock>) -> Running {
     let edge = Edge::new(config, clock).expect("edge starts");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind edge");
