@@ -86,12 +86,13 @@ def write_config(d, n, ledger, admission, signed=True):
     os.chmod(key, 0o600)
     security = 'notice_key_file = "notice.key"' if signed else "sign_notices = false"
     port = free_port()
+    admin_port = free_port()
     path = os.path.join(d, "bidder.toml")
     with open(path, "w") as f:
-        f.write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+        f.write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{admin_port}"\n'
                 f'campaigns = "campaigns.json"\nnode = "bench"\n'
                 f'[admission]\nmode = "{admission}"\n[ledger]\n{ledger}\n[security]\n{security}\n')
-    return path, port
+    return path, port, admin_port
 
 
 def variant(name, n, label, ledger, args, capacity, signed=True):
@@ -122,17 +123,18 @@ def run_bidder_overload(args, ctx, capacity):
     its lag is part of the figures."""
     n, seconds = 10_000, args.level_seconds
     with tempfile.TemporaryDirectory() as d:
-        config, port = write_config(d, n, 'backend = "memory"', "off")
+        config, port, _ = write_config(d, n, 'backend = "memory"', "off")
         print(f"bidder overload: {n} campaigns; capacity first, admission off", flush=True)
         with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             cap = capacity(f"http://127.0.0.1:{port}/openrtb2/bid", 2000, args, b.cpu_seconds,
                            slo_ms=SLO_MS)
         c = cap["capacity"] or 1000
         settle(3)
-        config, port = write_config(d, n, 'backend = "memory"', "adaptive")
+        config, port, admin_port = write_config(d, n, 'backend = "memory"', "adaptive")
         with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             base_url = f"http://127.0.0.1:{port}"
-            target = Target(f"{base_url}/openrtb2/bid", lambda: scrape(f"{base_url}/metrics"), b.p.pid,
+            metrics_url = f"http://127.0.0.1:{admin_port}/metrics"
+            target = Target(f"{base_url}/openrtb2/bid", lambda: scrape(metrics_url), b.p.pid,
                             "gavel_bidder", bidder_ran)
             levels = run_levels(target, c, seconds, SLO_MS)
     base = ctx.get("baseline_capacity")

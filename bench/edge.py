@@ -90,7 +90,7 @@ class GavelEdge:
         self.port = free_port()
         conf = os.path.join(tmp, "edge.toml")
         with open(conf, "w") as f:
-            f.write(f'listen = "127.0.0.1:{self.port}"\n[memory]\nmax_bytes = 536870912\n'
+            f.write(f'listen = "127.0.0.1:{self.port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n[memory]\nmax_bytes = 536870912\n'
                     f'max_object_bytes = 2000000\n[[origins]]\nname = "cdn"\n'
                     f'url = "http://127.0.0.1:{origin_port}/o"\nmax_connections = 32\n')
         self.proc = Proc(["edge", "--config", conf], SERVER_CORE, ready="listening", binary=binary)

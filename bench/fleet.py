@@ -71,7 +71,8 @@ class Exchange:
                 f"max_connections = {max_connections}\nca_file = \"{ca}\"\n")
         # Loopback load: open to every caller, notices to loopback allowed, and one address
         # may hold every connection the load generator opens.
-        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{free_port()}"\n'
+        admin_port = free_port()
+        open(config, "w").write(f'listen = "127.0.0.1:{port}"\nadmin_listen = "127.0.0.1:{admin_port}"\n'
                                 'open_to_all_sellers = true\n'
                                 f'\n[http]\nmax_connections_per_ip = 4096\n'
                                 f'\n[admission]\nmode = "{admission}"\n\n'
@@ -89,7 +90,8 @@ class Exchange:
             self.fleet.stop()
             raise
         self.url = f"http://127.0.0.1:{port}/openrtb2/auction"
-        self.metrics_url = f"http://127.0.0.1:{port}/metrics"
+        # /metrics is on the admin listener, never on the auction port.
+        self.metrics_url = f"http://127.0.0.1:{admin_port}/metrics"
 
     def metrics(self):
         return scrape(self.metrics_url)

@@ -1,4 +1,5 @@
-//! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit):
+//! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit), with
+//! `/metrics` (the token only with `security.metrics_need_token`) and `/healthz`:
 //! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
 //! record), `POST /admin/reload` (reload the campaign file now; audited) and
 //! `POST /admin/ledger/open` (create and open the ledger in a Redis that holds none: a first
@@ -43,6 +44,15 @@ pub(crate) async fn handle(
     req: Request<Incoming>,
     peer: SocketAddr,
 ) -> Response<Full<Bytes>> {
+    match req.uri().path() {
+        "/metrics" => {
+            return edge::metrics_answer(&state.admin, &req, peer, || {
+                crate::server::render_metrics(state)
+            });
+        }
+        "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
+        _ => {}
+    }
     let caller = match state.admin.check(&req, peer) {
         Ok(c) => c,
         Err(denied) => return denied.response(),

@@ -130,6 +130,7 @@ pub struct SecuritySection {
     pub admin_reads_need_token: bool,
     pub admin_remote: bool,
     pub audit_log: Option<PathBuf>,
+    pub metrics_need_token: bool,
 }
 
 impl SecuritySection {
@@ -139,6 +140,7 @@ impl SecuritySection {
             admin_token_file: self.admin_token_file.clone(),
             admin_reads_need_token: self.admin_reads_need_token,
             admin_remote: self.admin_remote,
+            metrics_need_token: self.metrics_need_token,
             audit_log: self.audit_log.clone(),
         }
     }
@@ -157,6 +159,7 @@ impl Default for SecuritySection {
             admin_reads_need_token: edge::AdminSettings::default().admin_reads_need_token,
             admin_remote: false,
             audit_log: None,
+            metrics_need_token: false,
         }
     }
 }

@@ -99,19 +99,9 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             method_not_allowed("POST")
         }
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
-        (&Method::GET, "/metrics", _) => {
-            let mut text = metrics.render();
-            crate::metrics::render_leases(&mut text, state.ledger.lease_status());
-            crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
-            crate::metrics::render_notices_in_flight(
-                &mut text,
-                state.notices_in_flight.load(Relaxed),
-            );
-            state.door.admission().render("gavel_bidder", &mut text);
-            state.connections.render("gavel_bidder", &mut text);
-            plain(StatusCode::OK, "text/plain; version=0.0.4", text)
-        }
-        (_, "/healthz" | "/metrics", _) => method_not_allowed("GET"),
+        (_, "/healthz", _) => method_not_allowed("GET"),
+        // Campaigns' wins and spend: never on the port exchanges and notices reach.
+        (_, "/metrics", _) => json_error(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
         (_, path, _) if path.starts_with("/admin") => json_error(
             StatusCode::NOT_FOUND,
             "admin endpoints are served on admin_listen only",
@@ -124,6 +114,17 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             )
         }
     }
+}
+
+/// The Prometheus page, served on the admin listener.
+pub(crate) fn render_metrics(state: &State) -> String {
+    let mut text = state.metrics.render();
+    crate::metrics::render_leases(&mut text, state.ledger.lease_status());
+    crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
+    crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));
+    state.door.admission().render("gavel_bidder", &mut text);
+    state.connections.render("gavel_bidder", &mut text);
+    text
 }
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {

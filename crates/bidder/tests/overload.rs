@@ -343,7 +343,7 @@ fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
             metrics.request_count(RequestOutcome::NoBid) - no_bids0,
             metrics.request_count(RequestOutcome::Shed) - shed0,
         );
-        let (_, text) = call(addr, "GET", "/metrics", "").await;
+        let (_, text) = call(admin, "GET", "/metrics", "").await;
         let streak_sheds = text
             .lines()
             .find_map(|l| l.strip_prefix("gavel_bidder_admission_busy_streak_sheds_total "))

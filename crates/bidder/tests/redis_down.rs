@@ -95,7 +95,7 @@ async fn kill_and_restart(mode: &str) {
     let took = until_it_bids(&b).await;
     if mode == "lease" {
         // The outage shows in the lease task's metrics.
-        let metrics = b.get("/metrics").await.1;
+        let metrics = b.metrics_page().await;
         let errors: u64 = metrics
             .lines()
             .find_map(|l| l.strip_prefix("gavel_bidder_lease_redis_errors_total "))

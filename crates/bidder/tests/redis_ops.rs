@@ -123,7 +123,7 @@ async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
         // Fail closed, and say so: no bid, the gauge at 1, nothing written to Redis.
         let (status, _) = b.post_bid(&banner_request("q0", 300, 250, 0.5)).await;
         assert_eq!(status, 204, "{mode}");
-        let (_, metrics) = b.get("/metrics").await;
+        let metrics = b.metrics_page().await;
         assert!(metrics.contains("gavel_bidder_ledger_missing 1"), "{mode}");
         assert!(
             redis.raw("EXISTS gavel:c:c").await.starts_with(":0"),
@@ -138,7 +138,7 @@ async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
             b.post_bid(&banner_request("q1", 300, 250, 0.5)).await.0 == 200
         })
         .await;
-        let (_, metrics) = b.get("/metrics").await;
+        let metrics = b.metrics_page().await;
         assert!(metrics.contains("gavel_bidder_ledger_missing 0"), "{mode}");
     }
 }
@@ -188,16 +188,15 @@ async fn notices_have_their_own_gate_and_never_shed_bids() {
         Duration::from_secs(5),
         "the first notice in flight",
         || async {
-            b.get("/metrics")
+            b.metrics_page()
                 .await
-                .1
                 .contains("gavel_bidder_notices_in_flight 1")
         },
     )
     .await;
     // The second notice is refused at once; bids still come from the lease meanwhile.
     assert_eq!(call(addr, "GET", &wins[1], "").await.0, 503);
-    let (_, m) = b.get("/metrics").await;
+    let m = b.metrics_page().await;
     assert!(m.contains("gavel_bidder_notices_shed_total 1"), "{m}");
     assert_eq!(
         b.post_bid(&banner_request("q2", 300, 250, 0.5)).await.0,

@@ -133,7 +133,7 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
         "a refused file changed the bids"
     );
     assert!(at(3.0) > 0, "the good file never took over");
-    let text = b.get("/metrics").await.1;
+    let text = b.metrics_page().await;
     for (why, n) in ReloadFailure::ALL.iter().zip(expected) {
         let line = format!(
             "gavel_bidder_campaign_reload_failures_total{{reason=\"{}\"}} {n}",

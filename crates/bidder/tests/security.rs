@@ -164,6 +164,42 @@ async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_co
 }
 
 #[tokio::test]
+async fn metrics_are_off_the_bid_port_and_behind_the_token_when_asked() {
+    let campaigns = format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap"));
+    let open = TestBidder::start(&campaigns, "").await;
+    let (status, body) = open.get("/metrics").await;
+    assert_eq!(
+        status, 404,
+        "the bid port shows no spend to whoever reaches it"
+    );
+    assert!(body.contains("admin_listen"), "{body}");
+    assert!(
+        open.metrics_page()
+            .await
+            .contains("gavel_bidder_requests_total")
+    );
+    let (status, _) = common::call(open.admin_addr, "GET", "/healthz", "").await;
+    assert_eq!(status, 200);
+
+    let guarded = TestBidder::start(&campaigns, "security.metrics_need_token = true\n").await;
+    let (status, _) = common::call(guarded.admin_addr, "GET", "/metrics", "").await;
+    assert_eq!(status, 401);
+    let (status, _) =
+        common::call_as(guarded.admin_addr, "GET", "/metrics", Some("guess"), "").await;
+    assert_eq!(status, 401);
+    let (status, page) = common::call_as(
+        guarded.admin_addr,
+        "GET",
+        "/metrics",
+        Some(common::ADMIN_TOKEN),
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(page.contains("gavel_bidder_requests_total"), "{page}");
+}
+
+#[tokio::test]
 async fn admin_is_off_the_bid_port_needs_the_token_and_audits_mutations() {
     let b = TestBidder::start(
         &format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")),

@@ -70,7 +70,7 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
     assert_eq!(c["nanos"]["spent"], 1_500_000);
     assert_eq!(c["nanos"]["reserved"], 0);
 
-    let metrics = b.get("/metrics").await.1;
+    let metrics = b.metrics_page().await;
     assert!(
         metrics.contains("gavel_bidder_notices_total{kind=\"win\",outcome=\"duplicate\"} 1"),
         "{metrics}"
@@ -181,7 +181,7 @@ async fn reloads_apply_good_files_and_keep_the_last_good_one() {
     let all = b.admin().await;
     assert_eq!(all["campaigns"].as_array().map(Vec::len), Some(2));
     // Each bad file was refused at least once (the watcher may have seen it too).
-    let metrics = b.get("/metrics").await.1;
+    let metrics = b.metrics_page().await;
     let failed: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("gavel_bidder_campaign_reloads_total{outcome=\"failed\"} "))
@@ -249,7 +249,7 @@ async fn a_request_that_does_not_allow_the_budget_currency_gets_no_bid() {
         b.post_bid(&request("[\"EUR\", \"USD\"]", "EUR")).await.0,
         204
     );
-    let (_, metrics) = b.get("/metrics").await;
+    let metrics = b.metrics_page().await;
     assert!(
         metrics.contains("gavel_bidder_no_bids_other_currency_total 2"),
         "{metrics}"

@@ -44,6 +44,14 @@ pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8090`; `--listen` overrides it.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Address of `/metrics` (and `/healthz`), which the public port does not serve. Default
+    /// `127.0.0.1:8091`; a non-loopback address needs `security.admin_remote = true`.
+    #[serde(default = "default_admin_listen")]
+    pub admin_listen: SocketAddr,
+    /// Who may scrape `/metrics` (`metrics_need_token`, `admin_token_file`), as in the other
+    /// servers' `[security]`.
+    #[serde(default)]
+    pub security: edge::AdminSettings,
     /// Lifetime of an origin answer that states none, in seconds. Default 300.
     #[serde(default = "default_ttl")]
     pub default_ttl_s: u64,
@@ -343,6 +351,9 @@ pub struct TlsSection {
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8090))
 }
+fn default_admin_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8091))
+}
 fn default_ttl() -> u64 {
     300
 }
@@ -450,6 +461,18 @@ impl Config {
         }
         if let Some(rule) = self.disk_rule() {
             check_rule("disk", &rule)?;
+        }
+        if let Some(d) = dir {
+            self.security.resolve_paths(d);
+        }
+        self.security
+            .validate(self.admin_listen)
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        if self.admin_listen == self.listen && self.listen.port() != 0 {
+            return Err(invalid(
+                "admin_listen",
+                "must differ from listen: the public port never serves /metrics",
+            ));
         }
         self.check_origins()?;
         self.check_store()?;

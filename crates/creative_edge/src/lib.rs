@@ -4,7 +4,8 @@
 //! | --- | --- |
 //! | `POST /cache`, `GET /cache?uuid=` | the markup store, compatible with Prebid Cache (`store.rs`) |
 //! | `GET\|HEAD /assets/{origin}/{path}` | the asset proxy: memory and disk tiers, one fill per herd, streamed (`proxy.rs`, `fill.rs`) |
-//! | `/healthz`, `/metrics` | liveness, Prometheus text |
+//! | `/healthz` | liveness |
+//! | `/metrics`, `/healthz` on `admin_listen` | Prometheus text (never on the public port) |
 //!
 //! Pure parts: `freshness` (lifetimes), `conditional` (ETag, Range), `policy` (which tier),
 //! `lru`, `rate` (token buckets), `record` (the disk format). `writers` decides who may put
@@ -53,6 +54,8 @@ pub enum StartError {
     Disk { dir: String, reason: String },
     #[error("tls.cert_dir {dir}: {reason}")]
     Tls { dir: String, reason: String },
+    #[error("{0}")]
+    Admin(#[from] edge::AdminError),
 }
 
 /// A configured edge, ready to serve.
@@ -99,6 +102,7 @@ impl Edge {
             max_request_bytes: config.store.max_request_bytes(),
             read_timeout: Duration::from_millis(config.http.read_timeout_ms),
             tls,
+            admin: edge::AdminDoor::open(&config.security)?,
         };
         Ok(Edge {
             state: Arc::new(state),
@@ -118,6 +122,20 @@ impl Edge {
             self.limits,
             self.state.conns.clone(),
             move |request, peer: SocketAddr| server::route(state.clone(), request, peer),
+        )
+        .await;
+    }
+
+    /// Serves `/metrics` and `/healthz` on `listener` (bound to `admin_listen`) until
+    /// `shutdown` completes.
+    pub async fn serve_admin(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        let state = self.state.clone();
+        edge::serve(
+            listener,
+            shutdown,
+            edge::admin::admin_limits(self.limits),
+            Arc::new(edge::ConnStats::default()),
+            move |request, peer: SocketAddr| server::admin_route(state.clone(), request, peer),
         )
         .await;
     }

@@ -25,6 +25,8 @@ pub struct State {
     pub max_request_bytes: usize,
     pub read_timeout: Duration,
     pub tls: Option<Arc<edge::SniCerts>>,
+    /// Who may scrape `/metrics` on the admin listener.
+    pub admin: edge::AdminDoor,
 }
 
 /// Answers one request.
@@ -40,11 +42,7 @@ pub async fn route(
     match path {
         "/cache" => cache(&state, request, peer).await,
         "/healthz" => plain(StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
-        "/metrics" => plain(
-            StatusCode::OK,
-            "text/plain; version=0.0.4",
-            Bytes::from(render_metrics(&state)),
-        ),
+        "/metrics" => answer::refuse(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
         _ => answer::refuse(
             StatusCode::NOT_FOUND,
             "no such path; see /assets/{origin}/{path} and /cache",
@@ -207,6 +205,22 @@ fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Respons
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
+}
+
+/// The admin listener's routes: `/metrics` (through the admin door) and `/healthz`.
+pub async fn admin_route(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Response<edge::Body> {
+    match request.uri().path() {
+        "/metrics" => edge::metrics_answer(&state.admin, &request, peer, || render_metrics(&state)),
+        "/healthz" => edge::plain(StatusCode::OK, "text/plain", "ok\n"),
+        _ => edge::json_error(
+            StatusCode::NOT_FOUND,
+            "the admin listener serves /metrics and /healthz",
+        ),
+    }
 }
 
 fn render_metrics(state: &State) -> String {

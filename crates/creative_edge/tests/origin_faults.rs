@@ -195,7 +195,7 @@ async fn the_origin_pool_is_bounded_and_its_connections_are_kept_alive() {
     }
     let series = "gavel_edge_origin_connections_opened_total{origin=\"cdn\"}";
     assert_eq!(
-        metric(edge.addr, series).await,
+        metric(edge.admin, series).await,
         2,
         "never more than max_connections"
     );
@@ -213,7 +213,7 @@ async fn the_origin_pool_is_bounded_and_its_connections_are_kept_alive() {
     );
     get(edge.addr, "/assets/cdn/late.png").await;
     assert_eq!(
-        metric(edge.addr, series).await,
+        metric(edge.admin, series).await,
         2,
         "a kept-alive connection was reused"
     );

@@ -137,7 +137,9 @@ async fn a_put_without_a_writers_key_is_refused_and_stores_nothing() {
             "{key:?}"
         );
     }
-    let page = get(edge.addr, "/metrics").await;
+    // The public port shows no metrics; the admin listener does.
+    assert_eq!(get(edge.addr, "/metrics").await.status.as_u16(), 404);
+    let page = get(edge.admin, "/metrics").await;
     let text = String::from_utf8_lossy(&page.body);
     for (reason, n) in [("no_key", 1), ("unknown_key", 1), ("rate_limited", 0)] {
         let line = format!("gavel_edge_store_puts_refused_total{{reason=\"{reason}\"}} {n}");
@@ -246,7 +248,7 @@ async fn each_share_evicts_only_its_own_entries() {
         404,
         "the flood evicted its own oldest entries"
     );
-    let page = get(edge.addr, "/metrics").await;
+    let page = get(edge.admin, "/metrics").await;
     let text = String::from_utf8_lossy(&page.body);
     assert!(
         text.contains("gavel_edge_store_share_budget_bytes{writer=\"anonymous\"} 1048576"),

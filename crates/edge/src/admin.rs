@@ -1,7 +1,12 @@
-//! The admin door of both servers: admin endpoints live on their own listener
+//! The admin door of every server: admin endpoints live on their own listener
 //! (`admin_listen`, loopback by default), every mutation needs a bearer token (reads too,
 //! unless `admin_reads_need_token = false`), and every mutation writes one audit line: who,
 //! what, before, after.
+//!
+//! `/metrics` lives there too, never on a public port (it names sellers, bidders and revenue):
+//! reachable by whoever reaches the admin listener, or only with the token
+//! (`metrics_need_token = true`, for an admin listener on a network Prometheus shares with
+//! others; Prometheus sends it with `authorization: { credentials_file: ... }`).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -30,6 +35,9 @@ pub struct AdminSettings {
     pub admin_remote: bool,
     /// File the audit lines are appended to (JSON, one per mutation); they are logged too.
     pub audit_log: Option<PathBuf>,
+    /// `GET /metrics` on the admin listener needs the admin token. Default false: whoever can
+    /// reach the admin listener (loopback unless `admin_remote`) may scrape it.
+    pub metrics_need_token: bool,
 }
 
 impl Default for AdminSettings {
@@ -39,6 +47,7 @@ impl Default for AdminSettings {
             admin_reads_need_token: true,
             admin_remote: false,
             audit_log: None,
+            metrics_need_token: false,
         }
     }
 }
@@ -67,6 +76,27 @@ impl AdminSettings {
                 *path = dir.join(&*path);
             }
         }
+    }
+}
+
+/// What a public port answers for `/metrics` (404): where they are instead.
+pub const METRICS_ELSEWHERE: &str =
+    "/metrics is served on the admin listener (admin_listen), not on this port";
+
+/// The admin listener's `GET /metrics`: `render`ed when the door lets the scrape through
+/// ([`AdminDoor::check_metrics`]); 401 or 405 otherwise.
+pub fn metrics_answer<B>(
+    door: &AdminDoor,
+    req: &Request<B>,
+    peer: SocketAddr,
+    render: impl FnOnce() -> String,
+) -> Response<Body> {
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return crate::method_not_allowed("GET");
+    }
+    match door.check_metrics(req, peer) {
+        Ok(()) => crate::plain(StatusCode::OK, "text/plain; version=0.0.4", render()),
+        Err(denied) => denied.response(),
     }
 }
 
@@ -122,6 +152,7 @@ pub struct AdminDoor {
     /// SHA-256 of the token: compared in constant time with the digest of what was presented.
     token_digest: Option<[u8; 32]>,
     reads_need_token: bool,
+    metrics_need_token: bool,
     audit: Option<Mutex<std::fs::File>>,
 }
 
@@ -153,6 +184,7 @@ impl AdminDoor {
         Ok(AdminDoor {
             token_digest: token.map(|t| digest(t.expose())),
             reads_need_token: settings.admin_reads_need_token,
+            metrics_need_token: settings.metrics_need_token,
             audit,
         })
     }
@@ -170,6 +202,20 @@ impl AdminDoor {
                 who: peer.to_string(),
             });
         }
+        self.token(req, peer)
+    }
+
+    /// Lets a scrape of `/metrics` through: anyone who reached the admin listener, or only
+    /// with the token when `metrics_need_token`.
+    pub fn check_metrics<B>(&self, req: &Request<B>, peer: SocketAddr) -> Result<(), Denied> {
+        if !self.metrics_need_token {
+            return Ok(());
+        }
+        self.token(req, peer).map(|_| ())
+    }
+
+    /// The caller, if it presented the token.
+    fn token<B>(&self, req: &Request<B>, peer: SocketAddr) -> Result<Caller, Denied> {
         let Some(expected) = self.token_digest else {
             return Err(Denied::NoTokenConfigured);
         };
@@ -240,6 +286,7 @@ mod tests {
         AdminDoor {
             token_digest: token.map(|t| digest(t.as_bytes())),
             reads_need_token,
+            metrics_need_token: reads_need_token,
             audit: None,
         }
     }
@@ -312,5 +359,27 @@ mod tests {
         };
         assert_eq!(allowed.validate(public), Ok(()));
         assert_eq!(settings.validate(PEER), Ok(()));
+    }
+
+    #[test]
+    fn metrics_need_the_token_only_when_asked() {
+        let peer: SocketAddr = ([127, 0, 0, 1], 1).into();
+        let open = door(Some("secret-token"), false);
+        assert_eq!(open.check_metrics(&req(Method::GET, None), peer), Ok(()));
+        let guarded = door(Some("secret-token"), true);
+        assert_eq!(
+            guarded.check_metrics(&req(Method::GET, None), peer),
+            Err(Denied::NoToken)
+        );
+        assert_eq!(
+            guarded.check_metrics(&req(Method::GET, Some("Bearer nope")), peer),
+            Err(Denied::WrongToken)
+        );
+        assert_eq!(
+            guarded.check_metrics(&req(Method::GET, Some("Bearer secret-token")), peer),
+            Ok(())
+        );
+        let answer = metrics_answer(&open, &req(Method::POST, None), peer, String::new);
+        assert_eq!(answer.status(), StatusCode::METHOD_NOT_ALLOWED);
     }
 }

@@ -32,7 +32,10 @@ mod serve;
 pub mod sni;
 pub mod tls;
 
-pub use admin::{AdminDoor, AdminError, AdminSettings, Caller, Denied, bearer_token};
+pub use admin::{
+    AdminDoor, AdminError, AdminSettings, Caller, Denied, METRICS_ELSEWHERE, bearer_token,
+    metrics_answer,
+};
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
 pub use serve::{

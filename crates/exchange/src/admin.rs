@@ -6,6 +6,8 @@
 //! | `POST /admin/bidders/{name}/disable` | stop calling it (kept across reloads until enabled); audited |
 //! | `POST /admin/bidders/{name}/enable` | call it again; audited |
 //! | `POST /admin/reload` | reload the configuration file now (as SIGHUP); audited |
+//! | `GET /metrics` | Prometheus text (the token only with `security.metrics_need_token`) |
+//! | `GET /healthz` | `ok`, without a token |
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -61,11 +63,20 @@ impl ExchangeAdmin {
     }
 
     async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        let state = &self.exchange.state;
+        match req.uri().path() {
+            "/metrics" => {
+                return edge::metrics_answer(&self.door, &req, peer, || {
+                    crate::server::render_metrics(state)
+                });
+            }
+            "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
+            _ => {}
+        }
         let caller = match self.door.check(&req, peer) {
             Ok(c) => c,
             Err(denied) => return denied.response(),
         };
-        let state = &self.exchange.state;
         let path = req.uri().path();
         if let Some(rest) = path.strip_prefix("/admin/bidders/") {
             let (name, action) = rest.rsplit_once('/').unwrap_or((rest, ""));

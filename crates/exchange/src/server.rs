@@ -78,13 +78,9 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             method_not_allowed("POST")
         }
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
-        (&Method::GET, "/metrics") => {
-            let mut text = metrics.render();
-            state.door.admission().render("gavel_exchange", &mut text);
-            state.connections.render("gavel_exchange", &mut text);
-            plain(StatusCode::OK, "text/plain; version=0.0.4", text)
-        }
-        (_, "/healthz" | "/metrics") => method_not_allowed("GET"),
+        (_, "/healthz") => method_not_allowed("GET"),
+        // Sellers' names, bidders' wins and cleared revenue: never on the auction port.
+        (_, "/metrics") => json_error(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
         (_, path) if path.starts_with("/admin") => json_error(
             StatusCode::NOT_FOUND,
             "admin endpoints are served on admin_listen only",
@@ -97,6 +93,14 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             )
         }
     }
+}
+
+/// The Prometheus page, served on the admin listener.
+pub(crate) fn render_metrics(state: &State) -> String {
+    let mut text = state.metrics.render();
+    state.door.admission().render("gavel_exchange", &mut text);
+    state.connections.render("gavel_exchange", &mut text);
+    text
 }
 
 async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {

@@ -471,11 +471,15 @@ async fn bad_requests_get_clear_errors() {
 }
 
 #[tokio::test]
-async fn metrics_are_served_in_prometheus_text() {
+async fn metrics_are_served_in_prometheus_text_on_the_admin_listener_only() {
     let a = fixed_bidder("a", 1.0).await;
     let ex = exchange("", &[("a", a.endpoint())]).await;
     auction(ex.addr, &banner_request(0.1)).await;
-    let (status, headers, body) = send(ex.addr, "GET", "/metrics", "").await;
+    // The auction port names no seller, bidder or revenue to whoever reaches it.
+    let (status, _, body) = send(ex.addr, "GET", "/metrics", "").await;
+    assert_eq!(status, 404);
+    assert!(String::from_utf8_lossy(&body).contains("admin_listen"));
+    let (status, headers, body) = send(ex.admin, "GET", "/metrics", "").await;
     assert_eq!(status, 200);
     assert!(
         headers["content-type"]

@@ -261,7 +261,7 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
         b_metrics.outcome_count(BidderOutcome::Bid) as usize,
         b.requests.lock().unwrap().len()
     );
-    let text = send(ex.addr, "GET", "/metrics", "").await.2;
+    let text = send(ex.admin, "GET", "/metrics", "").await.2;
     let text = String::from_utf8_lossy(&text);
     // Applied by the watcher, by the explicit call, and perhaps again by the watcher seeing
     // the explicit reload's file.

@@ -147,6 +147,10 @@ pub struct EdgeArgs {
     /// Listen address (`host:port`); overrides `listen` in the file.
     #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
+    /// Admin address of `/metrics` (`host:port`); overrides `admin_listen` in the file
+    /// (loopback unless `security.admin_remote = true`).
+    #[arg(long, value_parser = parse_listen)]
+    pub admin_listen: Option<SocketAddr>,
     /// Check the configuration, print the values in effect and exit (nothing is started).
     #[arg(long)]
     pub check: bool,

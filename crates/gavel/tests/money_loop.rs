@@ -234,7 +234,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
     // The real bidder charged each of its wins once, at the clearing price, to the nano.
     let real = by_name["gavel-bidder"];
     assert!(real.wins > 10, "the real bidder won too little: {real:?}");
-    check_real_bidder(&books, real, bidder.addr, bidder.admin).await;
+    check_real_bidder(&books, real, bidder.admin).await;
 
     // What this (only) instance charged, per campaign, to the nano: the ledger of record ends
     // with exactly that spent, and nothing reserved once the notices have settled. Lost bids
@@ -289,7 +289,6 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
 async fn check_real_bidder(
     books: &ExchangeReport,
     booked: &BidderReport,
-    addr: SocketAddr,
     admin: SocketAddr,
 ) {
     let campaigns = campaigns_of(admin).await;
@@ -303,7 +302,7 @@ async fn check_real_bidder(
         "(wins, charged nanos) at the bidder against the exchange's books; {books:?}\n\
          campaigns: {campaigns:?}"
     );
-    let (status, metrics) = call(addr, "GET", "/metrics", "").await;
+    let (status, metrics) = call(admin, "GET", "/metrics", "").await;
     assert_eq!(status, 200);
     let small = campaigns.iter().find(|c| c["id"] == "small").unwrap();
     assert!(

@@ -34,7 +34,6 @@ struct Setup {
     exchange: Exchange,
     auction: SocketAddr,
     bidder: bidder::Bidder,
-    bidder_addr: SocketAddr,
     bidder_admin: SocketAddr,
 }
 
@@ -94,7 +93,6 @@ async fn setup(bidder_keys: &[&str], exchange_key: &str) -> Setup {
         exchange,
         auction,
         bidder,
-        bidder_addr,
         bidder_admin,
     }
 }
@@ -205,7 +203,7 @@ async fn a_seller_refiring_its_burls_at_any_other_price_moves_nothing() {
         "{c}"
     );
     assert_eq!(c["nanos"]["spent"].as_i64(), Some(booked.cleared.micros()));
-    let (_, page) = call(s.bidder_addr, "GET", "/metrics", "").await;
+    let (_, page) = call(s.bidder_admin, "GET", "/metrics", "").await;
     let n = AUCTIONS as u64;
     let refused = |why: &str| {
         metric(
@@ -305,7 +303,7 @@ async fn price_keys_rotate_on_both_sides_without_a_restart() {
         403,
         "a key-A token after key A was dropped"
     );
-    let (_, page) = call(s.bidder_addr, "GET", "/metrics", "").await;
+    let (_, page) = call(s.bidder_admin, "GET", "/metrics", "").await;
     assert_eq!(
         metric(
             &page,

@@ -107,7 +107,7 @@ async fn sighup_reloads_the_exchange_bidder_list() {
         )
     };
     std::fs::write(&config, text("one", first)).unwrap();
-    let (child, addr, _) = common::spawn_listening("exchange", &config);
+    let (child, addr, admin, _) = common::spawn_listening_admin("exchange", &config);
     let seat = move || {
         let (status, body) = call(addr, "POST", "/openrtb2/auction", AUCTION);
         assert_eq!(status, 200, "{body}");
@@ -131,7 +131,9 @@ async fn sighup_reloads_the_exchange_bidder_list() {
         rewrite_unseen(&config, &garbage);
         signal(&child, "HUP");
         let refused = "gavel_exchange_config_reloads_total{outcome=\"invalid\"}";
-        assert!(eventually(Duration::from_secs(3), || metric(addr, refused) >= 1));
+        assert!(eventually(Duration::from_secs(3), || metric(
+            admin, refused
+        ) >= 1));
         assert_eq!(seat(), "two");
         stop(child);
     })
@@ -157,7 +159,7 @@ fn sighup_reloads_the_bidder_campaigns() {
         format!("campaigns = \"campaigns.json\"\n{security}"),
     )
     .unwrap();
-    let (child, addr, _) = common::spawn_listening("bidder", &config);
+    let (child, addr, admin, _) = common::spawn_listening_admin("bidder", &config);
     let price = || {
         let (status, body) = call(addr, "POST", "/openrtb2/bid", AUCTION);
         assert_eq!(status, 200, "{body}");
@@ -180,7 +182,9 @@ fn sighup_reloads_the_bidder_campaigns() {
     );
     signal(&child, "HUP");
     let refused = "gavel_bidder_campaign_reloads_total{outcome=\"failed\"}";
-    assert!(eventually(Duration::from_secs(3), || metric(addr, refused) >= 1));
+    assert!(eventually(Duration::from_secs(3), || metric(
+        admin, refused
+    ) >= 1));
     assert_eq!(price(), 3.0);
     stop(child);
 }

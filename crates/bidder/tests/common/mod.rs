@@ -128,6 +128,13 @@ impl TestBidder {
         call(self.addr, "POST", target, body).await
     }
 
+    /// The Prometheus page, from the admin listener (the bid port serves none).
+    pub async fn metrics_page(&self) -> String {
+        let (status, text) = call(self.admin_addr, "GET", "/metrics", "").await;
+        assert_eq!(status, 200, "{text}");
+        text
+    }
+
     /// An admin call with the test token.
     pub async fn admin_call(&self, method: &str, target: &str) -> (u16, String) {
         call_as(self.admin_addr, method, target, Some(ADMIN_TOKEN), "").await
@@ -161,7 +168,7 @@ pub async fn bid(b: &TestBidder, id: &str) -> (String, String, String) {
 
 /// The value of the sample `line` (name and labels) on the bidder's `/metrics`.
 pub async fn metric(b: &TestBidder, line: &str) -> u64 {
-    let text = b.get("/metrics").await.1;
+    let text = b.metrics_page().await;
     text.lines()
         .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {line} in\n{text}"))

@@ -224,6 +224,8 @@ impl Body for Channel {
 pub struct Running {
     pub edge: Edge,
     pub addr: SocketAddr,
+    /// The admin listener: `/metrics`.
+    pub admin: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -288,9 +290,18 @@ pub async fn start_edge(config: &Config, clock: Arc<dyn Clock>) -> Running {
             })
             .await;
     });
+    let admin_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind admin");
+    let admin = admin_listener.local_addr().expect("admin addr");
+    let serving = edge.clone();
+    tokio::spawn(async move {
+        serving
+            .serve_admin(admin_listener, std::future::pending())
+            .await
+    });
     Running {
         edge,
         addr,
+        admin,
         stop: Some(stop),
         task,
     }
@@ -417,7 +428,8 @@ pub fn open_files(want: u64) {
     .expect("raise the open-file limit");
 }
 
-/// Reads one sample of `/metrics`: the value of the line starting with `series`.
+/// Reads one sample of `/metrics` from the admin listener `addr`: the value of the line
+/// starting with `series`.
 pub async fn metric(addr: SocketAddr, series: &str) -> u64 {
     let text = get(addr, "/metrics").await.body;
     let text = String::from_utf8_lossy(&text);

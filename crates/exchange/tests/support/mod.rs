@@ -243,6 +243,8 @@ pub async fn black_hole() -> SocketAddr {
 /// A running exchange on 127.0.0.1:0.
 pub struct RunningExchange {
     pub addr: SocketAddr,
+    /// The admin listener (`/admin/*`, `/metrics`).
+    pub admin: SocketAddr,
     pub metrics: Arc<Metrics>,
     pub exchange: Exchange,
 }
@@ -309,8 +311,13 @@ async fn start(config: exchange::Validated) -> RunningExchange {
     let metrics = exchange.metrics();
     let serving = exchange.clone();
     tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
+    let admin_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = admin_listener.local_addr().unwrap();
+    let door = exchange.admin().unwrap();
+    tokio::spawn(async move { door.serve(admin_listener, std::future::pending()).await });
     RunningExchange {
         addr,
+        admin,
         metrics,
         exchange,
     }

@@ -47,7 +47,7 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         }
     });
     println!(
-        "gavel bidder listening on {}{} (ledger: {backend}; admin: http://{admin_addr}/admin/campaigns; metrics: /metrics; campaigns reload on change and on SIGHUP)",
+        "gavel bidder listening on {}{} (ledger: {backend}; admin: http://{admin_addr}/admin/campaigns; metrics: http://{admin_addr}/metrics; campaigns reload on change and on SIGHUP)",
         bidder.public_url(),
         bidder::BID_PATH,
     );

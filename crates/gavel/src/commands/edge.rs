@@ -15,6 +15,13 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    if let Some(admin) = args.admin_listen {
+        config
+            .security
+            .validate(admin)
+            .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
+        config.admin_listen = admin;
+    }
     if args.check {
         return super::check_config::edge(&args.config, &config);
     }
@@ -22,6 +29,10 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let admin_listener = TcpListener::bind(config.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin_listen)", config.admin_listen))?;
+    let admin_addr = admin_listener.local_addr()?;
     let scheme = if config.tls.is_some() {
         "https"
     } else {
@@ -30,7 +41,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let origins: Vec<&str> = config.origins.iter().map(|o| o.name.as_str()).collect();
     println!(
         "gavel edge listening on {scheme}://{} (markup store: /cache; assets: /assets/{{origin}}/... \
-         for {}; memory {} MiB, disk {}; metrics: /metrics)",
+         for {}; memory {} MiB, disk {}; metrics: http://{admin_addr}/metrics)",
         listener.local_addr()?,
         if origins.is_empty() {
             "no origins".to_owned()
@@ -44,7 +55,18 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             d.dir.display()
         )),
     );
+    let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin = edge.clone();
+    let admin_task = tokio::spawn(async move {
+        admin
+            .serve_admin(admin_listener, async {
+                let _ = admin_stopped.await;
+            })
+            .await;
+    });
     edge.serve(listener, super::shutdown_signal()).await;
+    let _ = admin_stop.send(());
+    let _ = admin_task.await;
     let _ = writeln!(std::io::stdout(), "gavel edge stopped");
     Ok(())
 }

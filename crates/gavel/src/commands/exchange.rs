@@ -47,9 +47,9 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         }
     });
     println!(
-        "gavel exchange listening on http://{}{} with {bidders} bidders (metrics: /metrics; \
-         admin: http://{admin_addr}/admin/bidders; the bidder list reloads when {} changes, \
-         and on SIGHUP)",
+        "gavel exchange listening on http://{}{} with {bidders} bidders (admin: \
+         http://{admin_addr}/admin/bidders; metrics: http://{admin_addr}/metrics; the bidder \
+         list reloads when {} changes, and on SIGHUP)",
         listener.local_addr()?,
         exchange::AUCTION_PATH,
         args.config.display()

@@ -14,6 +14,15 @@ pub fn spawn_listening(
     subcommand: &str,
     config: &Path,
 ) -> (Child, SocketAddr, Lines<BufReader<ChildStdout>>) {
+    let (child, addr, _, lines) = spawn_listening_admin(subcommand, config);
+    (child, addr, lines)
+}
+
+/// [`spawn_listening`], with the admin address too (`/admin/*`, `/metrics`).
+pub fn spawn_listening_admin(
+    subcommand: &str,
+    config: &Path,
+) -> (Child, SocketAddr, SocketAddr, Lines<BufReader<ChildStdout>>) {
     let (child, first, lines) = spawn_listening_with(
         subcommand,
         config,
@@ -25,7 +34,7 @@ pub fn spawn_listening(
         .and_then(|rest| rest.split('/').next())
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in {first:?}"));
-    (child, addr, lines)
+    (child, addr, admin_addr(&first), lines)
 }
 
 /// Starts `gavel <subcommand> --config <config> <args>` and returns it with the first line it
