@@ -47,7 +47,7 @@ pub(crate) async fn handle(
     match req.uri().path() {
         "/metrics" => {
             return edge::metrics_answer(&state.admin, &req, peer, || {
-                crate::server::render_metrics(state)
+                render_metrics(state)
             });
         }
         "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
@@ -76,6 +76,17 @@ pub(crate) async fn handle(
             "no such admin path; see GET /admin/campaigns, POST /admin/reload, POST /admin/ledger/open",
         ),
     }
+}
+
+/// The Prometheus page, served on the admin listener.
+fn render_metrics(state: &State) -> String {
+    let mut text = state.metrics.render();
+    crate::metrics::render_leases(&mut text, state.ledger.lease_status());
+    crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
+    crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));
+    state.door.admission().render("gavel_bidder", &mut text);
+    state.connections.render("gavel_bidder", &mut text);
+    text
 }
 
 impl Bidder {

@@ -116,17 +116,6 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
-/// The Prometheus page, served on the admin listener.
-pub(crate) fn render_metrics(state: &State) -> String {
-    let mut text = state.metrics.render();
-    crate::metrics::render_leases(&mut text, state.ledger.lease_status());
-    crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
-    crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));
-    state.door.admission().render("gavel_bidder", &mut text);
-    state.connections.render("gavel_bidder", &mut text);
-    text
-}
-
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
     // A gate of their own, apart from the bids': a flood of notices never sheds a bid, and
     // one past the limit is refused at once (503: the sender retries), never queued.

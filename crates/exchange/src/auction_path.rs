@@ -293,7 +293,9 @@ async fn fetch_missing_markup(
                 continue;
             }
             Some(Err(NoticeError::Refused(refusal))) => {
-                edge::log_limit::warn("markup fetch refused", &refusal);
+                if let Some(b) = roster.bidders.get(w.bidder as usize) {
+                    b.notices.refused("markup fetch", &refusal);
+                }
                 NoticeOutcome::Refused
             }
             Some(Err(NoticeError::Failed(e))) => {

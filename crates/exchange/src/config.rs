@@ -143,6 +143,10 @@ pub struct HttpConfig {
     pub shutdown_grace_ms: u64,
     /// Open client connections from one IP address at most. Default 1024.
     pub max_connections_per_ip: u32,
+    /// How often bidder hosts given by name are looked up again, in ms: a changed address
+    /// moves the bidder's pool there, and a bidder that did not resolve is called once it
+    /// does. Default 30000.
+    pub dns_refresh_ms: u64,
 }
 
 impl Default for HttpConfig {
@@ -157,6 +161,7 @@ impl Default for HttpConfig {
             max_header_bytes: 16 * 1024,
             shutdown_grace_ms: 5_000,
             max_connections_per_ip: 1_024,
+            dns_refresh_ms: 30_000,
         }
     }
 }
@@ -329,19 +334,54 @@ fn default_true() -> bool {
 }
 
 /// A bidder endpoint split into what the connection pool needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Endpoint {
     pub scheme: Scheme,
     /// Host as written (lower case, no brackets): what TLS expects and notice URLs may name.
     pub host: String,
     pub port: u16,
-    pub addr: SocketAddr,
+    /// The address the host resolved to when the file loaded; `None` when it did not resolve
+    /// (the bidder is skipped until it does: the exchange looks again every
+    /// `http.dns_refresh_ms`, and the pool follows the address it finds).
+    pub addr: Option<SocketAddr>,
     /// Value of the `Host` header.
     pub authority: String,
     /// Path and query sent in the request line.
     pub path: String,
     /// Set for `https` endpoints.
     pub tls: Option<EndpointTls>,
+}
+
+/// Two endpoints are the same target whatever their hosts resolved to when they were read: a
+/// reload that only sees a new address keeps the bidder's pool (and moves it to the address).
+impl PartialEq for Endpoint {
+    fn eq(&self, other: &Endpoint) -> bool {
+        self.scheme == other.scheme
+            && self.host == other.host
+            && self.port == other.port
+            && self.authority == other.authority
+            && self.path == other.path
+            && self.tls == other.tls
+    }
+}
+
+impl Eq for Endpoint {}
+
+impl Endpoint {
+    /// Whether the host is an IP literal (nothing to look up, ever).
+    pub fn is_literal(&self) -> bool {
+        self.host.parse::<std::net::IpAddr>().is_ok()
+    }
+}
+
+/// Looks `host` up (blocking; call it off the runtime's threads): its first address with
+/// `port`, or why there is none.
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host} resolves to no address"))
 }
 
 /// How an `https` endpoint is verified.
@@ -352,7 +392,8 @@ pub struct EndpointTls {
     pub server_name: rustls_pki_types::ServerName<'static>,
 }
 
-/// Parses `http(s)://host[:port]/path` and resolves the host (blocking; call at load time only).
+/// Parses `http(s)://host[:port]/path` and resolves the host (blocking; call at load time
+/// only). A host that does not resolve leaves `addr` empty; [`resolve`] says why.
 pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
     let uri: http::Uri = url
         .parse()
@@ -379,11 +420,7 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
     }
     let port = authority.port_u16().unwrap_or(scheme.default_port());
     let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
-    let addr = (host_for_lookup, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{url:?}: cannot resolve {host}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{url:?}: {host} resolves to no address"))?;
+    let addr = resolve(host_for_lookup, port).ok();
     // The request line needs origin form: `http://h:1?q` has an empty path, which becomes "/".
     let path = match (uri.path(), uri.query()) {
         ("", None) => "/".to_owned(),
@@ -632,6 +669,9 @@ impl Config {
         if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
             return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
         }
+        if !(100..=3_600_000).contains(&h.dns_refresh_ms) {
+            return Err(invalid("http.dns_refresh_ms", "must be 100..=3600000"));
+        }
         http_limits(h)
             .check()
             .map_err(|(key, problem)| invalid(key, problem))?;
@@ -773,6 +813,14 @@ impl Config {
             Some(c) => {
                 c.check().map_err(|(key, problem)| invalid(key, problem))?;
                 let endpoint = parse_endpoint(&c.url).map_err(|e| invalid("cache.url", e))?;
+                // The store runs next to the exchange: a name that does not resolve is a
+                // mistake to stop at, not a partner to wait for.
+                if endpoint.addr.is_none() {
+                    let why = resolve(&endpoint.host, endpoint.port)
+                        .err()
+                        .unwrap_or_default();
+                    return Err(invalid("cache.url", why));
+                }
                 let key = read_single_key(
                     "the markup store ([cache])",
                     c.key_file.as_ref(),
@@ -826,7 +874,7 @@ max_connections = 64
     fn the_documented_example_loads() {
         let v = Config::from_toml(EXAMPLE).unwrap();
         assert_eq!(v.second_price_increment, Price::from_micros(10_000));
-        assert_eq!(v.endpoints[0].addr, "127.0.0.1:9001".parse().unwrap());
+        assert_eq!(v.endpoints[0].addr, Some("127.0.0.1:9001".parse().unwrap()));
         assert_eq!(v.endpoints[0].path, "/openrtb2");
         assert_eq!(v.endpoints[0].authority, "127.0.0.1:9001");
     }

@@ -55,10 +55,13 @@ impl Reply {
     }
 }
 
-/// Starts a call to `bidder` unless its pool is full, its rate cap is reached or its breaker is
-/// open. The breaker is asked last, so that a call it allows (perhaps a half-open probe) is
+/// Starts a call to `bidder` unless its host has not resolved, its pool is full, its rate cap
+/// is reached or its breaker is open. The breaker is asked last, so that a call it allows (perhaps a half-open probe) is
 /// surely made and its outcome recorded.
 fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipReason> {
+    if bidder.pool.addr().is_none() {
+        return Err(SkipReason::Unresolved);
+    }
     let call = bidder
         .pool
         .start(body.clone())

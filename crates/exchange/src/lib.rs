@@ -28,12 +28,14 @@ pub mod outbound;
 pub mod pool;
 pub mod reload;
 pub mod report;
+mod resolver;
 pub mod roster;
 pub mod sellers;
 pub mod server;
 pub mod settle;
 mod state;
 pub mod tls;
+pub mod warnings;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).
 pub use openrtb::validate;
 

@@ -42,6 +42,17 @@ labelled_counters! {
         PoolFull => "pool_full",
         BreakerOpen => "breaker_open",
         QpsCap => "qps_cap",
+        Unresolved => "unresolved",
+    }
+}
+
+labelled_counters! {
+    /// Why the exchange did not call a bidder's notice or markup URL (`outbound::Refusal`).
+    NoticeRefusal {
+        BadUrl => "bad_url",
+        HostNotAllowed => "host_not_allowed",
+        Address => "address",
+        NoAddress => "no_address",
     }
 }
 
@@ -115,6 +126,8 @@ pub struct BidderMetrics {
     pub outcomes: ByLabel<{ BidderOutcome::COUNT }>,
     /// Auctions that skipped this bidder, by reason (their sum is the `skipped` outcome).
     pub skips: ByLabel<{ SkipReason::COUNT }>,
+    /// Its notice and markup URLs the exchange refused to call, by reason.
+    pub notice_refusals: ByLabel<{ NoticeRefusal::COUNT }>,
     /// Times its circuit breaker opened.
     pub breaker_trips: AtomicU64,
     /// Its breaker's state now: 0 closed, 1 open, 2 half-open.
@@ -180,6 +193,22 @@ impl BidderMetrics {
         self.skips.get(r as usize)
     }
 
+    /// Counts a refused notice or markup URL by its reason.
+    pub fn notice_refused(&self, refusal: &crate::outbound::Refusal) {
+        use crate::outbound::Refusal as R;
+        let reason = match refusal {
+            R::BadUrl => NoticeRefusal::BadUrl,
+            R::HostNotAllowed(_) => NoticeRefusal::HostNotAllowed,
+            R::Address(_) => NoticeRefusal::Address,
+            R::NoAddress(_) => NoticeRefusal::NoAddress,
+        };
+        self.notice_refusals.inc(reason as usize);
+    }
+
+    pub fn notice_refusal_count(&self, r: NoticeRefusal) -> u64 {
+        self.notice_refusals.get(r as usize)
+    }
+
     /// Counts a rejected bid. Rejections are rare next to bids, and the list holds one entry per
     /// distinct reason, so a short lock here is cheaper than a counter per (bidder, reason).
     pub fn rejected(&self, label: &'static str) {
@@ -223,6 +252,8 @@ pub struct Metrics {
     bidders: ArcSwap<BidderTable>,
     /// Auctions' markup puts to the `[cache]` store, by outcome.
     pub cache: ByLabel<{ CacheOutcome::COUNT }>,
+    /// Lookups of bidder hosts that failed while serving (the address in use was kept).
+    pub dns_failures: AtomicU64,
 }
 
 /// Per-bidder metrics of the bidders configured now, index-aligned with their names.
@@ -256,6 +287,7 @@ impl Metrics {
             requests: ByLabel::default(),
             auction_latency: Histogram::default(),
             late_answers: AtomicU64::new(0),
+            dns_failures: AtomicU64::new(0),
             no_time_left: AtomicU64::new(0),
             notices: std::array::from_fn(|_| ByLabel::default()),
             notice_retries: ByLabel::default(),
@@ -367,6 +399,13 @@ impl Metrics {
             "counter",
             "Answers written after the deadline.",
             self.late_answers.load(Relaxed),
+        );
+        single(
+            o,
+            "gavel_exchange_bidder_lookup_failures_total",
+            "counter",
+            "Lookups of bidder hosts that failed while serving; the address in use was kept.",
+            self.dns_failures.load(Relaxed),
         );
         single(
             o,
@@ -581,6 +620,19 @@ impl Metrics {
             for n in NoticeOutcome::ALL {
                 let labels = [("bidder", bidder), ("outcome", n.label())];
                 sample(o, notices, &labels, b.notices.get(*n as usize));
+            }
+        }
+        let refused = "gavel_exchange_bidder_notices_refused_total";
+        family(
+            o,
+            refused,
+            "counter",
+            "Each bidder's notice and markup URLs the exchange refused to call, by reason (address: a private, loopback or other internal address, see notices.allow_private_addresses).",
+        );
+        for (bidder, b) in table.iter() {
+            for r in NoticeRefusal::ALL {
+                let labels = [("bidder", bidder), ("reason", r.label())];
+                sample(o, refused, &labels, b.notice_refusals.get(*r as usize));
             }
         }
         per_bidder(

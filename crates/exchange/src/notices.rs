@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::metrics::{BidderMetrics, Metrics, NoticeKind, NoticeOutcome};
 use crate::notice_client::{NoticeClient, NoticeError};
-use crate::outbound::{ByOrigin, NoticeHosts, Target};
+use crate::outbound::{ByOrigin, NoticeHosts, Refusal, Target};
 use crate::pool::Answer;
 use crate::tls::ClientTls;
 
@@ -38,9 +38,38 @@ const IDLE_SWEEP: Duration = Duration::from_secs(1);
 /// Where one bidder's notices may go, how they are verified, and whose figures they count in.
 #[derive(Debug)]
 pub struct NoticeRoute {
+    /// The bidder's name, for the log lines of its refusals.
+    pub bidder: String,
     pub hosts: NoticeHosts,
     pub tls: Option<ClientTls>,
     pub metrics: Arc<BidderMetrics>,
+}
+
+impl NoticeRoute {
+    /// Counts a refused notice or markup fetch under this bidder and its reason, and says
+    /// (a few lines a second at most) which bidder and which setting: a refused notice is an
+    /// impression nobody is billed for.
+    pub fn refused(&self, what: &str, refusal: &Refusal) {
+        self.metrics.notice_refused(refusal);
+        static LIMIT: edge::log_limit::LogLimit = edge::log_limit::LogLimit::new(5);
+        let Some(suppressed) = LIMIT.admit_now() else {
+            return;
+        };
+        let fix = match refusal {
+            Refusal::Address(_) | Refusal::NoAddress(_) => {
+                "if this bidder really lives there, set notices.allow_private_addresses = true"
+            }
+            Refusal::HostNotAllowed(_) => "add the host to the bidder's notice_hosts",
+            Refusal::BadUrl => "the bidder sent a URL that is not absolute http(s)",
+        };
+        tracing::warn!(
+            bidder = %self.bidder,
+            reason = refusal.label(),
+            suppressed,
+            "{what} to bidder {} refused: {refusal}; {fix}",
+            self.bidder
+        );
+    }
 }
 
 /// Sizes and timings of the notice queues (`[notices]`).
@@ -129,7 +158,7 @@ impl Notifier {
                 push(&self.inner, job);
             }
             Err(refusal) => {
-                edge::log_limit::warn("notice refused", &refusal);
+                route.refused(kind.label(), &refusal);
                 count(
                     &self.inner.metrics,
                     kind,
@@ -267,7 +296,7 @@ fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
             (NoticeOutcome::Failed, transient)
         }
         Err(NoticeError::Refused(refusal)) => {
-            edge::log_limit::warn("notice refused", &refusal);
+            job.route.refused(job.kind.label(), &refusal);
             (NoticeOutcome::Refused, false)
         }
         Err(NoticeError::Failed(e)) => {

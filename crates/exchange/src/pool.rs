@@ -37,6 +37,8 @@ pub enum CallError {
     Connect(std::io::Error),
     #[error("TLS handshake failed: {0}")]
     Tls(std::io::Error),
+    #[error("the host has not resolved to an address")]
+    Unresolved,
     #[error("HTTP error: {0}")]
     Answer(H1Error),
     #[error("response body larger than {0} bytes")]
@@ -52,6 +54,7 @@ impl CallError {
             CallError::PoolExhausted(_) => "pool_exhausted",
             CallError::Connect(_) => "connect",
             CallError::Tls(_) => "tls",
+            CallError::Unresolved => "unresolved",
             CallError::Answer(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
@@ -130,6 +133,9 @@ pub struct BidderPool {
     idle: Mutex<Vec<Conn>>,
     /// The request line and fixed headers of every call, encoded once.
     head: RequestHead,
+    /// Where new connections go: the host's latest address (`None` until it resolves).
+    /// Followed by `resolver.rs`; idle connections to an old address are closed when it moves.
+    addr: arc_swap::ArcSwapOption<SocketAddr>,
 }
 
 impl BidderPool {
@@ -144,6 +150,7 @@ impl BidderPool {
     ) -> Self {
         let head = RequestHead::post(&endpoint.path, &endpoint.authority);
         BidderPool {
+            addr: arc_swap::ArcSwapOption::from(endpoint.addr.map(Arc::new)),
             endpoint,
             head,
             max_connections,
@@ -157,6 +164,26 @@ impl BidderPool {
 
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// The address new connections go to; `None` while the host has not resolved.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr.load().as_deref().copied()
+    }
+
+    /// Moves new connections to `addr`; when it differs from the one in use, the idle
+    /// connections (to the old one) are closed. Whether it changed.
+    pub fn set_addr(&self, addr: SocketAddr) -> bool {
+        // One writer at a time (the resolver, a reload): a swap that lost a race is harmless,
+        // the next look corrects it.
+        if self.addr() == Some(addr) {
+            return false;
+        }
+        self.addr.store(Some(Arc::new(addr)));
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.clear();
+        }
+        true
     }
 
     /// The same pool, sending `Authorization: Bearer {token}` with every call (the markup
@@ -234,7 +261,8 @@ impl BidderPool {
             .tls
             .as_ref()
             .map(|t| (&t.client, t.server_name.clone()));
-        dial(self.endpoint.addr, tls).await
+        let addr = self.addr().ok_or(CallError::Unresolved)?;
+        dial(addr, tls).await
     }
 }
 

@@ -162,7 +162,16 @@ impl Exchange {
 async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError> {
     let _one_at_a_time = state.reload_lock.lock().await;
     let owned = path.to_owned();
-    let loaded = match tokio::task::spawn_blocking(move || load(&owned)).await {
+    // Loading looks hosts up, and so do the warnings: both off the runtime's threads.
+    let loaded = match tokio::task::spawn_blocking(move || {
+        load(&owned).inspect(|v| {
+            for w in crate::warnings::warnings(v) {
+                tracing::warn!("{w}");
+            }
+        })
+    })
+    .await
+    {
         Ok(result) => result,
         Err(e) => Err(ReloadError::Unreadable(settings::ReadError::Io {
             path: path.display().to_string(),

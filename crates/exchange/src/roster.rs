@@ -113,7 +113,12 @@ impl Roster {
             let old = previous.bidders.iter().find(|b| b.name == config.name);
             let mut bidder = Bidder::carried_over(config, endpoint, settings, old, now);
             bidder.price_key = validated.price_keys.get(i).cloned().flatten();
+            // A kept pool follows the address this load found (a new pool starts with it).
+            if let Some(addr) = endpoint.addr {
+                bidder.pool.set_addr(addr);
+            }
             bidder.notices = Arc::new(NoticeRoute {
+                bidder: config.name.clone(),
                 hosts: hosts.clone(),
                 tls: tls.clone(),
                 metrics: bidder.metrics.clone(),
@@ -206,6 +211,7 @@ impl Bidder {
         };
         Bidder {
             notices: Arc::new(NoticeRoute {
+                bidder: config.name.clone(),
                 hosts: crate::outbound::NoticeHosts::default(),
                 tls: None,
                 metrics: metrics.clone(),

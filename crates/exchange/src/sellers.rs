@@ -25,6 +25,9 @@ pub const MIN_KEY_CHARS: usize = 16;
 pub const MAX_KEY_CHARS: usize = 256;
 /// Most keys one seller may have at once (rotation needs two).
 pub const MAX_KEYS_PER_SELLER: usize = 8;
+/// How the example keys shipped in `examples/keys/` begin: a key that does is known to
+/// everyone who has read the repository.
+pub const EXAMPLE_KEY_PREFIX: &str = "example-only-";
 
 /// One seller as the configuration file writes it (`[[sellers]]`).
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
@@ -70,6 +73,8 @@ pub struct Seller {
     pub max_tmax_ms: Option<u32>,
     pub bill_on_win: bool,
     pub fires_notices: bool,
+    /// One of its keys is an example key from the repository ([`EXAMPLE_KEY_PREFIX`]).
+    pub example_key: bool,
     /// Requests taken from this seller (authenticated).
     pub requests: AtomicU64,
 }
@@ -84,6 +89,7 @@ impl Seller {
             max_tmax_ms: None,
             bill_on_win,
             fires_notices: false,
+            example_key: false,
             requests: AtomicU64::new(0),
         }
     }
@@ -202,6 +208,9 @@ impl Sellers {
                 return Err((key("name"), "duplicate seller name".to_owned()));
             }
             let keys = read_keys(c, files).map_err(|(field, problem)| (key(field), problem))?;
+            let example_key = keys
+                .iter()
+                .any(|k| k.starts_with(EXAMPLE_KEY_PREFIX.as_bytes()));
             for k in keys {
                 if by_digest.insert(digest(&k), i).is_some() {
                     return Err((
@@ -239,6 +248,7 @@ impl Sellers {
                 max_tmax_ms: c.max_tmax_ms,
                 bill_on_win,
                 fires_notices: c.fires_notices,
+                example_key,
                 requests: AtomicU64::new(0),
             }));
         }

@@ -282,6 +282,20 @@ async fn a_listed_host_that_resolves_to_an_internal_address_is_refused_without_a
     })
     .await;
     assert_eq!(victim_hits.load(SeqCst), 0);
+    // Counted under the bidder, with the reason that names the setting.
+    let a_metrics = ex.metrics.bidder_named("a").expect("bidder a");
+    assert_eq!(
+        a_metrics.notice_refusal_count(exchange::metrics::NoticeRefusal::Address),
+        1
+    );
+    let (_, _, page) = send(ex.admin, "GET", "/metrics", "").await;
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains(
+            "gavel_exchange_bidder_notices_refused_total{bidder=\"a\",reason=\"address\"} 1"
+        ),
+        "{page}"
+    );
 }
 
 #[tokio::test]

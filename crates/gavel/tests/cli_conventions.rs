@@ -164,6 +164,7 @@ fn help_lists_every_command_on_one_line() {
         "load",
         "demo",
         "check-config",
+        "ledger",
         "baseline",
     ] {
         let line = help
@@ -243,6 +244,57 @@ fn check_config_validates_an_exchange_file_and_prints_what_is_in_effect() {
         &["exchange", "--config", bad.to_str().unwrap(), "--check"],
         &["bidders[0].endpoint"],
     );
+}
+
+#[test]
+fn check_config_warns_about_what_would_silently_stop_billing() {
+    let dir = TempDir::new("check-warnings");
+    // World-readable, as a key copied with default permissions is.
+    let key = dir.file("pub-a.key", "example-only-pub-a-0123456789abcdef\n");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let config = dir.file(
+        "exchange.toml",
+        "[[sellers]]\nname = \"pub-a\"\nkey_file = \"pub-a.key\"\n\
+         [[bidders]]\nname = \"local\"\nendpoint = \"http://127.0.0.1:9/bid\"\n\
+         [[bidders]]\nname = \"gone\"\nendpoint = \"http://no-such-host.invalid/bid\"\n",
+    );
+    let (ok, stdout, stderr) = run(&["check-config", config.to_str().unwrap()]);
+    assert!(
+        ok,
+        "an unresolvable bidder does not refuse the file: {stderr}"
+    );
+    assert!(
+        stdout.contains("bidder hosts resolved now: local 127.0.0.1 -> 127.0.0.1; gone no-such-host.invalid -> UNRESOLVED"),
+        "{stdout}"
+    );
+    for warning in [
+        "warning: bidders[0] (\"local\"): endpoint 127.0.0.1 resolves to 127.0.0.1",
+        "set notices.allow_private_addresses = true",
+        "warning: bidders[1] (\"gone\"): endpoint no-such-host.invalid does not resolve",
+        "warning: sellers[0] (\"pub-a\"): uses an example key",
+    ] {
+        assert!(stdout.contains(warning), "{warning} missing from\n{stdout}");
+    }
+    assert!(
+        stderr.contains("seller \"pub-a\"") && stderr.contains("readable by every user"),
+        "{stderr}"
+    );
+    // On a listener others can reach, the example key is refused outright.
+    let stderr = refused(
+        &[
+            "exchange",
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "0.0.0.0:0",
+        ],
+        &["pub-a", "example keys", "openssl rand"],
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    drop(key);
 }
 
 #[test]

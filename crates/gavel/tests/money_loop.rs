@@ -286,11 +286,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
 }
 
 /// The real bidder's side of the books against the exchange's.
-async fn check_real_bidder(
-    books: &ExchangeReport,
-    booked: &BidderReport,
-    admin: SocketAddr,
-) {
+async fn check_real_bidder(books: &ExchangeReport, booked: &BidderReport, admin: SocketAddr) {
     let campaigns = campaigns_of(admin).await;
     assert_within_budget(&campaigns);
     let wins: u64 = campaigns.iter().map(|c| c["wins"].as_u64().unwrap()).sum();

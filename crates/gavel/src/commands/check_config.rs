@@ -89,6 +89,25 @@ pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<
     if !keyed.is_empty() {
         let _ = write!(headline, "; price tokens for {}", keyed.join(", "));
     }
+    // Names are looked up now, as the exchange does at start: say what they resolved to.
+    let lookups = exchange::warnings::endpoint_lookups(validated);
+    if !lookups.is_empty() {
+        let hosts: Vec<String> = lookups
+            .iter()
+            .map(|l| match &l.found {
+                Ok(ips) => format!("{} {} -> {}", l.bidder, l.host, ips[0]),
+                Err(_) => format!("{} {} -> UNRESOLVED", l.bidder, l.host),
+            })
+            .collect();
+        let _ = write!(
+            headline,
+            "\nbidder hosts resolved now: {}",
+            hosts.join("; ")
+        );
+    }
+    for w in exchange::warnings::warnings(validated) {
+        let _ = write!(headline, "\nwarning: {w}");
+    }
     print(&headline, c)
 }
 

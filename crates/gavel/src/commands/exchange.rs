@@ -26,6 +26,18 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         return super::check_config::exchange(&args.config, &validated);
     }
     let listen = validated.config.listen;
+    let examples = exchange::warnings::example_key_sellers(&validated);
+    if !examples.is_empty() && !listen.ip().is_loopback() {
+        anyhow::bail!(
+            "sellers {} use example keys from the repository (examples/keys), and {listen} is not \
+             a loopback address: anyone could run auctions as them. Make keys with `openssl rand \
+             -hex 32`",
+            examples.join(", ")
+        );
+    }
+    for w in exchange::warnings::warnings(&validated) {
+        tracing::warn!("{w}");
+    }
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
