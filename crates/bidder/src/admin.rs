@@ -46,9 +46,7 @@ pub(crate) async fn handle(
 ) -> Response<Full<Bytes>> {
     match req.uri().path() {
         "/metrics" => {
-            return edge::metrics_answer(&state.admin, &req, peer, || {
-                render_metrics(state)
-            });
+            return edge::metrics_answer(&state.admin, &req, peer, || render_metrics(state));
         }
         "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
         _ => {}

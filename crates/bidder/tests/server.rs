@@ -272,3 +272,11 @@ async fn a_request_that_does_not_allow_the_budget_currency_gets_no_bid() {
     );
     assert_eq!(eur.post_bid(&request("[\"EUR\"]", "EUR")).await.0, 200);
 }
+
+#[tokio::test]
+async fn framing_a_proxy_might_read_otherwise_is_refused_on_both_ports() {
+    let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
+    testkit::http::assert_strict_framing(b.addr, bidder::BID_PATH).await;
+    testkit::http::assert_strict_framing(b.addr, "/notice/win").await;
+    testkit::http::assert_strict_framing(b.admin_addr, "/admin/reload").await;
+}

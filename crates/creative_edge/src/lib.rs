@@ -13,6 +13,7 @@
 //! [`Clock`], so tests move time by hand). See docs/edge.md.
 
 pub mod answer;
+pub mod asset_path;
 pub mod assets;
 pub mod body;
 pub mod clock;

@@ -2,6 +2,7 @@
 //! of clients that missed (which reads the disk tier, then the origin), with failures
 //! remembered briefly and stale copies standing in for a failing origin.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::{HeaderValue, Method, Request, Response, StatusCode};
@@ -29,10 +30,12 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
     }
     // The key, `{origin}/{path}`, is the target after `/assets/`: borrowed from the request,
     // so a hit allocates nothing for it.
-    let (key, origin_name, path) = match parse_target(request.uri()) {
+    let uri = request.uri().clone();
+    let (key, origin_name, path) = match parse_target(&uri) {
         Ok(parts) => parts,
         Err(why) => return answer::refuse(StatusCode::BAD_REQUEST, why),
     };
+    let key: &str = &key;
     let Some(origin) = assets.origins.get(origin_name) else {
         return answer::refuse(StatusCode::NOT_FOUND, "no origin of that name");
     };
@@ -59,7 +62,7 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
                 assets: assets.clone(),
                 key: key.to_owned(),
                 origin: origin.clone(),
-                path: path.to_owned(),
+                path: path.clone().into_owned(),
                 stale,
                 flight: flight.clone(),
             };
@@ -95,8 +98,9 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
 }
 
 /// The key (`{origin}/{path}`, query included), the origin name and the path of
-/// `/assets/{origin}/{path}`.
-fn parse_target(uri: &http::Uri) -> Result<(&str, &str, &str), &'static str> {
+/// `/assets/{origin}/{path}`, the path in its one canonical spelling (`asset_path`): borrowed
+/// from the request when it already is, so a hit allocates nothing for it.
+fn parse_target(uri: &http::Uri) -> Result<(Cow<'_, str>, &str, Cow<'_, str>), &'static str> {
     let path_and_query = uri.path_and_query().map_or("", |pq| pq.as_str());
     let Some(rest) = path_and_query.strip_prefix("/assets/") else {
         return Err("asset paths are /assets/{origin}/{path}");
@@ -107,38 +111,52 @@ fn parse_target(uri: &http::Uri) -> Result<(&str, &str, &str), &'static str> {
     let Some((origin, path)) = rest.split_once('/') else {
         return Err("asset paths are /assets/{origin}/{path}");
     };
-    let path_only = path.split('?').next().unwrap_or("");
+    let (path_only, query) = match path.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (path, None),
+    };
     if origin.is_empty() || path_only.is_empty() {
         return Err("asset paths are /assets/{origin}/{path}");
     }
-    // Dot segments, plain or percent-encoded, could climb out of the origin's prefix.
-    let climbs = path_only.split('/').any(|segment| {
-        let lower = segment.to_ascii_lowercase().replace("%2e", ".");
-        lower == "." || lower == ".."
-    });
-    if climbs || path_only.contains('\\') || path_only.to_ascii_lowercase().contains("%2f") {
-        return Err("asset path has '.' or '..' segments or encoded separators");
+    match crate::asset_path::canonical(path_only)? {
+        Cow::Borrowed(_) => Ok((Cow::Borrowed(rest), origin, Cow::Borrowed(path))),
+        Cow::Owned(canonical) => {
+            let path = match query {
+                Some(q) => format!("{canonical}?{q}"),
+                None => canonical,
+            };
+            Ok((
+                Cow::Owned(format!("{origin}/{path}")),
+                origin,
+                Cow::Owned(path),
+            ))
+        }
     }
-    Ok((rest, origin, path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn target(t: &str) -> Result<(&'static str, &'static str), &'static str> {
+    fn target(t: &str) -> Result<(&'static str, String), &'static str> {
         let uri: &'static http::Uri = Box::leak(Box::new(t.parse().expect("uri")));
         parse_target(uri).map(|(key, origin, path)| {
             assert_eq!(key, format!("{origin}/{path}"));
-            (origin, path)
+            (origin, path.into_owned())
         })
     }
 
     #[test]
     fn asset_targets_split_into_origin_and_path_with_query() {
-        assert_eq!(target("/assets/cdn/a/b.png"), Ok(("cdn", "a/b.png")));
-        assert_eq!(target("/assets/cdn/a.png?v=2"), Ok(("cdn", "a.png?v=2")));
-        assert_eq!(target("/assets/cdn/..a/b..png"), Ok(("cdn", "..a/b..png")));
+        let ok = |origin, path: &str| Ok((origin, path.to_owned()));
+        assert_eq!(target("/assets/cdn/a/b.png"), ok("cdn", "a/b.png"));
+        assert_eq!(target("/assets/cdn/a.png?v=2"), ok("cdn", "a.png?v=2"));
+        assert_eq!(target("/assets/cdn/..a/b..png"), ok("cdn", "..a/b..png"));
+        // One spelling: the origin and the cache see the canonical one.
+        assert_eq!(
+            target("/assets/cdn/%61/b%2epng?v=%41"),
+            ok("cdn", "a/b.png?v=%41")
+        );
     }
 
     #[test]
@@ -148,6 +166,9 @@ mod tests {
             "/assets/cdn/a/%2e%2E/secret",
             "/assets/cdn/a/./b",
             "/assets/cdn/a%2Fb",
+            "/assets/cdn/a%5cb",
+            "/assets/cdn/a/..;/b",
+            "/assets/cdn/%c0%ae%c0%ae/secret",
             "/assets/cdn/",
             "/assets/cdn",
             "/assets//x",

@@ -187,3 +187,48 @@ async fn bad_requests_are_refused_with_a_reason_and_never_reach_the_origin() {
     assert_eq!(origin.requests("/c/a.png") + origin.requests("/secret"), 0);
     edge.stop().await;
 }
+
+#[tokio::test]
+async fn framing_a_proxy_might_read_otherwise_is_refused_on_both_ports() {
+    let edge = common::start_edge(
+        &common::config("", "127.0.0.1:1".parse().expect("addr")),
+        std::sync::Arc::new(creative_edge::SystemClock),
+    )
+    .await;
+    testkit::http::assert_strict_framing(edge.addr, "/cache").await;
+    testkit::http::assert_strict_framing(edge.admin, "/metrics").await;
+    edge.stop().await;
+}
+
+#[tokio::test]
+async fn asset_paths_reach_the_origin_in_one_spelling_and_climbs_never_do() {
+    let (origin, edge) = setup().await;
+    // Three spellings of one name: one origin request, one cache entry.
+    for spelling in [
+        "/assets/cdn/%61.png",
+        "/assets/cdn/a.png",
+        "/assets/cdn/a%2Epng",
+    ] {
+        assert_eq!(
+            get(edge.addr, spelling).await.status.as_u16(),
+            200,
+            "{spelling}"
+        );
+    }
+    assert_eq!(origin.requests("/c/a.png"), 1);
+    for bad in [
+        "/assets/cdn/..;/secret",
+        "/assets/cdn/x/..;jsessionid=1/../secret",
+        "/assets/cdn/a%5c..%5csecret",
+        "/assets/cdn/%c0%ae%c0%ae/secret",
+        "/assets/cdn/%2e%2e%3b/secret",
+        "/assets/cdn/a%00.png",
+    ] {
+        let answer = get(edge.addr, bad).await;
+        assert_eq!(answer.status.as_u16(), 400, "{bad}");
+    }
+    for path in ["/secret", "/c/secret", "/c/../secret", "/c/..;/secret"] {
+        assert_eq!(origin.requests(path), 0, "{path}");
+    }
+    edge.stop().await;
+}

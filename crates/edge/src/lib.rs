@@ -27,6 +27,7 @@ use hyper::body::Incoming;
 pub mod admin;
 mod certificate;
 mod door;
+pub mod framing;
 pub mod log_limit;
 mod serve;
 pub mod sni;

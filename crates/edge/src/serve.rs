@@ -19,6 +19,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response};
+use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -327,6 +328,17 @@ enum Verdict {
     Idle,
 }
 
+/// 400 and `Connection: close` for a request whose framing [`crate::framing`] refused: what
+/// follows it on the connection cannot be trusted to be a request.
+fn framing_refused(why: crate::framing::FramingError) -> Response<crate::Body> {
+    let mut r = crate::json_error(http::StatusCode::BAD_REQUEST, &why.to_string());
+    r.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 /// What a server's answers may carry as a body: any HTTP body of bytes (whole, or streamed).
 pub trait AnswerBody:
     hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
@@ -430,7 +442,7 @@ async fn connection<S, H, F, B>(
     stream: S,
     peer: SocketAddr,
     limits: Limits,
-    stats: &ConnStats,
+    stats: &Arc<ConnStats>,
     mut stop: watch::Receiver<bool>,
     handler: H,
 ) where
@@ -447,22 +459,48 @@ async fn connection<S, H, F, B>(
         quiet: AtomicBool::new(true),
         first_byte_ms: AtomicU64::new(0),
     });
+    let heads = Arc::new(std::sync::Mutex::new(crate::framing::HeadScanner::default()));
     let io = WatchedIo {
         inner: stream,
         activity: activity.clone(),
+        heads: heads.clone(),
     };
     let service_activity = activity.clone();
-    let service = service_fn(move |req| {
+    let service_stats = stats.clone();
+    let service = service_fn(move |req: Request<Incoming>| {
         let activity = service_activity.clone();
         activity.serving.fetch_add(1, Relaxed);
-        let answer = handler(req, peer);
+        // Framing that a proxy in front might read otherwise never reaches a handler. A second
+        // Content-Length equal to the first is folded away by hyper: the bytes tell.
+        let folded_length = heads
+            .lock()
+            .ok()
+            .and_then(|mut h| h.next_head())
+            .unwrap_or(false);
+        let framing = match crate::framing::check(req.version(), req.headers()) {
+            Ok(()) if folded_length => Err(crate::framing::FramingError::ContentLength),
+            other => other,
+        };
+        let answer = match framing {
+            Ok(()) => Either::Left(handler(req, peer)),
+            Err(why) => {
+                service_stats.protocol_errors.fetch_add(1, Relaxed);
+                Either::Right(std::future::ready(framing_refused(why)))
+            }
+        };
         async move {
             // The request is served until its body is sent (or dropped): a long streamed
             // answer is work in progress, not an idle connection.
-            let response = answer.await.map(|body| Tracked {
-                body,
-                activity: Some(activity),
-            });
+            let response = match answer {
+                Either::Left(handled) => handled.await.map(|body| Tracked {
+                    body: Either::Left(body),
+                    activity: Some(activity),
+                }),
+                Either::Right(refused) => refused.await.map(|body| Tracked {
+                    body: Either::Right(body),
+                    activity: Some(activity),
+                }),
+            };
             Ok::<_, Infallible>(response)
         }
     });
@@ -523,6 +561,8 @@ async fn connection<S, H, F, B>(
 struct WatchedIo<S> {
     inner: S,
     activity: Arc<Activity>,
+    /// Follows the request heads read, for what hyper folds away (`framing::HeadScanner`).
+    heads: Arc<std::sync::Mutex<crate::framing::HeadScanner>>,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for WatchedIo<S> {
@@ -533,6 +573,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for WatchedIo<S> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Some(new) = buf.filled().get(before..)
+            && !new.is_empty()
+            && let Ok(mut heads) = self.heads.lock()
+        {
+            heads.feed(new);
+        }
         if buf.filled().len() > before && self.activity.quiet.load(Relaxed) {
             let now = self.activity.now_ms();
             self.activity.first_byte_ms.store(now, Relaxed);

@@ -161,6 +161,16 @@ async fn malformed_framing_is_refused_and_never_smuggles_a_second_request() {
 }
 
 #[tokio::test]
+async fn framing_a_proxy_might_read_otherwise_is_refused_on_every_port() {
+    let ex = exchange("", &[]).await;
+    testkit::http::assert_strict_framing(ex.addr, "/openrtb2/auction").await;
+    testkit::http::assert_strict_framing(ex.admin, "/admin/reload").await;
+    // Still serving.
+    let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
+    assert_eq!(status, 204);
+}
+
+#[tokio::test]
 async fn a_well_formed_pipelined_pair_is_answered_in_order() {
     // The control case for the corpus above: two whole requests on one connection are two
     // answers, so the smuggling check does detect a second response.

@@ -189,6 +189,77 @@ pub async fn raw(addr: SocketAddr, bytes: &[u8], wait: Duration) -> (String, boo
     (String::from_utf8_lossy(&got).into_owned(), closed)
 }
 
+/// What every Gavel server must refuse under RFC 9112, whatever the route: each case is a
+/// request to `path` with a small JSON body, followed by a well-formed `GET /healthz` that the
+/// server must not answer (it would be a smuggled request). For [`assert_strict_framing`].
+pub fn strict_framing_cases(path: &str) -> Vec<(&'static str, String)> {
+    const NEXT: &str = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let body = r#"{"id":"1"}"#;
+    let n = body.len();
+    let chunked = format!("{n:x}\r\n{body}\r\n0\r\n\r\n");
+    let post =
+        |headers: &str, body: &str| format!("POST {path} HTTP/1.1\r\n{headers}\r\n{body}{NEXT}");
+    vec![
+        ("no Host", post(&format!("Content-Length: {n}\r\n"), body)),
+        (
+            "two different Hosts",
+            post(
+                &format!("Host: a\r\nHost: b\r\nContent-Length: {n}\r\n"),
+                body,
+            ),
+        ),
+        (
+            "two equal Hosts",
+            post(
+                &format!("Host: a\r\nHost: a\r\nContent-Length: {n}\r\n"),
+                body,
+            ),
+        ),
+        (
+            "Transfer-Encoding: identity, chunked",
+            post(
+                "Host: a\r\nTransfer-Encoding: identity, chunked\r\n",
+                &chunked,
+            ),
+        ),
+        (
+            "Transfer-Encoding: chunked, chunked",
+            post(
+                "Host: a\r\nTransfer-Encoding: chunked, chunked\r\n",
+                &chunked,
+            ),
+        ),
+        (
+            "two equal Content-Lengths",
+            post(
+                &format!("Host: a\r\nContent-Length: {n}\r\nContent-Length: {n}\r\n"),
+                body,
+            ),
+        ),
+    ]
+}
+
+/// Sends every [`strict_framing_cases`] case to `addr` on its own connection: each must get
+/// exactly one 400 and a closed connection, and the request after it no answer.
+///
+/// # Panics
+/// Naming the case that was not refused.
+pub async fn assert_strict_framing(addr: SocketAddr, path: &str) {
+    for (name, bytes) in strict_framing_cases(path) {
+        let (text, closed) = raw(addr, bytes.as_bytes(), Duration::from_secs(5)).await;
+        assert_eq!(
+            statuses(&text),
+            vec![400],
+            "{name}: one 400 and nothing more\n{text}"
+        );
+        assert!(closed, "{name}: the connection stayed open\n{text}");
+        assert!(
+            !text.contains("\r\n\r\nok\n"),
+            "{name}: a request was smuggled\n{text}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
