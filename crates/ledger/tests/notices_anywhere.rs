@@ -292,3 +292,47 @@ async fn a_win_settled_while_redis_is_away_is_claimed_there_once_it_answers() {
     }
     assert_eq!(spent(&server).await, (3_000, 0));
 }
+
+/// Found by a hostile test pass: a loss at another instance, then the win at the holder before
+/// it had read its inbox, was counted `released` there and `charged` here. Redis's order is the
+/// fleet's: the win came after the loss, so it is a charge after the release, whichever book
+/// has heard of the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_win_at_the_holder_after_a_loss_elsewhere_is_labelled_a_charge_after_release() {
+    let server = RedisServer::start().await;
+    let ledgers = four(&server, 1_000_000_000).await;
+    let id = format!("n0-{:032x}", 11);
+    reserve(&ledgers[0], &id, 4_000);
+    let now = Timestamp::now();
+    let loss = ledgers[1]
+        .release_notice(&id, Some("c"), now)
+        .await
+        .unwrap();
+    assert_eq!(loss, Ok(ReleaseOutcome::Released(Nanos::ZERO)));
+    // At once: n0 has not read its inbox (it does every lease_report_ms).
+    let win = ledgers[0]
+        .commit_notice(&id, Some("c"), Nanos(3_000), now)
+        .await
+        .unwrap();
+    assert_eq!(win, Ok(CommitOutcome::ChargedAfterRelease(Nanos(3_000))));
+
+    // Both at the holder, the win's local step first: the loss claimed first in Redis, so it
+    // is the release, and the win the charge after it.
+    let id = format!("n0-{:032x}", 12);
+    reserve(&ledgers[0], &id, 4_000);
+    let loss = ledgers[0]
+        .release_notice(&id, Some("c"), now)
+        .await
+        .unwrap();
+    assert_eq!(loss, Ok(ReleaseOutcome::Released(Nanos(4_000))));
+    let win = ledgers[0]
+        .commit_notice(&id, Some("c"), Nanos(3_000), now)
+        .await
+        .unwrap();
+    assert_eq!(win, Ok(CommitOutcome::ChargedAfterRelease(Nanos(3_000))));
+    for l in &ledgers {
+        l.shutdown().await.unwrap();
+    }
+    assert_eq!(spent(&server).await, (6_000, 0));
+    assert_eq!(redis(&server).check_invariants().await.unwrap(), Ok(()));
+}

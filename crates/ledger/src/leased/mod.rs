@@ -358,6 +358,15 @@ impl LeasedLedger {
         };
         match self.inner.redis.settle(request, now).await {
             Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.commit(id, price, now)),
+            // The fleet's order is Redis's: a loss came first, so this is a charge after the
+            // release, even where the holder's book has not heard of the release yet.
+            Ok(Ok(Settlement::LocalAfterRelease)) => {
+                let outcome = lock(&self.inner.local).book.commit(id, price, now);
+                Ok(outcome.map(|o| match o {
+                    CommitOutcome::Charged(p) => CommitOutcome::ChargedAfterRelease(p),
+                    other => other,
+                }))
+            }
             Ok(Ok(Settlement::Charged(p))) => Ok(Ok(CommitOutcome::Charged(p))),
             Ok(Ok(Settlement::ChargedAfterRelease(p))) => {
                 Ok(Ok(CommitOutcome::ChargedAfterRelease(p)))
@@ -399,13 +408,27 @@ impl LeasedLedger {
             return Ok(Err(SettleError::UnknownReservation));
         };
         match self.inner.redis.settle(request, now).await {
-            Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.release(id, now)),
+            // The loss claimed first in Redis; a win that charged in the local book between the
+            // claim and this line came after it in the fleet's order: released, nothing more.
+            Ok(Ok(Settlement::Local)) => {
+                Ok(lock(&self.inner.local)
+                    .book
+                    .release(id, now)
+                    .map(|o| match o {
+                        ReleaseOutcome::AlreadyCommitted => ReleaseOutcome::Released(Nanos::ZERO),
+                        other => other,
+                    }))
+            }
             Ok(Ok(Settlement::Released)) => Ok(Ok(ReleaseOutcome::Released(Nanos::ZERO))),
             Ok(Ok(Settlement::AlreadyReleased)) => Ok(Ok(ReleaseOutcome::AlreadyReleased)),
             Ok(Ok(Settlement::AlreadyCommitted(_))) => Ok(Ok(ReleaseOutcome::AlreadyCommitted)),
-            Ok(Ok(Settlement::Charged(_) | Settlement::ChargedAfterRelease(_))) => Err(
-                LedgerError::Protocol("settle: a release answered as a charge".into()),
-            ),
+            Ok(Ok(
+                Settlement::Charged(_)
+                | Settlement::ChargedAfterRelease(_)
+                | Settlement::LocalAfterRelease,
+            )) => Err(LedgerError::Protocol(
+                "settle: a release answered as a charge".into(),
+            )),
             Ok(Err(e)) => Ok(Err(e)),
             // A loss only returns money early: without Redis the holder's reservation expires.
             Err(_) if here => Ok(lock(&self.inner.local).book.release(id, now)),

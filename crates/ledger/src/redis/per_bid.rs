@@ -256,6 +256,9 @@ pub(crate) struct SettleRequest {
 pub(crate) enum Settlement {
     /// Claimed for the caller, who holds the reservation: settle it in the local book.
     Local,
+    /// A charge claimed for the holder after a loss was claimed first: charge it in the local
+    /// book (whose release may not have arrived yet), as a charge after the release.
+    LocalAfterRelease,
     /// Charged against the holder's lease.
     Charged(Nanos),
     /// Charged from the campaign directly: the holder's lease is gone, or a loss came first.
@@ -329,6 +332,7 @@ fn decode(call: &Call, reply: Value) -> Result<Answer, LedgerError> {
         }),
         Call::Settle(_) => Answer::Settled(match status(&items)? {
             "Local" => Ok(Settlement::Local),
+            "LocalAfterRelease" => Ok(Settlement::LocalAfterRelease),
             "Charged" => Ok(Settlement::Charged(nanos_at(&items, 1)?)),
             "ChargedAfterRelease" => Ok(Settlement::ChargedAfterRelease(nanos_at(&items, 1)?)),
             "AlreadyCommitted" => Ok(Settlement::AlreadyCommitted(nanos_at(&items, 1)?)),

@@ -29,6 +29,9 @@ local late = d[1] == 'released'
 if here then
   redis.call('HSET', dk, 'state', 'charged', 'charged', fmt(price))
   redis.call('PEXPIRE', dk, ttl)
+  -- A loss claimed first (perhaps at another instance, whose note to the holder's inbox may
+  -- not be read yet): the holder charges locally all the same, as a charge after a release.
+  if late then return { 'LocalAfterRelease' } end
   return { 'Local' }
 end
 local C = load_campaign(c, day)
