@@ -110,6 +110,10 @@ impl DemoBidder {
         // Signed notices, as in production: a fresh random key for this run.
         let key_file = dir.join("notice.key");
         write_private(&key_file, &random_hex_key()?)?;
+        // Prices the exchange vouches for: a key shared with the demo's exchange, and no plain
+        // price accepted (docs/security.md).
+        let price_key = dir.join("price.key");
+        write_private(&price_key, &random_hex_key()?)?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let config = BidderConfig::from_toml(&format!(
@@ -123,9 +127,11 @@ impl DemoBidder {
             "listen = \"{addr}\"\ncampaigns = {:?}\nnode = \"demo\"\n\
              [ledger]\nreservation_ttl_ms = 2000\nreservation_grace_ms = 1000\n\
              [pacing]\ncontrol_interval_ms = 250\n\
-             [admission]\nmax_busy_ms = 0\n[security]\nnotice_key_file = {:?}\n",
+             [admission]\nmax_busy_ms = 0\n[security]\nnotice_key_file = {:?}\n\
+             price_key_file = {:?}\nrequire_price_token = true\n",
             dir.join("campaigns.json").display().to_string(),
             key_file.display().to_string(),
+            price_key.display().to_string(),
         ))
         .context("the demo bidder's configuration")?;
         let bidder = Bidder::start(config)
@@ -149,11 +155,13 @@ impl DemoBidder {
         Ok((path, key))
     }
 
-    /// The exchange's `[[bidders]]` entry for this bidder.
+    /// The exchange's `[[bidders]]` entry for this bidder, with the price key they share.
     pub fn exchange_toml(&self, max_connections: u32) -> String {
         format!(
-            "[[bidders]]\nname = \"{NAME}\"\nendpoint = \"{}\"\nmax_connections = {max_connections}\n",
-            self.endpoint
+            "[[bidders]]\nname = \"{NAME}\"\nendpoint = \"{}\"\nmax_connections = {max_connections}\n\
+             price_key_file = {:?}\n",
+            self.endpoint,
+            self.dir.join("price.key").display().to_string()
         )
     }
 
@@ -232,12 +240,16 @@ impl DemoBidder {
              campaigns over budget: {})",
             over.count()
         );
+        let metrics = self.bidder.metrics();
+        let refused: u64 = bidder::metrics::NoticeRefusal::ALL
+            .iter()
+            .map(|r| metrics.notice_refusal_count(*r))
+            .sum();
         let _ = writeln!(
             o,
-            "{NAME} shed {} bid requests at its admission gate",
-            self.bidder
-                .metrics()
-                .request_count(bidder::metrics::RequestOutcome::Shed)
+            "{NAME} shed {} bid requests at its admission gate; every charge carried the exchange's \
+             price token ({refused} notices refused)",
+            metrics.request_count(bidder::metrics::RequestOutcome::Shed)
         );
         o
     }
