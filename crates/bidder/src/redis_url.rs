@@ -72,9 +72,10 @@ pub fn parse(url: &str) -> Result<RedisUrl, String> {
             let (user, pass) = info
                 .split_once(':')
                 .ok_or_else(|| format!("{SHAPE} (credentials are user:password or :password)"))?;
-            let user = decode(user).ok_or_else(|| format!("{SHAPE} (bad %-escape in the user)"))?;
-            let pass =
-                decode(pass).ok_or_else(|| format!("{SHAPE} (bad %-escape in the password)"))?;
+            let user = openrtb::query::percent_decode_exact(user)
+                .ok_or_else(|| format!("{SHAPE} (bad %-escape in the user)"))?;
+            let pass = openrtb::query::percent_decode_exact(pass)
+                .ok_or_else(|| format!("{SHAPE} (bad %-escape in the password)"))?;
             if pass.is_empty() {
                 return Err(format!("{SHAPE} (empty password)"));
             }
@@ -109,24 +110,6 @@ pub fn parse(url: &str) -> Result<RedisUrl, String> {
         password,
         tls,
     })
-}
-
-/// Percent-decoding of a URL component; `None` on a bad escape or invalid UTF-8.
-fn decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -65,25 +65,12 @@ pub fn canonical(path: &str) -> Result<Cow<'_, str>, &'static str> {
 }
 
 /// A segment percent-decoded, if every `%` is followed by two hex digits and the bytes are
-/// UTF-8.
+/// UTF-8; borrowed when it has no `%`.
 fn decode(segment: &str) -> Option<Cow<'_, str>> {
     if !segment.contains('%') {
         return Some(Cow::Borrowed(segment));
     }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    openrtb::query::percent_decode_exact(segment).map(Cow::Owned)
 }
 
 fn encode_into(text: &str, out: &mut String) {
@@ -143,6 +130,7 @@ mod tests {
             "a/%zz",
             "a/%4",
             "a/%",
+            "a/%+2e%+2e/b",
         ] {
             assert_eq!(canonical(bad), Err(REFUSED), "{bad}");
         }

@@ -625,32 +625,18 @@ impl Config {
         let mut all = Vec::with_capacity(self.store.writers.len());
         for (i, w) in self.store.writers.iter().enumerate() {
             let key = |field: &str| format!("store.writers[{i}].{field}");
-            let keys = match (&w.key_file, &w.key_env) {
-                (Some(file), None) => {
-                    let path = match dir {
-                        Some(d) if file.is_relative() => d.join(file),
-                        _ => file.clone(),
-                    };
-                    let setting = format!("the key_file of store writer {:?}", w.name);
-                    settings::read_key_file(&setting, &path)
-                        .map_err(|e| invalid(key("key_file"), e.to_string()))?
-                }
-                (None, Some(var)) => {
-                    let value = std::env::var(var).map_err(|_| {
-                        invalid(
-                            key("key_env"),
-                            format!("environment variable {var} is not set"),
-                        )
+            let path = w.key_file.as_ref().map(|file| match dir {
+                Some(d) if file.is_relative() => d.join(file),
+                _ => file.clone(),
+            });
+            let owner = format!("store writer {:?}", w.name);
+            let env = |var: &str| std::env::var(var).ok();
+            let (_, keys) =
+                settings::read_key_source(&owner, path.as_deref(), w.key_env.as_deref(), &env)
+                    .map_err(|(field, problem)| invalid(key(field), problem))?
+                    .ok_or_else(|| {
+                        invalid(key("key_file"), "give exactly one of key_file and key_env")
                     })?;
-                    settings::split_key_list(&value)
-                }
-                _ => {
-                    return Err(invalid(
-                        key("key_file"),
-                        "give exactly one of key_file and key_env",
-                    ));
-                }
-            };
             if keys.is_empty() || keys.len() > 8 {
                 return Err(invalid(key("key_file"), "must hold 1 to 8 keys"));
             }

@@ -149,6 +149,13 @@ async fn a_put_without_a_writers_key_is_refused_and_stores_nothing() {
     edge.stop().await;
 }
 
+/// Ten puts of 100 KiB: one request of the finding's flood.
+fn flood_body() -> String {
+    let value = "x".repeat(100 * 1024);
+    serde_json::json!({ "puts": vec![serde_json::json!({ "type": "xml", "value": value }); 10] })
+        .to_string()
+}
+
 /// The finding: twelve puts of 10 x 100 KiB evicted a VAST stored for an hour. Now the
 /// stranger's puts land in the anonymous share, limited per client, and the exchange's VAST
 /// stays.
@@ -165,11 +172,7 @@ async fn a_strangers_flood_neither_passes_its_rate_nor_evicts_the_exchanges_mark
     let edge = start_edge(&config, clock.clone()).await;
     let vast = r#"{"puts":[{"type":"xml","value":"<VAST version=\"4.2\"/>","ttlseconds":3600}]}"#;
     let kept = uuids(&put(edge.addr, vast, Some(EXCHANGE_KEY)).await);
-    let value = "x".repeat(100 * 1024);
-    let flood = serde_json::json!({ "puts": vec![
-        serde_json::json!({ "type": "xml", "value": value }); 10
-    ]})
-    .to_string();
+    let flood = flood_body();
     let mut statuses = Vec::new();
     for _ in 0..12 {
         let answer = put(edge.addr, &flood, None).await;
@@ -220,11 +223,7 @@ async fn each_share_evicts_only_its_own_entries() {
     let edge = start_edge(&config, Arc::new(SystemClock)).await;
     let vast = r#"{"puts":[{"type":"xml","value":"<VAST version=\"4.2\"/>","ttlseconds":3600}]}"#;
     let kept = uuids(&put(edge.addr, vast, Some(EXCHANGE_KEY)).await);
-    let value = "x".repeat(100 * 1024);
-    let flood = serde_json::json!({ "puts": vec![
-        serde_json::json!({ "type": "xml", "value": value }); 10
-    ]})
-    .to_string();
+    let flood = flood_body();
     let mut first_anonymous = Vec::new();
     for n in 0..12 {
         let answer = put(edge.addr, &flood, None).await;

@@ -11,7 +11,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use edge::framing::{HeadScanner, check};
 
 fn request() -> Vec<u8> {
-    let body = format!("{{\"id\":\"r1\",\"imp\":[{{\"id\":\"1\"}}],\"pad\":\"{}\"}}", "x".repeat(2_000));
+    let body = format!(
+        "{{\"id\":\"r1\",\"imp\":[{{\"id\":\"1\"}}],\"pad\":\"{}\"}}",
+        "x".repeat(2_000)
+    );
     let mut r = format!(
         "POST /openrtb2/auction HTTP/1.1\r\nHost: exchange.example\r\nContent-Type: application/json\r\n\
          Authorization: Bearer 0123456789abcdef0123456789abcdef\r\nx-openrtb-version: 2.6\r\n\

@@ -464,29 +464,12 @@ fn read_single_key(
     dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<settings::Secret>, (&'static str, String)> {
-    let (field, keys) = match (file, var) {
-        (None, None) => return Ok(None),
-        (Some(_), Some(_)) => {
-            return Err(("key_file", "give one of key_file and key_env".to_owned()));
-        }
-        (Some(file), None) => {
-            let path = match dir {
-                Some(d) if file.is_relative() => d.join(file),
-                _ => file.clone(),
-            };
-            let keys = settings::read_key_file(&format!("the key file of {owner}"), &path)
-                .map_err(|e| ("key_file", e.to_string()))?;
-            ("key_file", keys)
-        }
-        (None, Some(var)) => {
-            let value = env(var).ok_or_else(|| {
-                (
-                    "key_env",
-                    format!("environment variable {var} is not set (or not UTF-8)"),
-                )
-            })?;
-            ("key_env", settings::split_key_list(&value))
-        }
+    let path = file.map(|file| match dir {
+        Some(d) if file.is_relative() => d.join(file),
+        _ => file.clone(),
+    });
+    let Some((field, keys)) = settings::read_key_source(owner, path.as_deref(), var, env)? else {
+        return Ok(None);
     };
     let [key] = keys.as_slice() else {
         return Err((

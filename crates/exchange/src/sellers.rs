@@ -289,33 +289,17 @@ fn read_keys(
     c: &SellerConfig,
     sources: &KeySources<'_>,
 ) -> Result<Vec<Vec<u8>>, (&'static str, String)> {
-    let (field, keys) = match (&c.key_file, &c.key_env) {
-        (Some(file), None) => {
-            let path = match sources.dir {
-                Some(d) if file.is_relative() => d.join(file),
-                _ => file.clone(),
-            };
-            let keys =
-                settings::read_key_file(&format!("the key_file of seller {:?}", c.name), &path)
-                    .map_err(|e| ("key_file", e.to_string()))?;
-            ("key_file", keys)
-        }
-        (None, Some(var)) => {
-            let value = (sources.env)(var).ok_or_else(|| {
-                (
-                    "key_env",
-                    format!("environment variable {var} is not set (or not UTF-8)"),
-                )
-            })?;
-            ("key_env", settings::split_key_list(&value))
-        }
-        _ => {
-            return Err((
+    let path = c.key_file.as_ref().map(|file| match sources.dir {
+        Some(d) if file.is_relative() => d.join(file),
+        _ => file.clone(),
+    });
+    let owner = format!("seller {:?}", c.name);
+    let (field, keys) =
+        settings::read_key_source(&owner, path.as_deref(), c.key_env.as_deref(), sources.env)?
+            .ok_or((
                 "key_file",
                 "give exactly one of key_file and key_env".to_owned(),
-            ));
-        }
-    };
+            ))?;
     let keys: Vec<Vec<u8>> = keys.into_iter().map(String::into_bytes).collect();
     if keys.is_empty() {
         return Err((field, "holds no key".to_owned()));

@@ -232,6 +232,18 @@ async fn a_seller_refiring_its_burls_at_any_other_price_moves_nothing() {
     drop(s.bidder);
 }
 
+/// `POST /admin/reload` on the bidder (campaigns and price keys).
+async fn reload_bidder(s: &Setup) -> (u16, String) {
+    call_as(
+        s.bidder_admin,
+        "POST",
+        "/admin/reload",
+        Some(ADMIN_TOKEN),
+        "",
+    )
+    .await
+}
+
 /// The id a key file's key goes by.
 fn id_of(key: &str) -> String {
     price_token::PriceKey::new(key.as_bytes()).id()
@@ -253,14 +265,7 @@ async fn price_keys_rotate_on_both_sides_without_a_restart() {
         &s.dir.join("bidder-price.keys"),
         &format!("{KEY_A}\n{KEY_B}\n"),
     );
-    let (status, body) = call_as(
-        s.bidder_admin,
-        "POST",
-        "/admin/reload",
-        Some(ADMIN_TOKEN),
-        "",
-    )
-    .await;
+    let (status, body) = reload_bidder(&s).await;
     assert_eq!(status, 200, "{body}");
     let reloaded: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
@@ -289,15 +294,7 @@ async fn price_keys_rotate_on_both_sides_without_a_restart() {
 
     // 3. The bidder drops the old key: a token made with it no longer charges.
     replace_file(&s.dir.join("bidder-price.keys"), KEY_B);
-    let (status, _) = call_as(
-        s.bidder_admin,
-        "POST",
-        "/admin/reload",
-        Some(ADMIN_TOKEN),
-        "",
-    )
-    .await;
-    assert_eq!(status, 200);
+    assert_eq!(reload_bidder(&s).await.0, 200);
     assert_eq!(
         fire(&old_burl).await,
         403,

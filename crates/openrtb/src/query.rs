@@ -74,6 +74,27 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Decodes `%XX` escapes strictly, for a URL's path or userinfo: `None` unless every `%` is
+/// followed by two hex digits and the decoded bytes are UTF-8 (an overlong form such as
+/// `%c0%ae` is not). `+` stays `+`.
+pub fn percent_decode_exact(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let h = hex(*bytes.get(i + 1)?)?;
+            let l = hex(*bytes.get(i + 2)?)?;
+            out.push(h << 4 | l);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 fn hex(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -135,6 +156,17 @@ mod tests {
             " 1",
         ] {
             assert_eq!(parse_cpm(s), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn exact_percent_decoding_refuses_what_could_be_read_two_ways() {
+        assert_eq!(
+            percent_decode_exact("a%20b+c%C3%A9").as_deref(),
+            Some("a b+cé")
+        );
+        for bad in ["%", "%4", "%zz", "%+1", "%-1", "%c0%ae", "%ff"] {
+            assert_eq!(percent_decode_exact(bad), None, "{bad}");
         }
     }
 

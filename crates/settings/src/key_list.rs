@@ -26,6 +26,42 @@ pub fn read_key_file(setting: &str, path: &Path) -> Result<Vec<String>, ReadErro
         .collect())
 }
 
+/// The field a list of keys came from (`key_file` or `key_env`), and the keys.
+pub type KeySource = (&'static str, Vec<String>);
+
+/// The keys a `key_file` / `key_env` pair names (at most one of them may be set): `Ok(None)`
+/// when neither is, else the name of the field used and its keys. `file` is already resolved
+/// against the configuration's directory; `env` reads a variable (`std::env::var` in
+/// production, a table in tests); `owner` names whose keys they are in a permissions warning.
+///
+/// # Errors
+/// `(field, problem)`: both set, an unreadable file, a variable that is not set.
+pub fn read_key_source(
+    owner: &str,
+    file: Option<&Path>,
+    var: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<KeySource>, (&'static str, String)> {
+    match (file, var) {
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => Err((
+            "key_file",
+            "give one of key_file and key_env, not both".to_owned(),
+        )),
+        (Some(path), None) => read_key_file(&format!("the key file of {owner}"), path)
+            .map(|keys| Some(("key_file", keys)))
+            .map_err(|e| ("key_file", e.to_string())),
+        (None, Some(var)) => env(var)
+            .map(|value| Some(("key_env", split_key_list(&value))))
+            .ok_or_else(|| {
+                (
+                    "key_env",
+                    format!("environment variable {var} is not set (or not UTF-8)"),
+                )
+            }),
+    }
+}
+
 /// The keys in an environment variable's value: separated by commas or whitespace.
 pub fn split_key_list(value: &str) -> Vec<String> {
     value

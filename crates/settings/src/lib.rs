@@ -18,7 +18,7 @@ mod read;
 mod secret;
 mod watch;
 
-pub use key_list::{MAX_KEY_FILE_BYTES, read_key_file, split_key_list};
+pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
 pub use moved::moved_key;
 pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes};
