@@ -199,24 +199,29 @@ async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
     let result = crate::reload::reload(state).await;
     // The price keys are read again too (a rotation without waiting for the file watcher).
     let prices = crate::reload::reload_price_keys(state).await;
-    let after = match (&result, &prices) {
-        (Ok(_), Ok(ids)) => {
-            let mut after = loaded(state);
-            after["price_keys"] = json!(ids);
-            after
-        }
-        (Err(e), _) | (_, Err(e)) => json!({ "refused": e }),
+    // Each part says what happened to it: a refused key file does not hide applied campaigns.
+    let mut after = match &result {
+        Ok(_) => loaded(state),
+        Err(e) => json!({ "refused": e }),
+    };
+    after["price_keys"] = match &prices {
+        Ok(ids) => json!(ids),
+        Err(e) => json!({ "refused": e }),
     };
     state
         .admin
         .audit(caller, "POST /admin/reload", &before, &after);
-    match (result, prices) {
-        (Ok(count), Ok(ids)) => json_response(
-            StatusCode::OK,
-            json!({ "reloaded": true, "campaigns": count, "price_keys": ids }).to_string(),
-        ),
-        (Err(e), _) | (_, Err(e)) => json_error(StatusCode::UNPROCESSABLE_ENTITY, &e),
+    let status = if result.is_ok() && prices.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let mut body = after;
+    body["reloaded"] = json!(status == StatusCode::OK);
+    if let Err(e) = result.as_ref().and(prices.as_ref()) {
+        body["error"] = json!(e);
     }
+    json_response(status, body.to_string())
 }
 
 /// `POST /admin/ledger/open[?after_loss=true]`: opens the ledger in Redis, creating it if

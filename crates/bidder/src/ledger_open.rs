@@ -66,6 +66,28 @@ pub(crate) fn marker_of(config: &BidderConfig) -> Option<Marker> {
     ))
 }
 
+/// Why the marker of the Redis ledger a configuration names could not be kept (its directory
+/// is missing or not writable, a read-only ConfigMap say): then a Redis that loses its data
+/// leaves no evidence on this host. `None` when it can, or in memory mode. Writes and removes
+/// a probe file.
+pub fn state_dir_problem(config: &BidderConfig) -> Option<String> {
+    let dir = config.ledger.state_dir.as_deref();
+    marker_of(config)?;
+    let dir = dir?;
+    let probe = dir.join(format!(".gavel-probe-{}", std::process::id()));
+    match std::fs::write(&probe, b"probe") {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => Some(format!(
+            "ledger.state_dir {} is not writable ({e}): if Redis loses its data, nothing on this \
+             host will say a ledger lived there; set it to a persistent, writable directory",
+            dir.display()
+        )),
+    }
+}
+
 /// A handle on the Redis ledger the configuration names, and the marker that goes with it.
 /// Connects lazily: nothing is sent until it is used.
 pub(crate) fn redis_handle(
@@ -135,16 +157,36 @@ impl Marker {
         &self.path
     }
 
-    /// The id recorded, if the file exists and is a marker of this ledger.
-    pub fn read(&self) -> Option<MarkerRecord> {
-        let text = settings::read_bounded(&self.path, MAX_MARKER_BYTES).ok()?;
-        let record: MarkerRecord = serde_json::from_str(&text).ok()?;
-        (record.redis == self.redis && record.prefix == self.prefix).then_some(record)
+    /// What the marker file says: `Ok(None)` only when there is none; a file that cannot be
+    /// read or is not a marker of this ledger is `Err` (evidence all the same: something was
+    /// written there).
+    pub fn read(&self) -> Result<Option<MarkerRecord>, String> {
+        let text = match settings::read_bounded(&self.path, MAX_MARKER_BYTES) {
+            Ok(text) => text,
+            Err(_) if !self.path.exists() => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let record: MarkerRecord = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a ledger marker: {e}", self.path.display()))?;
+        if record.redis != self.redis || record.prefix != self.prefix {
+            return Err(format!(
+                "{} names another ledger ({} {})",
+                self.path.display(),
+                record.redis,
+                record.prefix
+            ));
+        }
+        Ok(Some(record))
+    }
+
+    /// The id the marker records, if it is readable (for log lines).
+    pub fn recorded(&self) -> Option<MarkerRecord> {
+        self.read().ok().flatten()
     }
 
     /// Records `ledger` as the one open now: written aside, then renamed over the old file.
     pub fn write(&self, ledger: &str) -> std::io::Result<()> {
-        if self.read().is_some_and(|r| r.ledger == ledger) {
+        if self.recorded().is_some_and(|r| r.ledger == ledger) {
             return Ok(());
         }
         let record = MarkerRecord {
@@ -153,7 +195,10 @@ impl Marker {
             prefix: self.prefix.clone(),
             seen_at: pacing::Timestamp::now().to_rfc3339(),
         };
-        let aside = self.path.with_extension("json.new");
+        // One aside file per process: a server and the CLI writing at once never share one.
+        let aside = self
+            .path
+            .with_extension(format!("json.{}.new", std::process::id()));
         let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
         std::fs::write(&aside, format!("{text}\n"))?;
         std::fs::rename(&aside, &self.path)
@@ -165,6 +210,8 @@ impl Marker {
 pub struct Evidence {
     /// The id this instance's marker records (the ledger that was lost).
     pub marker: Option<String>,
+    /// A marker file that could not be read or is not this ledger's: evidence too.
+    pub marker_unreadable: Option<String>,
     /// Keys under the prefix.
     pub keys: u64,
     /// Some of them.
@@ -175,7 +222,26 @@ pub struct Evidence {
 
 impl Evidence {
     pub fn any(&self) -> bool {
-        self.marker.is_some() || self.keys > 0 || self.scan_incomplete
+        self.marker.is_some()
+            || self.marker_unreadable.is_some()
+            || self.keys > 0
+            || self.scan_incomplete
+    }
+
+    /// The evidence `marker` and a scan of Redis give.
+    fn of(marker: Option<&Marker>, scan: KeyScan) -> Evidence {
+        let (marker, marker_unreadable) = match marker.map(Marker::read) {
+            None | Some(Ok(None)) => (None, None),
+            Some(Ok(Some(record))) => (Some(record.ledger), None),
+            Some(Err(why)) => (None, Some(why)),
+        };
+        Evidence {
+            marker,
+            marker_unreadable,
+            keys: scan.keys,
+            sample: scan.sample,
+            scan_incomplete: scan.incomplete,
+        }
     }
 
     /// One line for an operator.
@@ -183,6 +249,9 @@ impl Evidence {
         let mut parts = Vec::new();
         if let Some(id) = &self.marker {
             parts.push(format!("this instance's marker records ledger {id}"));
+        }
+        if let Some(why) = &self.marker_unreadable {
+            parts.push(format!("this instance's marker cannot be read ({why})"));
         }
         if self.keys > 0 {
             parts.push(format!(
@@ -235,17 +304,7 @@ pub async fn open_or_create(
         remember(marker, &id);
         return Ok(Opened::Existing { ledger: id });
     }
-    let KeyScan {
-        keys,
-        sample,
-        incomplete,
-    } = redis.keys_under_prefix().await?;
-    let evidence = Evidence {
-        marker: marker.and_then(Marker::read).map(|r| r.ledger),
-        keys,
-        sample,
-        scan_incomplete: incomplete,
-    };
+    let evidence = Evidence::of(marker, redis.keys_under_prefix().await?);
     if evidence.any() && !after_loss {
         return Err(OpenRefused::Evidence(evidence));
     }
@@ -298,12 +357,7 @@ pub async fn status(config: &BidderConfig) -> Result<LedgerState, String> {
     Ok(LedgerState {
         redis: redis_text,
         ledger: None,
-        evidence: Evidence {
-            marker: marker.as_ref().and_then(Marker::read).map(|r| r.ledger),
-            keys: scan.keys,
-            sample: scan.sample,
-            scan_incomplete: scan.incomplete,
-        },
+        evidence: Evidence::of(marker.as_ref(), scan),
     })
 }
 
@@ -341,11 +395,11 @@ mod tests {
     fn a_marker_names_its_ledger_and_is_replaced_whole() {
         let dir = testkit::TempDir::new("ledger-marker");
         let m = Marker::new(dir.path(), "127.0.0.1:6379", 0, "gavel:");
-        assert_eq!(m.read(), None);
+        assert_eq!(m.read(), Ok(None));
         m.write("L1").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(m.read().map(|r| r.ledger), Some("L1".to_owned()));
+        assert_eq!(m.recorded().map(|r| r.ledger), Some("L1".to_owned()));
         m.write("L2").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(m.read().map(|r| r.ledger), Some("L2".to_owned()));
+        assert_eq!(m.recorded().map(|r| r.ledger), Some("L2".to_owned()));
         // Another Redis, database or prefix has a marker of its own.
         for other in [
             Marker::new(dir.path(), "127.0.0.1:6380", 0, "gavel:"),
@@ -353,11 +407,19 @@ mod tests {
             Marker::new(dir.path(), "127.0.0.1:6379", 0, "other:"),
         ] {
             assert_ne!(other.path(), m.path());
-            assert_eq!(other.read(), None);
+            assert_eq!(other.read(), Ok(None));
         }
-        // A file that is not a marker of this ledger is no evidence (and not an error).
+        // A file that is not a marker is evidence all the same (found by review: a marker
+        // emptied by a crash, or unreadable, once counted as no evidence).
         std::fs::write(m.path(), "garbage").unwrap_or_default();
-        assert_eq!(m.read(), None);
+        assert!(m.read().is_err_and(|e| e.contains("not a ledger marker")));
+        let ev = Evidence::of(Some(&m), KeyScan::default());
+        assert!(ev.any(), "{ev:?}");
+        assert!(
+            ev.describe().contains("cannot be read"),
+            "{}",
+            ev.describe()
+        );
     }
 
     #[test]
@@ -365,6 +427,7 @@ mod tests {
         assert!(!Evidence::default().any());
         let e = Evidence {
             marker: Some("L1".into()),
+            marker_unreadable: None,
             keys: 3,
             sample: vec!["gavel:c:a".into()],
             scan_incomplete: false,

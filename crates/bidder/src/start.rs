@@ -145,7 +145,7 @@ async fn open_ledger(
 /// Says, at start, that Redis holds no ledger: lost (this instance's marker names the one it
 /// last opened there) or never created.
 fn missing_at_start(url: &crate::redis_url::RedisUrl, marker: Option<&crate::ledger_open::Marker>) {
-    match marker.and_then(crate::ledger_open::Marker::read) {
+    match marker.and_then(crate::ledger_open::Marker::recorded) {
         Some(lost) => tracing::error!(
             url = %url,
             lost = %lost.ledger,
@@ -174,6 +174,8 @@ pub struct CheckReport {
     pub price_keys: Vec<String>,
     /// Whether a plain price is refused.
     pub requires_price_token: bool,
+    /// What would weaken it without stopping it (an unwritable `ledger.state_dir`).
+    pub warnings: Vec<String>,
     /// Whether the admin API has a token (without one, admin mutations are refused).
     pub admin_token: bool,
     /// The ledger of record, with a Redis URL's password hidden.
@@ -236,6 +238,9 @@ impl Bidder {
             signs_notices: keys.is_some(),
             price_keys: prices.ids(),
             requires_price_token: prices.required(),
+            warnings: crate::ledger_open::state_dir_problem(config)
+                .into_iter()
+                .collect(),
             admin_token: admin.has_token(),
             ledger,
         })
@@ -250,6 +255,9 @@ impl Bidder {
             admin,
             snapshot,
         } = read_inputs(&config).await?;
+        if let Some(problem) = crate::ledger_open::state_dir_problem(&config) {
+            tracing::warn!("{problem}");
+        }
         if !prices.ids().is_empty() && !prices.required() {
             tracing::warn!(
                 "price keys are set but security.require_price_token = false: a plain price in a notice is still charged; require the token once every exchange sends it"

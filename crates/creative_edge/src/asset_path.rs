@@ -9,6 +9,8 @@
 //! | `.` and `..` segments, plain or encoded (`%2e%2E`) | a climb |
 //! | `..;x` and `.;x` (a dot segment with path parameters) | Tomcat and Jetty read it as `..` |
 //! | `%2f`, `%5c`, `\`, and any control character, encoded or not | a separator, or a byte no asset name needs |
+//! | `%25` (an encoded `%`) | an origin that decodes twice would see `%252e%252e` as `..` |
+//! | an empty segment (`a//b`) | one name, one spelling |
 //! | a `%` not followed by two hex digits | two servers would read it two ways |
 //! | decoded bytes that are not UTF-8 (`%c0%ae`, an overlong `.`) | older decoders read overlong forms as the character |
 //!
@@ -19,7 +21,7 @@
 use std::borrow::Cow;
 
 /// Why a path was refused (400); safe to send back.
-pub const REFUSED: &str = "asset path has a '.' or '..' segment, a separator or control character (plain or encoded), or an encoding that is not exact UTF-8";
+pub const REFUSED: &str = "asset path has an empty, '.' or '..' segment, a separator, '%' or control character (plain or encoded), or an encoding that is not exact UTF-8";
 
 /// Whether `b` may stand as it is in a canonical path segment (RFC 3986 `pchar` without `%`).
 fn plain(b: u8) -> bool {
@@ -35,9 +37,10 @@ pub fn canonical(path: &str) -> Result<Cow<'_, str>, &'static str> {
         if name == "." || name == ".." {
             return Err(REFUSED);
         }
-        if decoded
-            .chars()
-            .any(|c| c == '/' || c == '\\' || c.is_control())
+        if decoded.is_empty()
+            || decoded
+                .chars()
+                .any(|c| c == '/' || c == '\\' || c == '%' || c.is_control())
         {
             return Err(REFUSED);
         }
@@ -98,6 +101,7 @@ mod tests {
             ("a/%41b.png", "a/Ab.png"),
             ("a/%61b.png", "a/ab.png"),
             ("a/b%20c.png", "a/b%20c.png"),
+            ("a/b%3Bc", "a/b;c"),
             ("a/b c", "a/b%20c"),
             ("%e2%82%ac/x", "%E2%82%AC/x"),
             ("a/b%2ec", "a/b.c"),
@@ -131,6 +135,11 @@ mod tests {
             "a/%4",
             "a/%",
             "a/%+2e%+2e/b",
+            "a/%252e%252e/b",
+            "a/%25",
+            "a//b",
+            "/a",
+            "a/",
         ] {
             assert_eq!(canonical(bad), Err(REFUSED), "{bad}");
         }

@@ -113,6 +113,9 @@ struct Keyed {
 struct Anonymous {
     limits: Limits,
     clients: Mutex<HashMap<IpAddr, Buckets>>,
+    /// When idle clients were last forgotten: at most once a second, so that a full table
+    /// costs a new client one look, not a sweep each.
+    last_sweep_ms: std::sync::atomic::AtomicU64,
 }
 
 /// The store's writers, from `[store]`.
@@ -150,6 +153,7 @@ impl Writers {
                     bytes_per_s: store.anonymous_bytes_per_s,
                 },
                 clients: Mutex::new(HashMap::new()),
+                last_sweep_ms: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -201,7 +205,11 @@ impl Writers {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if clients.len() >= MAX_CLIENTS && !clients.contains_key(&client) {
-                    clients.retain(|_, b| !a.limits.idle(b, now_ms));
+                    use std::sync::atomic::Ordering::Relaxed;
+                    if now_ms.saturating_sub(a.last_sweep_ms.load(Relaxed)) >= 1_000 {
+                        a.last_sweep_ms.store(now_ms, Relaxed);
+                        clients.retain(|_, b| !a.limits.idle(b, now_ms));
+                    }
                     if clients.len() >= MAX_CLIENTS {
                         return Err(PutRefusal::RateLimited {
                             retry_after_ms: 1_000,
@@ -226,15 +234,19 @@ impl Writers {
     }
 }
 
-/// The unit anonymous puts are limited by: an IPv4 address, or an IPv6 address's /64 (one
-/// host usually holds a whole /64).
+/// The unit anonymous puts are limited by: an IPv4 address (also when it reaches a
+/// dual-stack listener as `::ffff:a.b.c.d`), or an IPv6 address's /64 (one host usually holds
+/// a whole /64).
 fn client_of(peer: IpAddr) -> IpAddr {
     match peer {
         IpAddr::V4(_) => peer,
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            IpAddr::from([s[0], s[1], s[2], s[3], 0, 0, 0, 0])
-        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::from([s[0], s[1], s[2], s[3], 0, 0, 0, 0])
+            }
+        },
     }
 }
 
@@ -330,5 +342,15 @@ mod tests {
         assert!(w.admit(Writer::Anonymous, b, 1, 0).is_err());
         assert_eq!(w.admit(Writer::Anonymous, c, 1, 0), Ok(()));
         assert_eq!(w.admit(Writer::Anonymous, b, 1, 1_000), Ok(()));
+        // Found by review: on a dual-stack listener every IPv4 client arrives as ::ffff:a.b.c.d,
+        // which as a /64 made them all one client.
+        let mapped: IpAddr = "::ffff:198.51.100.7".parse().unwrap_or(V4);
+        let other_mapped: IpAddr = "::ffff:198.51.100.8".parse().unwrap_or(V4);
+        assert_eq!(w.admit(Writer::Anonymous, mapped, 1_000, 5_000), Ok(()));
+        assert_eq!(
+            w.admit(Writer::Anonymous, other_mapped, 1_000, 5_000),
+            Ok(())
+        );
+        assert_eq!(client_of(mapped), "198.51.100.7".parse().unwrap_or(V4));
     }
 }

@@ -9,11 +9,18 @@
 //! | two `Host` lines, equal or not | RFC 9112 3.2: the same |
 //! | `Transfer-Encoding` other than exactly `chunked` (`identity, chunked`, `chunked, chunked`, two lines) | a coding this server does not apply, or a list a proxy may read otherwise |
 //! | two `Content-Length` lines, even equal, or a list (`5, 5`) | RFC 9112 6.3: a length that is not one number is unrecoverable |
+//! | anything after a length or chunk size padded past 128 bytes on the connection | what this reader cannot follow, a proxy may read another way |
+//!
+//! `Content-Length` with `Transfer-Encoding: chunked` is left to hyper, which reads the body as
+//! chunked and closes the connection after the answer, as RFC 9112 6.3 asks.
 //!
 //! hyper folds a second `Content-Length` line equal to the first into one before any handler
 //! sees the headers, so that case is counted on the bytes themselves: a [`HeadScanner`] follows
 //! what a connection reads, request by request (heads, then bodies by their length or chunks),
-//! and says of each head whether it held more than one `Content-Length` line.
+//! and says of each head whether it held more than one `Content-Length` line. When it cannot
+//! follow (a length or chunk size padded past what it reads, a chunk size it cannot parse), it
+//! stops and every later request on the connection is refused: a framing this strict reader
+//! cannot follow is one a proxy may read another way.
 //!
 //! Pure: it reads headers and bytes only.
 
@@ -32,6 +39,10 @@ pub enum FramingError {
     TransferEncoding,
     #[error("Content-Length must appear once, as one number")]
     ContentLength,
+    #[error(
+        "the request framing on this connection could not be followed (a padded length or chunk size)"
+    )]
+    Unfollowed,
 }
 
 /// Checks a request's framing headers.
@@ -64,8 +75,9 @@ pub fn check(version: Version, headers: &HeaderMap) -> Result<(), FramingError> 
     Ok(())
 }
 
-/// Bytes of a line kept: enough for a header's name and a length or a chunk size.
-const LINE_KEPT: usize = 64;
+/// Bytes of a line kept: a header's name and a length or a chunk size fit with room to spare;
+/// a longer `Content-Length` or chunk-size line stops the scanner.
+const LINE_KEPT: usize = 128;
 /// Heads read ahead of their handling at most (pipelining); past it the scanner gives up.
 const MAX_PENDING: usize = 1024;
 
@@ -80,8 +92,19 @@ enum Scan {
     /// The CRLF after a chunk's data: this many bytes left.
     ChunkEnd(u8),
     Trailer,
-    /// Something it cannot follow (hyper refuses the message anyway): it stops.
+    /// Something it cannot follow: it stops, and every later head is [`Head::Unknown`].
     Lost,
+}
+
+/// What the scanner says of one request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// One `Content-Length` line at most.
+    Clean,
+    /// More than one `Content-Length` line (hyper kept one).
+    RepeatedLength,
+    /// The scanner lost the thread earlier on this connection: refuse.
+    Unknown,
 }
 
 /// Follows a connection's bytes to tell, for each request head in order, whether it held more
@@ -114,10 +137,14 @@ impl Default for HeadScanner {
 }
 
 impl HeadScanner {
-    /// The next head's verdict, in the order the heads were read: `Some(true)` when it held
-    /// more than one `Content-Length` line; `None` when the scanner could not follow.
-    pub fn next_head(&mut self) -> Option<bool> {
-        self.verdicts.pop_front()
+    /// The next head's verdict, in the order the heads were read. A head the service has but
+    /// the scanner has not seen end means the scanner lost the thread: [`Head::Unknown`].
+    pub fn next_head(&mut self) -> Head {
+        match self.verdicts.pop_front() {
+            Some(false) => Head::Clean,
+            Some(true) => Head::RepeatedLength,
+            None => Head::Unknown,
+        }
     }
 
     /// Follows `bytes`, the next ones read from the connection.
@@ -226,12 +253,14 @@ impl HeadScanner {
         let (name, value) = (line[..colon].trim_ascii(), line[colon + 1..].trim_ascii());
         if name.eq_ignore_ascii_case(b"content-length") {
             self.length_lines += 1;
+            if !whole {
+                // Padded past what is kept: a length hyper may read and this cannot.
+                self.scan = Scan::Lost;
+                return;
+            }
             if self.length.is_none() {
                 // hyper reads the first one; a bad one it refuses (and so the scan is moot).
-                self.length = std::str::from_utf8(value)
-                    .ok()
-                    .filter(|_| whole)
-                    .and_then(|v| v.parse().ok());
+                self.length = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             self.chunked = true;
@@ -320,8 +349,9 @@ mod tests {
         );
     }
 
-    fn verdicts(scanner: &mut HeadScanner) -> Vec<bool> {
-        std::iter::from_fn(|| scanner.next_head()).collect()
+    /// The verdicts of every head seen, then one more: `Unknown` when it was lost.
+    fn verdicts(scanner: &mut HeadScanner, heads: usize) -> Vec<Head> {
+        (0..heads).map(|_| scanner.next_head()).collect()
     }
 
     #[test]
@@ -338,18 +368,39 @@ mod tests {
                 s.feed(part);
             }
             assert_eq!(
-                verdicts(&mut s),
-                [false, true, false, false],
+                verdicts(&mut s, 4),
+                [Head::Clean, Head::RepeatedLength, Head::Clean, Head::Clean],
                 "reads of {step}"
             );
         }
     }
 
     #[test]
-    fn what_it_cannot_follow_stops_it_without_a_verdict() {
+    fn what_it_cannot_follow_makes_every_later_head_unknown() {
         let mut s = HeadScanner::default();
         s.feed(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
         s.feed(b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n");
-        assert_eq!(verdicts(&mut s), [false]);
+        assert_eq!(verdicts(&mut s, 2), [Head::Clean, Head::Unknown]);
+        // Found by review: a length padded past the kept bytes (hyper trims and reads it) once
+        // made the scanner read the body as heads, and a fake clean head in the body passed a
+        // later request with two lengths.
+        let padded = format!(
+            "POST / HTTP/1.1\r\nContent-Length:{}14\r\n\r\nX\r\n\r\nabcdefghi",
+            " ".repeat(200)
+        );
+        let mut s = HeadScanner::default();
+        s.feed(padded.as_bytes());
+        s.feed(b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx");
+        assert_eq!(verdicts(&mut s, 2), [Head::Unknown, Head::Unknown]);
+        // A chunk size padded past the kept bytes.
+        let mut s = HeadScanner::default();
+        s.feed(
+            format!(
+                "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{}5\r\n",
+                "0".repeat(200)
+            )
+            .as_bytes(),
+        );
+        assert_eq!(verdicts(&mut s, 2), [Head::Clean, Head::Unknown]);
     }
 }

@@ -472,14 +472,17 @@ async fn connection<S, H, F, B>(
         activity.serving.fetch_add(1, Relaxed);
         // Framing that a proxy in front might read otherwise never reaches a handler. A second
         // Content-Length equal to the first is folded away by hyper: the bytes tell.
-        let folded_length = heads
+        let head = heads
             .lock()
-            .ok()
-            .and_then(|mut h| h.next_head())
-            .unwrap_or(false);
-        let framing = match crate::framing::check(req.version(), req.headers()) {
-            Ok(()) if folded_length => Err(crate::framing::FramingError::ContentLength),
-            other => other,
+            .map_or(crate::framing::Head::Unknown, |mut h| h.next_head());
+        let framing = match (crate::framing::check(req.version(), req.headers()), head) {
+            (Ok(()), crate::framing::Head::RepeatedLength) => {
+                Err(crate::framing::FramingError::ContentLength)
+            }
+            (Ok(()), crate::framing::Head::Unknown) => {
+                Err(crate::framing::FramingError::Unfollowed)
+            }
+            (other, _) => other,
         };
         let answer = match framing {
             Ok(()) => Either::Left(handler(req, peer)),

@@ -471,6 +471,15 @@ fn read_single_key(
     let Some((field, keys)) = settings::read_key_source(owner, path.as_deref(), var, env)? else {
         return Ok(None);
     };
+    if keys
+        .iter()
+        .any(|k| !k.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        return Err((
+            field,
+            "a key must be visible ASCII (it is sent in a header); the key is not shown".to_owned(),
+        ));
+    }
     let [key] = keys.as_slice() else {
         return Err((
             field,

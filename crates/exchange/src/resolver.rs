@@ -4,7 +4,10 @@
 //! threads); when its first address changed, its pool moves there (idle connections to the old
 //! one closed, calls in flight finish). A bidder whose host never resolved is skipped
 //! (`skips_total{reason="unresolved"}`) until it does. A lookup that fails keeps the address in
-//! use: a resolver's hiccup must not take a working bidder away.
+//! use: a resolver's hiccup must not take a working bidder away. Nor may a bidder's DNS move it
+//! into the exchange's own network: an address notices are never sent to (loopback, private,
+//! link-local and the cloud metadata service, ...) is followed only with
+//! `notices.allow_private_addresses`, or when the bidder was already there.
 
 use std::net::SocketAddr;
 use std::sync::Weak;
@@ -59,6 +62,7 @@ async fn refresh(state: &State, lookup: Lookup) {
     })
     .await
     .unwrap_or_default();
+    let allow = state.config.config.notices.allow_private_addresses;
     for (name, found) in lookups {
         let Some(bidder) = roster.bidders.iter().find(|b| b.name == name) else {
             continue;
@@ -66,6 +70,18 @@ async fn refresh(state: &State, lookup: Lookup) {
         match found {
             Ok(addr) => {
                 let before = bidder.pool.addr();
+                let was_internal =
+                    before.is_some_and(|a| !crate::outbound::address_allowed(a.ip(), false));
+                if !crate::outbound::address_allowed(addr.ip(), allow) && !was_internal {
+                    edge::log_limit::warn(
+                        "bidder lookup",
+                        &format!(
+                            "bidder {name}: its host now resolves to {addr}, an internal address; \
+                             not followed (notices.allow_private_addresses = false)"
+                        ),
+                    );
+                    continue;
+                }
                 if bidder.pool.set_addr(addr) {
                     match before {
                         None => {

@@ -91,4 +91,25 @@ async fn an_unresolved_bidder_is_skipped_until_it_resolves_and_a_moved_one_is_fo
             .load(std::sync::atomic::Ordering::Relaxed),
         2
     );
+
+    // A bidder's DNS cannot move it into the exchange's own network: without
+    // allow_private_addresses, a name that starts unresolved and then points at loopback is
+    // not followed.
+    let guarded = exchange(
+        "[notices]\nallow_private_addresses = false\n",
+        &[(
+            "named",
+            format!("http://bidder.gavel-test.invalid:{}/bid", first.addr.port()),
+        )],
+    )
+    .await;
+    BIDDER_PORT.store(first.addr.port(), SeqCst);
+    guarded
+        .exchange
+        .refresh_bidder_hosts(stand_in_resolver)
+        .await;
+    auction(guarded.addr, &banner_request(0.1)).await;
+    let named = guarded.metrics.bidder_named("named").expect("configured");
+    assert_eq!(named.skip_count(SkipReason::Unresolved), 1);
+    assert_eq!(first.requests.lock().map(|r| r.len()).unwrap_or(0), 1);
 }

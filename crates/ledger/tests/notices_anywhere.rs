@@ -316,8 +316,7 @@ async fn a_win_at_the_holder_after_a_loss_elsewhere_is_labelled_a_charge_after_r
         .unwrap();
     assert_eq!(win, Ok(CommitOutcome::ChargedAfterRelease(Nanos(3_000))));
 
-    // Both at the holder, the win's local step first: the loss claimed first in Redis, so it
-    // is the release, and the win the charge after it.
+    // Both at the holder, one after the other: the release, then the charge after it.
     let id = format!("n0-{:032x}", 12);
     reserve(&ledgers[0], &id, 4_000);
     let loss = ledgers[0]

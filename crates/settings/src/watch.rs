@@ -35,7 +35,9 @@ pub fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 
 /// [`follow`] for several files at once, whose list the owner gives at each look
 /// (`paths`): a change to any of them is one reload, once all of them have held still for one
-/// interval. A missing file is not a change. Ends when the owner is dropped.
+/// interval. Here a file that goes missing is a change too (a reload that needs it fails and
+/// keeps the last good version): otherwise one deleted key file would hide every later edit of
+/// the others. Ends when the owner is dropped.
 pub fn follow_files<T, P, F, Fut>(
     owner: Weak<T>,
     paths: P,
@@ -52,12 +54,14 @@ where
         let Some(owner) = looked_at.upgrade() else {
             return Look::Gone;
         };
-        let files = paths(&owner);
-        let stamps: Option<Vec<_>> = files
+        let stamps: Vec<_> = paths(&owner)
             .into_iter()
-            .map(|p| stamp(&p).map(|s| (p, s)))
+            .map(|p| {
+                let s = stamp(&p);
+                (p, s)
+            })
             .collect();
-        stamps.map_or(Look::Missing, Look::Stamp)
+        Look::Stamp(stamps)
     };
     tokio::spawn(watch_looks(POLL_INTERVAL, look, move || {
         owner.upgrade().map(&reload)
@@ -206,6 +210,13 @@ mod tests {
         std::fs::write(&b, "bbb").unwrap();
         settle().await;
         assert_eq!(owner.reloads.load(Relaxed), 3);
+        // A file that goes missing is a change, and edits to the others are still seen.
+        std::fs::remove_file(&b).unwrap();
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 4);
+        std::fs::write(&a, "aaaa").unwrap();
+        settle().await;
+        assert_eq!(owner.reloads.load(Relaxed), 5, "b's absence hides nothing");
         drop(owner);
         tokio::time::timeout(Duration::from_secs(5), task)
             .await

@@ -230,6 +230,13 @@ pub fn strict_framing_cases(path: &str) -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "a Content-Length padded past what the scanner reads",
+            post(
+                &format!("Host: a\r\nContent-Length:{}{n}\r\n", " ".repeat(200)),
+                body,
+            ),
+        ),
+        (
             "two equal Content-Lengths",
             post(
                 &format!("Host: a\r\nContent-Length: {n}\r\nContent-Length: {n}\r\n"),

@@ -144,6 +144,9 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
     if !report.admin_token {
         let _ = write!(headline, "; no admin token: admin mutations are refused");
     }
+    for w in &report.warnings {
+        let _ = write!(headline, "\nwarning: {w}");
+    }
     print(&headline, config)
 }
 

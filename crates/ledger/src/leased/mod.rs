@@ -408,17 +408,7 @@ impl LeasedLedger {
             return Ok(Err(SettleError::UnknownReservation));
         };
         match self.inner.redis.settle(request, now).await {
-            // The loss claimed first in Redis; a win that charged in the local book between the
-            // claim and this line came after it in the fleet's order: released, nothing more.
-            Ok(Ok(Settlement::Local)) => {
-                Ok(lock(&self.inner.local)
-                    .book
-                    .release(id, now)
-                    .map(|o| match o {
-                        ReleaseOutcome::AlreadyCommitted => ReleaseOutcome::Released(Nanos::ZERO),
-                        other => other,
-                    }))
-            }
+            Ok(Ok(Settlement::Local)) => Ok(lock(&self.inner.local).book.release(id, now)),
             Ok(Ok(Settlement::Released)) => Ok(Ok(ReleaseOutcome::Released(Nanos::ZERO))),
             Ok(Ok(Settlement::AlreadyReleased)) => Ok(Ok(ReleaseOutcome::AlreadyReleased)),
             Ok(Ok(Settlement::AlreadyCommitted(_))) => Ok(Ok(ReleaseOutcome::AlreadyCommitted)),
