@@ -625,10 +625,10 @@ impl Config {
         let mut all = Vec::with_capacity(self.store.writers.len());
         for (i, w) in self.store.writers.iter().enumerate() {
             let key = |field: &str| format!("store.writers[{i}].{field}");
-            let path = w.key_file.as_ref().map(|file| match dir {
-                Some(d) if file.is_relative() => d.join(file),
-                _ => file.clone(),
-            });
+            let path = w
+                .key_file
+                .as_ref()
+                .map(|file| settings::relative_to(dir, file));
             let owner = format!("store writer {:?}", w.name);
             let env = |var: &str| std::env::var(var).ok();
             let (_, keys) =

@@ -30,8 +30,7 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
     }
     // The key, `{origin}/{path}`, is the target after `/assets/`: borrowed from the request,
     // so a hit allocates nothing for it.
-    let uri = request.uri().clone();
-    let (key, origin_name, path) = match parse_target(&uri) {
+    let (key, origin_name, path) = match parse_target(request.uri()) {
         Ok(parts) => parts,
         Err(why) => return answer::refuse(StatusCode::BAD_REQUEST, why),
     };
@@ -62,7 +61,7 @@ pub async fn serve<B>(assets: &Arc<Assets>, request: Request<B>) -> Response<Edg
                 assets: assets.clone(),
                 key: key.to_owned(),
                 origin: origin.clone(),
-                path: path.clone().into_owned(),
+                path: path.into_owned(),
                 stale,
                 flight: flight.clone(),
             };

@@ -444,10 +444,7 @@ pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
 fn bidder_tls(b: &BidderConfig, dir: Option<&Path>) -> Result<Option<ClientTls>, String> {
     match &b.ca_file {
         Some(file) => {
-            let path = match dir {
-                Some(d) if file.is_relative() => d.join(file),
-                _ => file.clone(),
-            };
+            let path = settings::relative_to(dir, file);
             ClientTls::from_ca_file(&path).map(Some)
         }
         None => Ok(ClientTls::system().ok()),
@@ -464,10 +461,7 @@ fn read_single_key(
     dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<settings::Secret>, (&'static str, String)> {
-    let path = file.map(|file| match dir {
-        Some(d) if file.is_relative() => d.join(file),
-        _ => file.clone(),
-    });
+    let path = file.map(|file| settings::relative_to(dir, file));
     let Some((field, keys)) = settings::read_key_source(owner, path.as_deref(), var, env)? else {
         return Ok(None);
     };
@@ -543,11 +537,7 @@ impl Validated {
         let Some(source) = &self.source else {
             return Vec::new();
         };
-        let dir = source.parent();
-        let at = |p: &PathBuf| match dir {
-            Some(d) if p.is_relative() => d.join(p),
-            _ => p.clone(),
-        };
+        let at = |p: &PathBuf| settings::relative_to(source.parent(), p);
         let c = &self.config;
         std::iter::once(source.clone())
             .chain(c.sellers.iter().filter_map(|s| s.key_file.as_ref()).map(at))
@@ -791,10 +781,7 @@ impl Config {
         let listener_tls = match &self.tls {
             None => None,
             Some(t) => {
-                let at = |p: &Path| match dir {
-                    Some(d) if p.is_relative() => d.join(p),
-                    _ => p.to_owned(),
-                };
+                let at = |p: &Path| settings::relative_to(dir, p);
                 let tls = edge::ServerTls::load(&at(&t.cert_file), &at(&t.key_file))
                     .map_err(|e| invalid("tls", e))?;
                 Some(Arc::new(tls))

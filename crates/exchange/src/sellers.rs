@@ -289,10 +289,10 @@ fn read_keys(
     c: &SellerConfig,
     sources: &KeySources<'_>,
 ) -> Result<Vec<Vec<u8>>, (&'static str, String)> {
-    let path = c.key_file.as_ref().map(|file| match sources.dir {
-        Some(d) if file.is_relative() => d.join(file),
-        _ => file.clone(),
-    });
+    let path = c
+        .key_file
+        .as_ref()
+        .map(|file| settings::relative_to(sources.dir, file));
     let owner = format!("seller {:?}", c.name);
     let (field, keys) =
         settings::read_key_source(&owner, path.as_deref(), c.key_env.as_deref(), sources.env)?

@@ -21,7 +21,7 @@ mod watch;
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
 pub use moved::moved_key;
 pub use pem::read_certificates;
-pub use read::{ReadError, read_bounded, read_bounded_bytes};
+pub use read::{ReadError, read_bounded, read_bounded_bytes, relative_to};
 pub use secret::{
     MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret, readable_by_others,
 };

@@ -47,6 +47,15 @@ pub fn read_bounded_bytes(path: &Path, limit: usize) -> Result<Vec<u8>, ReadErro
     Ok(bytes)
 }
 
+/// `path` as a file named in a configuration means it: relative to the configuration file's
+/// directory `dir` when there is one, as written otherwise.
+pub fn relative_to(dir: Option<&Path>, path: &Path) -> std::path::PathBuf {
+    match dir {
+        Some(d) if path.is_relative() => d.join(path),
+        _ => path.to_owned(),
+    }
+}
+
 /// [`read_bounded_bytes`], as UTF-8 text.
 pub fn read_bounded(path: &Path, limit: usize) -> Result<String, ReadError> {
     String::from_utf8(read_bounded_bytes(path, limit)?).map_err(|_| ReadError::NotText {
