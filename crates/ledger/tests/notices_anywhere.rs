@@ -16,10 +16,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testkit::time::eventually;
 
+/// The harness's 2 s timeout: a thousand notices at once on a machine busy with other work
+/// must not time out, and the paused-Redis test below still sees its error well within 5 s.
 fn redis(server: &RedisServer) -> RedisLedger {
-    server
-        .ledger("gavel:")
-        .with_timeout(Duration::from_millis(300))
+    server.ledger("gavel:")
 }
 
 async fn four(server: &RedisServer, budget: i64) -> Vec<LeasedLedger> {

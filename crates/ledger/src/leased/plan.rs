@@ -9,7 +9,7 @@ use pacing::{Limits, Nanos, Timestamp};
 
 use super::Inner;
 use super::local::{Lease, Local, lock};
-use crate::redis::per_bid::{Call, SettleRequest};
+use crate::redis::per_bid::{Call, SettleRequest, Take};
 
 /// Most limits a round writes (a reload that changes many campaigns is spread over rounds, so
 /// that reports and top-ups are not held up behind it). [`LeasedLedger::start`] writes them all.
@@ -209,7 +209,11 @@ impl Inner {
                     campaign: name.clone(),
                     want,
                     expires_at: now.saturating_add(self.config.lease_ttl),
-                    grow_only: existing,
+                    take: if existing {
+                        Take::GrowOnly
+                    } else {
+                        Take::CreateOnce
+                    },
                     node: self.config.instance_id.clone(),
                 },
                 Step::Grant {

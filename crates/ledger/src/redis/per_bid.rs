@@ -197,6 +197,21 @@ pub const PIPELINE_MAX: usize = 100;
 pub const BALANCES_CHUNK: usize = 500;
 
 /// One script call, for [`RedisLedger::pipeline`].
+/// What a take of a lease may do to the lease of that id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// Create it, or grow it if it exists ([`RedisLedger::take_lease`]).
+    CreateOrGrow,
+    /// Grow it only: answer [`LeaseError::UnknownLease`] rather than create it. The caller
+    /// holds it, so a Redis that does not know it lost it, and must not re-create it under the
+    /// old id with the amount the caller believes in.
+    GrowOnly,
+    /// Create it only: if it exists, answer it as it stands. A creation whose answer was lost
+    /// (a timeout) is sent again under the same id; had it been applied, growing the lease a
+    /// second time would park a second chunk on this instance.
+    CreateOnce,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum Call {
     SetLimits {
@@ -208,10 +223,8 @@ pub(crate) enum Call {
         campaign: String,
         want: Nanos,
         expires_at: Timestamp,
-        /// Answer [`LeaseError::UnknownLease`] rather than create the lease: the caller holds
-        /// it, so a Redis that does not know it lost it (and must not re-create it under the
-        /// old id, with the amount the caller believes in).
-        grow_only: bool,
+        /// Whether the lease may be created, grown, or both.
+        take: Take,
         /// The holder's node: a lease it creates becomes the node's lease of the campaign,
         /// which other instances charge when they settle its reservations (empty: none).
         node: String,
@@ -820,7 +833,7 @@ impl RedisLedger {
             campaign: campaign.to_owned(),
             want,
             expires_at,
-            grow_only: false,
+            take: Take::CreateOrGrow,
             node: String::new(),
         };
         match self.one(&call, now).await? {
@@ -973,7 +986,7 @@ impl RedisLedger {
                 campaign,
                 want,
                 expires_at,
-                grow_only,
+                take,
                 node,
             } => {
                 if !want.is_positive() {
@@ -982,7 +995,11 @@ impl RedisLedger {
                     ))));
                 }
                 let want = want.get().min(MAX_AMOUNT).to_string();
-                let grow_only = if *grow_only { "1" } else { "0" };
+                let take = match take {
+                    Take::CreateOrGrow => "0",
+                    Take::GrowOnly => "1",
+                    Take::CreateOnce => "2",
+                };
                 Prepared::Send(
                     &scripts::TAKE_LEASE,
                     vec![
@@ -991,7 +1008,7 @@ impl RedisLedger {
                         want,
                         ms(*expires_at),
                         day,
-                        grow_only.to_owned(),
+                        take.to_owned(),
                         node.clone(),
                         self.ledger_id().to_string(),
                     ],
@@ -1197,4 +1214,71 @@ fn fresh_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{nanos:x}-{:x}-{seq}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const NOW: Timestamp = Timestamp(10 * Timestamp::MS_PER_DAY);
+
+    fn take(id: &str, want: i64, take: Take) -> Call {
+        Call::TakeLease {
+            id: id.to_owned(),
+            campaign: "c".to_owned(),
+            want: Nanos(want),
+            expires_at: Timestamp(NOW.0 + 10_000),
+            take,
+            node: "n1".to_owned(),
+        }
+    }
+
+    async fn grant(l: &RedisLedger, call: &Call) -> Result<LeaseGrant, LeaseError> {
+        match l.one(call, NOW).await.unwrap() {
+            Answer::Grant(g) => g,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The lease task's takes: a creation sent again (its first answer lost) grants nothing
+    /// more; a grow of a lease Redis does not know is refused; the public take does both.
+    #[tokio::test]
+    async fn each_kind_of_take_does_only_what_it_may() {
+        let server = testkit::RedisServer::start().await;
+        let l = RedisLedger::new(RedisConfig {
+            addr: server.addr(),
+            timeout: Duration::from_secs(2),
+            ..RedisConfig::default()
+        });
+        let limits = Limits {
+            total: Nanos(1_000),
+            daily: None,
+        };
+        l.set_limits("c", limits, NOW).await.unwrap();
+
+        let first = grant(&l, &take("l1", 100, Take::CreateOnce)).await.unwrap();
+        assert_eq!((first.granted, first.amount), (Nanos(100), Nanos(100)));
+        let again = grant(&l, &take("l1", 100, Take::CreateOnce)).await.unwrap();
+        assert_eq!((again.granted, again.amount), (Nanos(0), Nanos(100)));
+        assert_eq!(
+            l.balance("c", NOW).await.unwrap().unwrap().reserved,
+            Nanos(100)
+        );
+
+        let grown = grant(&l, &take("l1", 50, Take::GrowOnly)).await.unwrap();
+        assert_eq!((grown.granted, grown.amount), (Nanos(50), Nanos(150)));
+        assert_eq!(
+            grant(&l, &take("l2", 50, Take::GrowOnly)).await,
+            Err(LeaseError::UnknownLease)
+        );
+        let public = grant(&l, &take("l1", 10, Take::CreateOrGrow))
+            .await
+            .unwrap();
+        assert_eq!(public.amount, Nanos(160));
+        assert_eq!(
+            l.balance("c", NOW).await.unwrap().unwrap().reserved,
+            Nanos(160)
+        );
+    }
 }

@@ -2,8 +2,10 @@
 -- '0' / absent), holder node (optional: a new lease becomes the node's lease of the campaign,
 -- which other instances charge when they settle the node's reservations), ledger id (optional).
 -- Grants min(want, total headroom, today's headroom), counted as reserved,
--- creating or growing the lease; its expiry only moves forward. With grow only, an unknown
--- lease is refused instead of created (its holder believes it exists: Redis lost it).
+-- creating or growing the lease; its expiry only moves forward. ARGV[7] '1' (grow only): an
+-- unknown lease is refused instead of created (its holder believes it exists: Redis lost it).
+-- '2' (create once): an existing lease is answered as it stands, granting nothing more (the
+-- creation was sent again after its answer was lost; growing it would grant a second chunk).
 local id, c = ARGV[2], ARGV[3]
 local want, exp, day = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if want <= 0 then return { 'NonPositiveAmount' } end
@@ -12,6 +14,7 @@ local L = load_lease(id)
 if not L and ARGV[7] == '1' then return { 'UnknownLease' } end
 if L and L.state ~= 'open' then return { 'LeaseClosed' } end
 if L and L.campaign ~= c then return { 'CampaignMismatch' } end
+if L and ARGV[7] == '2' then return { 'ok', 0, L.amount, L.expires_at } end
 local C = load_campaign(c, day)
 if not C then return { 'UnknownCampaign' } end
 if not L then
