@@ -97,7 +97,7 @@ async fn a_notice_for_a_reservation_the_ledger_does_not_hold_is_404() {
     let elsewhere = TestBidder::start(&campaigns, "").await;
     let (nurl, _, _) = bid(&bidder, "r1").await;
     let (status, body) = elsewhere
-        .get(&nurl.replace("${AUCTION_PRICE}", "1.5"))
+        .notice(&nurl.replace("${AUCTION_PRICE}", "1.5"))
         .await;
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("unknown_reservation"), "{body}");
@@ -267,9 +267,9 @@ async fn a_notice_the_ledger_cannot_take_is_503_and_charges_once_when_retried() 
     assert_eq!(metric(&b, &outcome("charged")).await, 0);
 
     let _redis = RedisServer::start_on_with(port, &options).await.unwrap();
-    let (status, body) = b.get(&win).await;
+    let (status, body) = b.notice(&win).await;
     assert_eq!(status, 204, "{body}");
-    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(b.notice(&win).await.0, 204);
     assert_eq!(metric(&b, &outcome("charged")).await, 1);
     assert_eq!(metric(&b, &outcome("duplicate")).await, 1);
     assert_eq!(money(&b, "c1").await, (1_500_000, 0));

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use bidder::metrics::RequestOutcome;
-use common::{ADMIN_TOKEN, TestBidder, banner_request, call, call_as, campaign_json};
+use common::{ADMIN_TOKEN, TestBidder, banner_request, call, call_retrying, campaign_json};
 use serde_json::Value;
 use testkit::http::raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -76,7 +76,7 @@ async fn win_notices_are_answered_and_charged_while_bids_are_shed() {
     let mut notice_times = Vec::new();
     for url in &wins {
         let started = Instant::now();
-        let (status, body) = b.get(url).await;
+        let (status, body) = b.notice(url).await;
         assert_eq!(
             status, 204,
             "a win notice during the flood: {status} {body}"
@@ -359,7 +359,7 @@ fn burst_behind_a_busy_runtime(admission: &str) -> Burst {
             &banner_request("lone", 300, 250, 0.1),
         )
         .await;
-        let (status, body) = call_as(admin, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
+        let (status, body) = call_retrying(admin, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
         assert_eq!(status, 200, "{body}");
         let all: Value = serde_json::from_str(&body).unwrap();
         let reserved = all["campaigns"][0]["nanos"]["reserved"].as_i64().unwrap();

@@ -1,7 +1,8 @@
 //! Campaign reloads while bid requests keep coming, over real loopback sockets: files written
 //! in place (so the watcher may see them half-written), truncated, garbage, or invalid
 //! (negative budget, unknown field, duplicate id) are refused with their reason counted, the
-//! last good campaigns keep bidding, and not one request fails; a good file then takes over.
+//! last good campaigns keep bidding, and not one request fails (a no-bid only when the machine
+//! is too busy, as the bidder's own counters say); a good file then takes over.
 //! Figures are printed (`cargo test -p bidder --test reload_under_load -- --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -109,12 +110,27 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
     let failed: Vec<u16> = answers
         .iter()
         .map(|a| a.status)
-        .filter(|&s| s != 200)
+        .filter(|&s| s != 200 && s != 204)
         .collect();
+    let no_bids = answers.iter().filter(|a| a.status == 204).count() as u64;
+    // On a machine busy with other work a request may be shed, or find too little time left:
+    // the bidder's correct answer is then a no-bid, counted as such. A no-bid for any other
+    // reason (no campaign to bid with) is what a reload must never cause.
+    let busy = common::metric(&b, "gavel_bidder_admission_total{outcome=\"shed\"}").await
+        + common::metric(
+            &b,
+            "gavel_bidder_admission_total{outcome=\"too_little_time\"}",
+        )
+        .await
+        + common::metric(
+            &b,
+            "gavel_bidder_candidate_skips_total{reason=\"deadline\"}",
+        )
+        .await;
     let slowest = answers.iter().map(|a| a.took).max().unwrap_or_default();
     let at = |p: f64| answers.iter().filter(|a| a.price() == Some(p)).count();
     println!(
-        "{} bid requests during {} reloads: {} failed, slowest {slowest:?}; bids at 2.0: {}, at 3.0: {}",
+        "{} bid requests during {} reloads: {} failed, {no_bids} no-bids ({busy} for a busy machine), slowest {slowest:?}; bids at 2.0: {}, at 3.0: {}",
         answers.len(),
         bad.len() + 1,
         failed.len(),
@@ -123,13 +139,19 @@ async fn bad_campaign_files_keep_the_last_good_ones_bidding_under_load() {
     );
     assert!(answers.len() > 100, "only {} requests ran", answers.len());
     assert!(failed.is_empty(), "failed requests: {failed:?}");
+    assert!(
+        no_bids <= busy,
+        "{no_bids} no-bids, only {busy} shed or out of time"
+    );
     assert_eq!(
-        at(2.0) + at(3.0),
+        at(2.0) + at(3.0) + no_bids as usize,
         answers.len(),
-        "a request got no bid or another price"
+        "a bid at another price"
     );
     assert!(
-        answers[..from].iter().all(|a| a.price() == Some(2.0)),
+        answers[..from]
+            .iter()
+            .all(|a| a.status == 204 || a.price() == Some(2.0)),
         "a refused file changed the bids"
     );
     assert!(at(3.0) > 0, "the good file never took over");

@@ -52,13 +52,13 @@ async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason
         (burl.replace("${AUCTION_PRICE}", "3"), "above_bid"),
     ];
     for (url, reason) in &forged {
-        let (status, body) = b.get(url).await;
+        let (status, body) = b.notice(url).await;
         assert_eq!(status, 403, "{reason}: {url} -> {body}");
     }
     // A forged loss would have released the reservation: refused too.
     let loss = lurl.replace("${AUCTION_LOSS}", "102");
     let forged_loss = with_param(&loss, "r", param(&other, "r"));
-    assert_eq!(b.get(&forged_loss).await.0, 403);
+    assert_eq!(b.notice(&forged_loss).await.0, 403);
     assert_eq!(money(&b, "c1").await, before, "the ledger is untouched");
     for (reason, count) in [
         ("missing_token", 1),
@@ -70,7 +70,7 @@ async fn forged_and_over_priced_notices_change_nothing_and_are_counted_by_reason
         assert_eq!(metric(&b, &line).await, count, "{reason}");
     }
     // The genuine notice still works afterwards.
-    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(b.notice(&win).await.0, 204);
     assert_eq!(money(&b, "c1").await, (1_500_000, 2_000_000));
 }
 
@@ -81,14 +81,14 @@ async fn a_replay_storm_charges_once_and_a_loss_never_erases_the_win() {
     let bill = burl.replace("${AUCTION_PRICE}", "1.25");
     let mut statuses = std::collections::BTreeMap::new();
     for _ in 0..1_000 {
-        *statuses.entry(b.get(&bill).await.0).or_insert(0) += 1;
+        *statuses.entry(b.notice(&bill).await.0).or_insert(0) += 1;
     }
     assert_eq!(statuses, [(204, 1_000)].into_iter().collect());
     // The winner's loss URL after the win (any reason but "won") is refused: 409.
     let loss = lurl.replace("${AUCTION_LOSS}", "102");
-    assert_eq!(b.get(&loss).await.0, 409);
+    assert_eq!(b.notice(&loss).await.0, 409);
     assert_eq!(
-        b.get(&nurl.replace("${AUCTION_PRICE}", "1.25")).await.0,
+        b.notice(&nurl.replace("${AUCTION_PRICE}", "1.25")).await.0,
         204
     );
     assert_eq!(money(&b, "c1").await, (1_250_000, 0));
@@ -107,15 +107,24 @@ async fn a_win_after_the_loss_is_charged_and_counted() {
     let b = TestBidder::start(&format!("[{}]", campaign_json("c1", 10.0, 2.0, "asap")), "").await;
     let (nurl, _, lurl) = bid(&b, "r1").await;
     // The exchange's loss notice arrives first (out of order), then the win.
-    assert_eq!(b.get(&lurl.replace("${AUCTION_LOSS}", "102")).await.0, 204);
+    assert_eq!(
+        b.notice(&lurl.replace("${AUCTION_LOSS}", "102")).await.0,
+        204
+    );
     assert_eq!(money(&b, "c1").await, (0, 0));
-    assert_eq!(b.get(&nurl.replace("${AUCTION_PRICE}", "1.5")).await.0, 204);
+    assert_eq!(
+        b.notice(&nurl.replace("${AUCTION_PRICE}", "1.5")).await.0,
+        204
+    );
     assert_eq!(money(&b, "c1").await, (1_500_000, 0));
     let late = "gavel_bidder_notices_total{kind=\"win\",outcome=\"charged_after_release\"}";
     assert_eq!(metric(&b, late).await, 1);
     // The winner's own loss URL ("bid won", loss=0) releases nothing.
     let (_, _, lurl2) = bid(&b, "r2").await;
-    assert_eq!(b.get(&lurl2.replace("${AUCTION_LOSS}", "0")).await.0, 204);
+    assert_eq!(
+        b.notice(&lurl2.replace("${AUCTION_LOSS}", "0")).await.0,
+        204
+    );
     assert_eq!(money(&b, "c1").await, (1_500_000, 2_000_000));
 }
 
@@ -157,7 +166,7 @@ async fn an_unsettled_reservation_is_held_through_its_grace_then_released_and_co
     while unix_now() < e {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (status, body) = b.get(&nurl.replace("${AUCTION_PRICE}", "1")).await;
+    let (status, body) = b.notice(&nurl.replace("${AUCTION_PRICE}", "1")).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("expired"), "{body}");
     assert_eq!(money(&b, "c1").await, (0, 0));
@@ -335,7 +344,7 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
     // Every forgery, to every instance.
     for url in &corpus {
         for b in &bidders {
-            assert_eq!(b.get(url).await.0, 403, "{url}");
+            assert_eq!(b.notice(url).await.0, 403, "{url}");
         }
     }
     let mut refused = 0;
@@ -358,7 +367,7 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
         let mut calls = tokio::task::JoinSet::new();
         for k in 0..50 {
             let (addr, bill) = (addrs[(batch * 50 + k) % 4], bill.clone());
-            calls.spawn(async move { common::call(addr, "GET", &bill, "").await.0 });
+            calls.spawn(async move { testkit::http::notice(addr, &bill).await.0 });
         }
         while let Some(status) = calls.join_next().await {
             assert_eq!(status.unwrap(), 204);
@@ -375,6 +384,6 @@ async fn four_lease_instances_refuse_forgeries_and_charge_a_replay_storm_once() 
     .await;
     // A loss after it, anywhere, changes nothing.
     let loss = lurl.replace("${AUCTION_LOSS}", "102");
-    assert_eq!(bidders[2].get(&loss).await.0, 409);
+    assert_eq!(bidders[2].notice(&loss).await.0, 409);
     assert_eq!(money(&bidders[1], "c1").await.0, 1_250_000);
 }

@@ -36,13 +36,13 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
 
     // Win at a clearing price of 1.5, delivered twice, then the billing notice: charged once.
     let win = nurl.replace("${AUCTION_PRICE}", "1.5");
-    assert_eq!(b.get(&win).await.0, 204);
-    assert_eq!(b.get(&win).await.0, 204);
+    assert_eq!(b.notice(&win).await.0, 204);
+    assert_eq!(b.notice(&win).await.0, 204);
     let bill = bid["burl"]
         .as_str()
         .unwrap()
         .replace("${AUCTION_PRICE}", "1.5");
-    assert_eq!(b.get(&bill).await.0, 204);
+    assert_eq!(b.notice(&bill).await.0, 204);
     let c = b.campaign("c1").await;
     assert_eq!(c["nanos"]["spent"], 1_500_000);
     assert_eq!(c["nanos"]["reserved"], 0);
@@ -59,13 +59,13 @@ async fn bids_carry_notice_urls_that_settle_the_budget() {
         .as_str()
         .unwrap()
         .replace("${AUCTION_PRICE}", "2.5");
-    assert_eq!(b.get(&forged).await.0, 403);
+    assert_eq!(b.notice(&forged).await.0, 403);
     // The loss notice releases the reservation.
     let loss = bid["lurl"]
         .as_str()
         .unwrap()
         .replace("${AUCTION_LOSS}", "102");
-    assert_eq!(b.get(&loss).await.0, 204);
+    assert_eq!(b.notice(&loss).await.0, 204);
     let c = b.campaign("c1").await;
     assert_eq!(c["nanos"]["spent"], 1_500_000);
     assert_eq!(c["nanos"]["reserved"], 0);
@@ -101,7 +101,10 @@ async fn spend_stops_at_the_budget() {
                 .as_str()
                 .unwrap()
                 .to_owned();
-            assert_eq!(b.get(&nurl.replace("${AUCTION_PRICE}", "2")).await.0, 204);
+            assert_eq!(
+                b.notice(&nurl.replace("${AUCTION_PRICE}", "2")).await.0,
+                204
+            );
         } else {
             assert_eq!(status, 204, "{body}");
         }

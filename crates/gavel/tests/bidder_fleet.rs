@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use testkit::RedisServer;
 use testkit::TempDir;
-use testkit::http::{call, call_as};
+use testkit::http::{call, call_retrying, notice};
 use testkit::secrets::ADMIN_TOKEN;
 
 fn now_ms() -> u64 {
@@ -67,7 +67,8 @@ fn request(id: u64) -> String {
 
 /// The campaign as one instance's admin endpoint reports it.
 async fn campaign(addr: SocketAddr, id: &str) -> Value {
-    let (status, body) = call_as(addr, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
+    let (status, body) =
+        call_retrying(addr, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
     assert_eq!(status, 200, "{body}");
     let all: Value = serde_json::from_str(&body).unwrap();
     all["campaigns"]
@@ -186,14 +187,15 @@ fn drivers(
 }
 
 /// Sends a notice to instance `to % 4`, or the next live one; if that one is killed under the
-/// call, to the next.
+/// call, to the next. A 503 (Redis slower than `redis_timeout_ms`) is sent again, as the
+/// exchange would.
 async fn notify(addrs: &[SocketAddr], tally: &Tally, to: usize, url: &str) -> (u16, String) {
     for d in 0..4 {
         let j = (to + d) % 4;
         if !tally.alive(j) {
             continue;
         }
-        let answer = call(addrs[j], "GET", url, "").await;
+        let answer = notice(addrs[j], url).await;
         if answer.0 != 0 || tally.alive(j) {
             return answer;
         }
@@ -297,6 +299,8 @@ async fn shared_budget(mode: &str) {
     }
     let ledger = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: redis.addr(),
+        // The test's own reads: generous, the machine may be busy.
+        timeout: testkit::http::RETRY_FOR,
         ..ledger::RedisConfig::default()
     });
     let balance = ledger
@@ -409,6 +413,8 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
     let tasks = drivers(&addrs, &tally, &stop, 16);
     let books = ledger::RedisLedger::new(ledger::RedisConfig {
         addr: redis.addr(),
+        // The test's own reads: generous, the machine may be busy.
+        timeout: testkit::http::RETRY_FOR,
         ..ledger::RedisConfig::default()
     });
     let balance = || async {

@@ -51,7 +51,7 @@ async fn bid_and_win(b: &BidderProcess) -> Option<u16> {
         .unwrap()
         .replace("${AUCTION_PRICE}", "1.5");
     let target = nurl.split_once(&b.addr.to_string()).unwrap().1.to_owned();
-    Some(call(b.addr, "GET", &target, "").await.0)
+    Some(testkit::http::notice(b.addr, &target).await.0)
 }
 
 async fn ledger_missing(b: &BidderProcess) -> bool {

@@ -138,7 +138,7 @@ async fn fire(url: &str) -> u16 {
         .strip_prefix("http://")
         .and_then(|rest| rest.split_once('/'))
         .unwrap();
-    call(addr.parse().unwrap(), "GET", &format!("/{target}"), "")
+    testkit::http::notice(addr.parse().unwrap(), &format!("/{target}"))
         .await
         .0
 }
@@ -150,7 +150,8 @@ fn metric(page: &str, name_and_labels: &str) -> u64 {
 }
 
 async fn campaign(admin: SocketAddr) -> Value {
-    let (status, body) = call_as(admin, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
+    let (status, body) =
+        testkit::http::call_retrying(admin, "GET", "/admin/campaigns", Some(ADMIN_TOKEN), "").await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str::<Value>(&body).unwrap()["campaigns"][0].clone()
 }

@@ -36,7 +36,7 @@ pub fn banner_request_with_tmax(id: &str, w: u32, h: u32, floor: f64, tmax: u32)
 }
 
 pub use testkit::TempDir;
-pub use testkit::http::{call, call_as};
+pub use testkit::http::{call, call_as, call_retrying};
 pub use testkit::secrets::ADMIN_TOKEN;
 
 /// A bidder serving on a free port, with its campaign file in a temporary directory.
@@ -124,6 +124,12 @@ impl TestBidder {
         call(self.addr, "GET", target, "").await
     }
 
+    /// A notice, sent again while the answer is 503 (the ledger slower than its timeout on a
+    /// busy machine), as the exchange does; see [`testkit::http::call_retrying`].
+    pub async fn notice(&self, target: &str) -> (u16, String) {
+        testkit::http::notice(self.addr, target).await
+    }
+
     pub async fn post(&self, target: &str, body: &str) -> (u16, String) {
         call(self.addr, "POST", target, body).await
     }
@@ -140,8 +146,16 @@ impl TestBidder {
         call_as(self.admin_addr, method, target, Some(ADMIN_TOKEN), "").await
     }
 
+    /// The campaigns as `/admin/campaigns` reports them (asked again on 503, the ledger busy).
     pub async fn admin(&self) -> Value {
-        let (status, body) = self.admin_call("GET", "/admin/campaigns").await;
+        let (status, body) = call_retrying(
+            self.admin_addr,
+            "GET",
+            "/admin/campaigns",
+            Some(ADMIN_TOKEN),
+            "",
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         serde_json::from_str(&body).unwrap()
     }
