@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use crate::bidder::{self, Decision, GARBAGE, PlannedBid};
+use crate::ctx::{BidderCtx, shutdown_signalled};
 use crate::notice::parse_notice;
-use crate::server::{BidderCtx, shutdown_signalled};
 use crate::stats::{NoticeKind, add_price, incr};
 use crate::wire::{self, BidOut};
 

@@ -19,8 +19,8 @@ use http::{Method, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::ctx::{BidderCtx, shutdown_signalled};
 use crate::handlers::{self, MAX_BODY_BYTES, Reply, Route};
-use crate::server::{BidderCtx, shutdown_signalled};
 
 /// The largest request head accepted.
 const MAX_HEAD_BYTES: usize = 16 * 1024;

@@ -51,7 +51,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod accept;
 mod bidder;
+mod ctx;
 mod dist;
 mod handlers;
 mod lean;
@@ -70,7 +72,7 @@ pub use profile::{
 };
 pub use stats::{BidderStats, NOTICE_RING_CAPACITY, Notice, NoticeKind};
 
-use server::BidderCtx;
+use ctx::BidderCtx;
 use stats::NoticeRing;
 
 /// Everything that can go wrong starting a fleet or loading profiles.
@@ -229,7 +231,7 @@ pub async fn start(
             notices: notices.clone(),
             shutdown: rx.clone(),
         });
-        handles.push(tokio::spawn(server::accept_loop(
+        handles.push(tokio::spawn(accept::accept_loop(
             listener,
             config.transport,
             config.tls.clone(),
@@ -324,7 +326,7 @@ impl Fleet {
         };
         if handles.is_empty() {
             // Another caller took the handles; at least wait for the signal.
-            server::shutdown_signalled(self.shared.shutdown.subscribe()).await;
+            ctx::shutdown_signalled(self.shared.shutdown.subscribe()).await;
             return;
         }
         for h in handles {

@@ -1,9 +1,9 @@
-//! One bidder's accept loop, and its hyper server: full HTTP/1.1 and TLS. The answers come from
-//! `handlers`; `lean` is the cheaper server for benchmarks.
+//! One bidder's hyper server: full HTTP/1.1, over TLS or not. The answers come from
+//! `handlers`; `lean` is the cheaper server for benchmarks; `accept` hands each connection to one
+//! of them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
@@ -13,83 +13,14 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
-use crate::Transport;
+use crate::ctx::{BidderCtx, shutdown_signalled};
 use crate::handlers::{self, Hangup, MAX_BODY_BYTES, Reply, Route};
-use crate::profile::BidderProfile;
-use crate::stats::{Counters, NoticeRing, incr};
-
-/// Everything one bidder's handlers share.
-#[derive(Debug)]
-pub(crate) struct BidderCtx {
-    pub index: usize,
-    pub seed: u64,
-    pub profile: BidderProfile,
-    /// `http://127.0.0.1:PORT`, the prefix of the notice URLs put in bids.
-    pub base_url: String,
-    pub counters: Counters,
-    pub notices: Arc<NoticeRing>,
-    pub shutdown: watch::Receiver<bool>,
-}
+use crate::stats::incr;
 
 type Body = Full<Bytes>;
 
-/// Resolves once fleet shutdown is signalled (or the signal can no longer come).
-pub(crate) async fn shutdown_signalled(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
-}
-
-pub(crate) async fn accept_loop(
-    listener: TcpListener,
-    transport: Transport,
-    tls: Option<Arc<edge::ServerTls>>,
-    ctx: Arc<BidderCtx>,
-) {
-    let stop = shutdown_signalled(ctx.shutdown.clone());
-    tokio::pin!(stop);
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = &mut stop => break,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                // Small request/response exchanges: Nagle would add delay for nothing.
-                let _ = stream.set_nodelay(true);
-                match tls.as_ref().and_then(|t| t.acceptor()) {
-                    None if transport == Transport::Lean => {
-                        tokio::spawn(crate::lean::serve(stream, peer, ctx.clone()));
-                    }
-                    None => {
-                        tokio::spawn(serve_connection(stream, peer, ctx.clone()));
-                    }
-                    Some(acceptor) => {
-                        let ctx = ctx.clone();
-                        tokio::spawn(async move {
-                            match acceptor.accept(stream).await {
-                                Ok(stream) => serve_connection(stream, peer, ctx).await,
-                                Err(e) => {
-                                    tracing::debug!(%peer, error = %e, "TLS handshake failed")
-                                }
-                            }
-                        });
-                    }
-                }
-            }
-            Err(e) => {
-                // E.g. EMFILE: back off instead of spinning; the listener stays usable.
-                tracing::warn!(bidder = %ctx.profile.name, error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-    tracing::debug!(bidder = %ctx.profile.name, "listener closed");
-}
-
-async fn serve_connection<S>(stream: S, peer: SocketAddr, ctx: Arc<BidderCtx>)
+pub(crate) async fn serve_connection<S>(stream: S, peer: SocketAddr, ctx: Arc<BidderCtx>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
