@@ -13,9 +13,15 @@ run by .ci/run).
    through `use crate::...`, `super::...`, `self::...` or inline paths, re-exports and the
    parent's own imports followed. A module and its own submodules are exempt (a parent declares
    and re-exports its children by design), and so is the crate root.
+5. Every file is read: each `.rs` file under a crate's `src/` (`src/bin/` aside) is reached by
+   the walk from the crate root through its `mod name;` declarations. Rule 4 sees only the files
+   the walk reads; a file it misses (declared with `#[path]`, behind a declaration the walk did
+   not recognise, or not declared at all) is reported rather than silently passed. A scan that
+   stopped early once left all but one of a crate's modules unread, and a real cycle with them.
 
 What it cannot see: method calls on a type whose `impl` blocks are spread over sibling files
-(they name no path), and macros that expand to paths.
+(they name no path), macros that expand to paths, and the imports of inline `mod name { ... }`
+blocks (tests mostly, but not only).
 
 The script checks itself first on a made-up workspace with one violation of each kind.
 Exit status 0 when all hold; otherwise 1, with one line per violation.
@@ -96,19 +102,97 @@ def check_crates(crates, layers, problems):
                 problems.append(f"{name} is in a pure layer but depends on {dep}")
 
 
-def strip_literals(code):
-    """`code` with string, raw string and char literals emptied, so that braces and paths
-    inside them count for nothing (lifetimes such as `'a` are left alone)."""
-    code = re.sub(r'r(#*)"(?:.|\n)*?"\1', '""', code)
-    code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', code, flags=re.S)
-    return re.sub(r"'(?:[^'\\\n]|\\[^\n]{1,9})'", "' '", code)
+WORD = re.compile(r"\w+")
+RAW_OPENING = re.compile(r'(#*)"')
 
 
-def strip_comments_and_test_blocks(text):
-    """The code without comments, literals and inline `mod name { ... }` blocks (tests), whose
-    `super` means the file's own module, not its parent."""
-    code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    code = "\n".join(re.sub(r"//.*$", "", l) for l in strip_literals(code).splitlines())
+def end_of_string(text, i):
+    """Where the string whose body starts at `i` ends (just past its closing quote); escapes
+    (`\\"`, `\\\\`) skipped."""
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i + 1
+        else:
+            i += 1
+    return len(text)
+
+
+def end_of_char(text, i):
+    """Where the char literal opened by the quote at `i` ends (`'x'`, `'"'`, `'\\''`,
+    `'\\u{1F600}'`), or None when that quote starts a lifetime or a label (`'a`, `'static`,
+    `'outer:`): a char literal closes after one character or one escape, a lifetime never does."""
+    if text.startswith("\\", i + 1):
+        close = text.find("'", i + 3, i + 13)
+        return close + 1 if close > 0 and "\n" not in text[i:close] else None
+    if i + 2 < len(text) and text[i + 1] != "\n" and text[i + 2] == "'":
+        return i + 3
+    return None
+
+
+def strip_comments_and_literals(text):
+    """`text` with comments (line, doc, block, nested block) blanked and string, raw string,
+    byte string and char literals emptied (`""`, `' '`), so that braces, paths and `mod`
+    declarations inside them count for nothing. One left-to-right pass, because which of them
+    starts first decides what the rest is: a quote inside a comment opens nothing, `//` inside
+    a string is no comment, and `r"` only opens a raw string as a token of its own (not at the
+    end of a word such as `nbr"`). Stripping comments and literals one regex after the other
+    got this wrong and once swallowed a crate's whole module list (sim's doc comment quoting
+    `{"id":..,"nbr":8}`). Lifetimes are left alone; newlines of block comments are kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            out.append(" ")
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(" " + "\n" * text.count("\n", i, j))
+            i = j
+        elif c == '"':
+            i = end_of_string(text, i + 1)
+            out.append('""')
+        elif c == "'":
+            end = end_of_char(text, i)
+            out.append("' '" if end else "'")
+            i = end or i + 1
+        elif WORD.match(text, i):
+            # A whole word at once, so that a literal's prefix (`r`, `b`, `br`, `c`, `cr`) is
+            # only one when it is the entire word.
+            word = WORD.match(text, i).group()
+            j = i + len(word)
+            raw = RAW_OPENING.match(text, j) if word in ("r", "br", "cr") else None
+            if raw:  # not `r#name`, a raw identifier
+                close = text.find('"' + raw.group(1), raw.end())
+                i = n if close < 0 else close + len(raw.group())
+                out.append('""')
+            elif word in ("b", "c") and text.startswith('"', j):
+                i = end_of_string(text, j + 1)
+                out.append('""')
+            elif word == "b" and text.startswith("'", j) and end_of_char(text, j):
+                i = end_of_char(text, j)
+                out.append("' '")
+            else:
+                out.append(word)
+                i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def without_inline_modules(code):
+    """`code` (comments and literals already stripped) without its inline `mod name { ... }`
+    blocks (tests), whose `super` means the file's own module, not its parent."""
     out, i = [], 0
     for m in re.finditer(r"\bmod\s+\w+\s*\{", code):
         if m.start() < i:
@@ -121,6 +205,26 @@ def strip_comments_and_test_blocks(text):
         i = j
     out.append(code[i:])
     return "".join(out)
+
+
+def file_modules(code):
+    """[(inline module path, name)] of each `mod name;` in `code` (comments and literals
+    already stripped), wherever it stands: after an attribute on the same line, with any
+    visibility, or inside an inline `mod outer { ... }` (then its file is under `outer/`)."""
+    found, inline, depth = [], [], 0
+    for m in re.finditer(r"\bmod\s+(?:r#)?(\w+)\s*([;{])|[{}]", code):
+        if m.group(2) == ";":
+            found.append((tuple(name for name, _ in inline), m.group(1)))
+        elif m.group(2) == "{":
+            inline.append((m.group(1), depth))
+            depth += 1
+        elif m.group() == "{":
+            depth += 1
+        else:
+            depth -= 1
+            if inline and inline[-1][1] == depth:
+                inline.pop()
+    return found
 
 
 def expand_use_tree(tree):
@@ -155,12 +259,14 @@ class Crate:
         self.modules = {}  # module path tuple -> file
         self.code = {}  # module path tuple -> code without comments, literals, inline modules
         self.imports = {}  # module path tuple -> ({name: path}, [glob paths])
+        self.src = src
         root = src / "lib.rs" if (src / "lib.rs").exists() else src / "main.rs"
         self.load((), root)
 
     def load(self, path, file):
         self.modules[path] = file
-        code = self.code[path] = strip_comments_and_test_blocks(file.read_text())
+        lexed = strip_comments_and_literals(file.read_text())
+        code = self.code[path] = without_inline_modules(lexed)
         here = file.parent if file.name in ("lib.rs", "main.rs", "mod.rs") else file.parent / file.stem
         named, globs = {}, []
         for tree in re.findall(r"\buse\s+([^;]+);", code):
@@ -170,11 +276,24 @@ class Crate:
                 else:
                     named[p.split("::")[-1]] = p
         self.imports[path] = (named, globs)
-        for name in re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code, re.M):
-            for candidate in (here / f"{name}.rs", here / name / "mod.rs"):
+        for inline, name in file_modules(lexed):
+            folder = here.joinpath(*inline)
+            for candidate in (folder / f"{name}.rs", folder / name / "mod.rs"):
                 if candidate.exists():
-                    self.load(path + (name,), candidate)
+                    self.load(path + inline + (name,), candidate)
                     break
+
+    def unreached(self):
+        """The `.rs` files under `src/` (`src/bin/` aside) that the walk
+        from the crate root through `mod name;` declarations did not read: a file declared
+        with `#[path]`, behind a declaration the walk missed, or not declared at all. Each one
+        is code rule 4 cannot see, so it is reported instead of passed over in silence."""
+        reached = set(self.modules.values())
+        return [
+            f
+            for f in sorted(self.src.rglob("*.rs"))
+            if f.relative_to(self.src).parts[0] != "bin" and f not in reached
+        ]
 
     @staticmethod
     def anchor(module, segs):
@@ -288,6 +407,8 @@ def check(root):
         for comp in cycles(crate.edges()):
             files = [str(crate.modules[m].relative_to(ROOT)) for m in comp]
             problems.append(f"{name}: files import each other in a cycle: {' <-> '.join(files)}")
+        for file in crate.unreached():
+            problems.append(f"{file.relative_to(ROOT)}: not reached by the module walk")
         prefixes = [()] if layers.get(name, (0, False))[1] else pure_modules.get(name, [])
         for prefix in prefixes:
             if prefix and prefix not in crate.modules:
@@ -313,7 +434,15 @@ SELFTEST = {
     "crates/low/src/s.rs": "pub struct S;\nuse crate::b::B;\nuse crate::t::T;\n",
     "crates/low/src/t.rs": "pub struct T;\nfn f() -> std::io::Result<()> { Ok(()) }\n",
     "crates/high/Cargo.toml": '[package]\nname = "high"\n[dependencies]\nlow = { path = "../low" }\n',
-    "crates/high/src/lib.rs": "mod calc;\nmod net;\n",
+    "crates/high/src/lib.rs": "//! the bidder's \"answer\": `200 {\"id\":..,\"nbr\":8}`, a lone \" too\n"
+    "/// it's\n/* a block's \"quote\" /* nested */ mod ghost; still a comment */\nmod calc;\nmod net;\n"
+    "fn f<'a>(x: &'a str) -> &'a str {\n    let _ = ('\"', '\\'', b'\"', r#\"raw \"mod ghost;\" \"#, br\"//\", \"/*\");\n    x\n}\n"
+    "#[cfg(test)] pub(crate) mod q;\nmod r;\nmod outer {\n    mod inner;\n}\n// mod orphan;\n",
+    "crates/high/src/q.rs": "use crate::r::R;\npub struct Q;\n",
+    "crates/high/src/r.rs": "/// it's Q's \"other half\"\nuse crate::q::Q;\npub struct R;\n",
+    "crates/high/src/outer/inner.rs": "pub struct I;\n",
+    "crates/high/src/orphan.rs": "pub struct O;\n",
+    "crates/high/src/bin/tool.rs": "fn main() {}\n",
     "crates/high/src/calc.rs": "pub fn f() { let _ = std::fs::read(\"x\"); }\n",
     "crates/high/src/net.rs": "pub fn g() { let _ = std::net::TcpListener::bind(\"x\"); }\n",
     "crates/testkit/Cargo.toml": '[package]\nname = "testkit"\n',
@@ -326,14 +455,19 @@ SELFTEST_EXPECTED = [
     "low: files import each other in a cycle: crates/low/src/a.rs <-> crates/low/src/b.rs",
     "low: files import each other in a cycle: crates/low/src/p/c.rs <-> crates/low/src/p/d.rs",
     "crates/high/src/calc.rs: pure code names std::fs",
+    "high: files import each other in a cycle: crates/high/src/q.rs <-> crates/high/src/r.rs",
+    "crates/high/src/orphan.rs: not reached by the module walk",
 ]
 
 
 def selftest():
     """The checker on a made-up workspace: one violation of each rule (a renamed and a
     target-specific dependency, a cycle through a re-export, one through the parent's own
-    import, I/O in a named pure module), and cases that must pass (a parent and its child, a
-    test module, braces and paths in literals, I/O in an impure module): exactly those six."""
+    import, I/O in a named pure module, a cycle between modules declared after doc comments
+    with quotes in them, a file no `mod` declares), and cases that must pass (a parent and its
+    child, a test module, braces, paths and `mod` in literals and comments, lifetimes next to
+    char literals, a file declared from an inline module, a binary under `src/bin/`, I/O in an
+    impure module): exactly those eight."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -353,7 +487,7 @@ def main():
         print(f"layering: {p}")
     if problems:
         sys.exit(1)
-    print(f"layering: {count} crates, layers respected, pure code pure, no file cycles, no test helper in production")
+    print(f"layering: {count} crates, layers respected, pure code pure, no file cycles, every file read, no test helper in production")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bidder::BidderConfig;
 use bidder::config::ConfigError;
 use libfuzzer_sys::fuzz_target;
-use pacing::Nanos;
+use units::Nanos;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -127,7 +127,7 @@ fn round_trip(n: &Notice) {
     let imp = n.imp.as_deref().unwrap_or("1");
     let secret = settings::Secret::new(&[9; 32], "fuzz").expect("a 32-byte key");
     let keys = NoticeKeys::new(NoticeKey::new(&secret).expect("HMAC key"), None);
-    let now = pacing::Timestamp(1_700_000_000_000);
+    let now = units::Timestamp(1_700_000_000_000);
     let plain = match &n.price {
         Some(NoticePrice::Plain(p)) => Some(*p),
         _ => None,

@@ -18,7 +18,7 @@ use campaigns::{
     Campaign, CampaignError, CampaignSet, Candidate, ImpFacts, Media, RequestFacts,
 };
 use openrtb::BidRequest;
-use pacing::{Nanos, Timestamp};
+use units::{Nanos, Timestamp};
 use serde_json::{Value, json};
 
 /// Whether the checks of open findings run (feature `strict`; see docs/FUZZING.md).

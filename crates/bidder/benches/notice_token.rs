@@ -12,7 +12,7 @@ use bidder::prices::PriceKeys;
 use bidder::token::{NoticeKey, NoticeKeys};
 use criterion::{Criterion, criterion_group, criterion_main};
 use openrtb::Price;
-use pacing::Timestamp;
+use units::Timestamp;
 
 const NOW: Timestamp = Timestamp(1_700_000_000_000);
 

@@ -14,11 +14,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use ledger::Balance;
-use pacing::{Nanos, PacingState, Timestamp};
+use pacing::PacingState;
 use serde::Serialize;
 use serde_json::json;
+use units::{Nanos, Timestamp};
 
-use edge::{json as json_response, json_error, method_not_allowed};
+use http_front::{json as json_response, json_error, method_not_allowed};
 
 use crate::state::{Bidder, State};
 use ledger::Unavailable;
@@ -46,9 +47,9 @@ pub(crate) async fn handle(
 ) -> Response<Full<Bytes>> {
     match req.uri().path() {
         "/metrics" => {
-            return edge::metrics_answer(&state.admin, &req, peer, || render_metrics(state));
+            return http_front::metrics_answer(&state.admin, &req, peer, || render_metrics(state));
         }
-        "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
+        "/healthz" => return http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
         _ => {}
     }
     let caller = match state.admin.check(&req, peer) {
@@ -190,7 +191,7 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
 /// `POST /admin/reload`: reloads the campaign file and the price keys now; 200 with the count
 /// and the ids of the price keys in force, or 422 naming the problem (what failed keeps its
 /// last good version). Audited either way.
-async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
+async fn reload(state: &State, caller: &http_front::Caller) -> Response<Full<Bytes>> {
     let loaded = |state: &State| {
         let s = state.snapshot.load();
         json!({ "campaigns": s.states.len(), "loaded_at_ms": s.loaded_at.millis() })
@@ -231,7 +232,7 @@ async fn reload(state: &State, caller: &edge::Caller) -> Response<Full<Bytes>> {
 /// from zero spend unless their figures were restored first. Audited, refusals included.
 async fn open_ledger(
     state: &State,
-    caller: &edge::Caller,
+    caller: &http_front::Caller,
     after_loss: bool,
 ) -> Response<Full<Bytes>> {
     let Some(redis) = state.ledger.redis() else {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use ledger::Refusal;
 use openrtb::{Bid, BidRequest, BidResponse, MarkupType, SeatBid};
-use pacing::{Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use units::{Nanos, Timestamp};
 
 use crate::metrics::SkipReason;
 use crate::notice::{BidNotice, notice_urls};

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pacing::Nanos;
 use serde::Deserialize;
+use units::Nanos;
 
 /// Largest accepted configuration file.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
@@ -125,7 +125,7 @@ pub struct SecuritySection {
     /// made with one of the price keys. Needs a price key. Default false: a plain price is
     /// still charged (an exchange without the key), a token is checked.
     pub require_price_token: bool,
-    /// The admin keys, as in the exchange's `[security]`: see [`edge::AdminSettings`].
+    /// The admin keys, as in the exchange's `[security]`: see [`http_front::AdminSettings`].
     pub admin_token_file: Option<PathBuf>,
     pub admin_reads_need_token: bool,
     pub admin_remote: bool,
@@ -135,8 +135,8 @@ pub struct SecuritySection {
 
 impl SecuritySection {
     /// The admin part, as the edge's admin door takes it.
-    pub fn admin(&self) -> edge::AdminSettings {
-        edge::AdminSettings {
+    pub fn admin(&self) -> http_front::AdminSettings {
+        http_front::AdminSettings {
             admin_token_file: self.admin_token_file.clone(),
             admin_reads_need_token: self.admin_reads_need_token,
             admin_remote: self.admin_remote,
@@ -156,7 +156,7 @@ impl Default for SecuritySection {
             price_key_file: None,
             require_price_token: false,
             admin_token_file: None,
-            admin_reads_need_token: edge::AdminSettings::default().admin_reads_need_token,
+            admin_reads_need_token: http_front::AdminSettings::default().admin_reads_need_token,
             admin_remote: false,
             audit_log: None,
             metrics_need_token: false,
@@ -544,13 +544,13 @@ impl BidderConfig {
     }
 
     /// What the server accepts from client connections.
-    pub fn limits(&self) -> edge::Limits {
+    pub fn limits(&self) -> http_front::Limits {
         self.http_limits().limits()
     }
 
-    fn http_limits(&self) -> edge::HttpLimits {
+    fn http_limits(&self) -> http_front::HttpLimits {
         let h = &self.http;
-        edge::HttpLimits {
+        http_front::HttpLimits {
             max_connections: h.max_connections,
             read_timeout_ms: h.read_timeout_ms,
             idle_timeout_ms: h.idle_timeout_ms,

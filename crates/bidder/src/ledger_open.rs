@@ -193,7 +193,7 @@ impl Marker {
             ledger: ledger.to_owned(),
             redis: self.redis.clone(),
             prefix: self.prefix.clone(),
-            seen_at: pacing::Timestamp::now().to_rfc3339(),
+            seen_at: units::Timestamp::now().to_rfc3339(),
         };
         // One aside file per process: a server and the CLI writing at once never share one.
         let aside = self
@@ -367,7 +367,7 @@ pub async fn create(config: &BidderConfig, after_loss: bool, who: &str) -> Resul
     if config.ledger.backend != Backend::Redis {
         return Err("ledger.backend is memory: there is no shared ledger to create".to_owned());
     }
-    let admin = edge::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;
+    let admin = http_front::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;
     let (redis, url, marker) = redis_handle(config)?;
     let result = open_or_create(&redis, marker.as_ref(), after_loss).await;
     let before = serde_json::json!({ "redis": url.to_string(), "after_loss": after_loss });
@@ -379,7 +379,7 @@ pub async fn create(config: &BidderConfig, after_loss: bool, who: &str) -> Resul
         result,
         Ok(Opened::Created { .. }) | Err(OpenRefused::Evidence(_))
     ) {
-        let caller = edge::Caller {
+        let caller = http_front::Caller {
             who: who.to_owned(),
         };
         admin.audit(&caller, "gavel ledger create", &before, &after);

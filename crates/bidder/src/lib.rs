@@ -19,7 +19,7 @@
 //!   ledger that does not answer in time is a refusal (fail closed).
 //! - Campaign changes are validated and indexed aside and swapped whole (`reload`); a bad file
 //!   never replaces a good one.
-//! - Money is integer: CPMs in micros ([`openrtb::Price`]), budgets in nanos ([`pacing::Nanos`]);
+//! - Money is integer: CPMs in micros ([`openrtb::Price`]), budgets in nanos ([`units::Nanos`]);
 //!   one impression at CPM p micros costs exactly p nanos.
 
 mod admin;

@@ -28,7 +28,7 @@ use http::StatusCode;
 use ledger::{CommitOutcome, ReleaseOutcome, SettleError};
 use openrtb::Price;
 use openrtb::query::{parse_cpm, query_pairs};
-use pacing::{Nanos, Timestamp};
+use units::{Nanos, Timestamp};
 
 use crate::config::ChargeOn;
 use crate::metrics::{NoticeKind, NoticeOutcome, NoticeRefusal};
@@ -585,7 +585,7 @@ mod tests {
 
     async fn ledger_with(ids: &[&str]) -> Ledger {
         let ledger = Ledger::memory(std::time::Duration::from_secs(60));
-        let limits = pacing::Limits {
+        let limits = units::Limits {
             total: Nanos::from_units(1.0).unwrap_or_default(),
             daily: None,
         };

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use campaigns::limits::MAX_FILE_BYTES;
 use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
-use pacing::Timestamp;
+use units::Timestamp;
 
 use crate::config::BidderConfig;
 use crate::metrics::{ReloadFailure, ReloadOutcome};

@@ -1,4 +1,4 @@
-//! The bidder's HTTP servers: routes. Bid requests come in through the edge's [`edge::Door`]
+//! The bidder's HTTP servers: routes. Bid requests come in through the edge's [`http_front::Door`]
 //! (read, admit, run `bid_path`, observe); notices bypass its gate, ahead of bids.
 //! `Bidder::start` wires the ledger, the campaigns and the background tasks;
 //! `Bidder::serve(listener, shutdown)` serves bids and notices, and
@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use edge::{Refused, json, json_error, method_not_allowed, no_content, plain};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
+use http_front::{Refused, json, json_error, method_not_allowed, no_content, plain};
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
@@ -51,7 +51,7 @@ impl Bidder {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
-        edge::serve(
+        http_front::serve(
             listener,
             shutdown,
             limits,
@@ -67,9 +67,9 @@ impl Bidder {
     /// Serves the admin endpoints on `listener` (bound to `admin_listen`) until `shutdown`.
     pub async fn serve_admin(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        let limits = edge::admin::admin_limits(state.config.limits());
-        let connections = Arc::new(edge::ConnStats::default());
-        edge::serve(listener, shutdown, limits, connections, move |req, peer| {
+        let limits = http_front::admin::admin_limits(state.config.limits());
+        let connections = Arc::new(http_front::ConnStats::default());
+        http_front::serve(listener, shutdown, limits, connections, move |req, peer| {
             let state = state.clone();
             async move { crate::admin::handle(&state, req, peer).await }
         })
@@ -101,7 +101,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/healthz", _) => method_not_allowed("GET"),
         // Campaigns' wins and spend: never on the port exchanges and notices reach.
-        (_, "/metrics", _) => json_error(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
+        (_, "/metrics", _) => json_error(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         (_, path, _) if path.starts_with("/admin") => json_error(
             StatusCode::NOT_FOUND,
             "admin endpoints are served on admin_listen only",
@@ -133,7 +133,7 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
             return json_error(StatusCode::BAD_REQUEST, &e.to_string());
         }
     };
-    let now = pacing::Timestamp::now();
+    let now = units::Timestamp::now();
     let prices = state.prices.load();
     let checks = crate::notice::Checks {
         keys: state.keys.as_ref(),
@@ -152,13 +152,13 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
     state.metrics.notice(kind, settled.outcome);
     if let Some(earlier) = settled.earlier {
         // Anyone holding a URL can cause these: a few lines a second, the rest counted.
-        static LIMIT: edge::log_limit::LogLimit = edge::log_limit::LogLimit::new(5);
+        static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
         if let Some(suppressed) = LIMIT.admit_now() {
             tracing::warn!(
                 reservation = %parsed.reservation,
                 kind = kind.label(),
                 charged_nanos = earlier.get(),
-                asked_nanos = pacing::Nanos::of_impression(price.unwrap_or_default()).get(),
+                asked_nanos = units::Nanos::of_impression(price.unwrap_or_default()).get(),
                 suppressed,
                 "conflicting notice: the reservation was already charged at another price; the first charge stands"
             );

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use ledger::Balance;
-use pacing::{Nanos, Timestamp};
+use units::{Nanos, Timestamp};
 
 use crate::config::{Backend, BidderConfig, RedisMode};
 use crate::metrics::Metrics;
@@ -98,7 +98,7 @@ fn default_node() -> String {
 async fn open_ledger(
     config: &BidderConfig,
     node: &str,
-    campaigns: Vec<(String, pacing::Limits)>,
+    campaigns: Vec<(String, units::Limits)>,
 ) -> Result<Ledger, StartError> {
     let l = &config.ledger;
     // A reservation is held as long as its notices are valid: TTL, then grace (unconfirmed).
@@ -187,14 +187,14 @@ pub struct CheckReport {
 struct Inputs {
     keys: Option<NoticeKeys>,
     prices: crate::prices::PriceKeys,
-    admin: edge::AdminDoor,
+    admin: http_front::AdminDoor,
     snapshot: campaigns::Snapshot,
 }
 
 async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
     let keys = notice_keys(config)?;
     let prices = crate::reload::load_price_keys(config).map_err(StartError::Security)?;
-    let admin = edge::AdminDoor::open(&config.security.admin())
+    let admin = http_front::AdminDoor::open(&config.security.admin())
         .map_err(|e| StartError::Security(e.to_string()))?;
     let interval = Duration::from_millis(config.pacing.control_interval_ms);
     let snapshot = crate::reload::load(&config.campaigns, None, interval)
@@ -287,10 +287,11 @@ impl Bidder {
         tokio::spawn(admission::Admission::run_controller(Arc::downgrade(
             &admission,
         )));
-        let door = edge::Door::new(config.http.max_body_bytes, config.read_timeout(), admission);
+        let door =
+            http_front::Door::new(config.http.max_body_bytes, config.read_timeout(), admission);
         let state = Arc::new(State {
             door,
-            connections: Arc::new(edge::ConnStats::default()),
+            connections: Arc::new(http_front::ConnStats::default()),
             charge_on: config.ledger.charge_on,
             keys,
             prices: ArcSwap::from_pointee(prices),

@@ -36,7 +36,7 @@ pub(crate) struct State {
     /// How long a bid's notice URLs stay valid (reservation TTL plus grace).
     pub(crate) notice_lifetime: Duration,
     /// The admin endpoints' token check and audit log.
-    pub(crate) admin: edge::AdminDoor,
+    pub(crate) admin: http_front::AdminDoor,
     /// Where this instance records the id of the Redis ledger it has open (Redis modes with a
     /// `ledger.state_dir`).
     pub(crate) marker: Option<crate::ledger_open::Marker>,
@@ -49,10 +49,10 @@ pub(crate) struct State {
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
     /// Bid requests come in through it (notices do not: they have their own gate below).
-    pub(crate) door: edge::Door,
+    pub(crate) door: http_front::Door,
     /// Notices being handled now (their own gate: `max_notices_in_flight`).
     pub(crate) notices_in_flight: std::sync::atomic::AtomicUsize,
-    pub(crate) connections: Arc<edge::ConnStats>,
+    pub(crate) connections: Arc<http_front::ConnStats>,
 }
 
 thread_local! {

@@ -11,8 +11,8 @@
 
 use hmac::{Hmac, Mac};
 use openrtb::Price;
-use pacing::Timestamp;
 use sha2::Sha256;
+use units::Timestamp;
 
 use crate::metrics::NoticeKind;
 

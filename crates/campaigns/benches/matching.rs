@@ -18,10 +18,10 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use ledger::Book;
 use openrtb::BidRequest;
-use pacing::{Limits, Nanos, Timestamp};
 use testkit::synth::{
     NOW, synthetic, synthetic_broad, synthetic_requests, synthetic_requests_broad,
 };
+use units::{Limits, Nanos, Timestamp};
 
 const REQUESTS: usize = 4_096;
 

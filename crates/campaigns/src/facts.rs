@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use openrtb::{AuctionType, BidRequest, Geo, Imp, Price, Video};
-use pacing::Timestamp;
+use units::Timestamp;
 
 use crate::model::{Country, Size};
 

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use openrtb::Price;
-use pacing::{Nanos, Timestamp};
+use units::{Nanos, Timestamp};
 
 use crate::schema::PacingModeConfig;
 

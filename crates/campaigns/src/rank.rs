@@ -7,7 +7,7 @@
 use std::ops::ControlFlow;
 
 use openrtb::Price;
-use pacing::Timestamp;
+use units::Timestamp;
 
 use crate::facts::{ImpFacts, RequestFacts};
 use crate::pricing::rule_price;

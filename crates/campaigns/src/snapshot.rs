@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pacing::{Limits, Nanos, Pacer, PacerConfig, PacingMode, PacingState, Timestamp};
+use pacing::{Pacer, PacerConfig, PacingMode, PacingState};
+use units::{Limits, Nanos, Timestamp};
 
 use crate::model::Campaign;
 use crate::schema::PacingModeConfig;

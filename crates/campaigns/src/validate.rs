@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use openrtb::Price;
-use pacing::{Nanos, Timestamp};
+use units::{Nanos, Timestamp};
 
 use crate::error::{CampaignError, Problem};
 use crate::limits::{

@@ -5,7 +5,7 @@
 
 use std::ops::ControlFlow;
 
-use pacing::Timestamp;
+use units::Timestamp;
 
 use campaigns::{CampaignSet, ImpFacts, RequestFacts};
 use testkit::synth::{

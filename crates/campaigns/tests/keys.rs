@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use campaigns::{CampaignSet, ImpFacts, RequestFacts};
 use openrtb::BidRequest;
-use pacing::Timestamp;
+use units::Timestamp;
 
 const CATS: &[&str] = &[
     "IAB1", "IAB1-2", "IAB1-3", "IAB2", "IAB2-1", "IAB10-1", "-x", "iab1-2", "IAB1-2-3",

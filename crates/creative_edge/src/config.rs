@@ -51,7 +51,7 @@ pub struct Config {
     /// Who may scrape `/metrics` (`metrics_need_token`, `admin_token_file`), as in the other
     /// servers' `[security]`.
     #[serde(default)]
-    pub security: edge::AdminSettings,
+    pub security: http_front::AdminSettings,
     /// Lifetime of an origin answer that states none, in seconds. Default 300.
     #[serde(default = "default_ttl")]
     pub default_ttl_s: u64,
@@ -320,8 +320,8 @@ impl Default for HttpSection {
 }
 
 impl HttpSection {
-    fn limits(&self) -> edge::HttpLimits {
-        edge::HttpLimits {
+    fn limits(&self) -> http_front::HttpLimits {
+        http_front::HttpLimits {
             max_connections: self.max_connections,
             read_timeout_ms: self.read_timeout_ms,
             idle_timeout_ms: self.idle_timeout_ms,
@@ -695,7 +695,7 @@ impl Config {
     }
 
     /// The listener's limits.
-    pub fn http_limits(&self) -> edge::Limits {
+    pub fn http_limits(&self) -> http_front::Limits {
         self.http.limits().limits()
     }
 }

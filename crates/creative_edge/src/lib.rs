@@ -56,14 +56,14 @@ pub enum StartError {
     #[error("tls.cert_dir {dir}: {reason}")]
     Tls { dir: String, reason: String },
     #[error("{0}")]
-    Admin(#[from] edge::AdminError),
+    Admin(#[from] http_front::AdminError),
 }
 
 /// A configured edge, ready to serve.
 #[derive(Debug, Clone)]
 pub struct Edge {
     state: Arc<server::State>,
-    limits: edge::Limits,
+    limits: http_front::Limits,
 }
 
 impl Edge {
@@ -83,7 +83,7 @@ impl Edge {
         })?;
         let tls = match &config.tls {
             Some(t) => Some(Arc::new(
-                edge::SniCerts::open(
+                http_front::SniCerts::open(
                     &t.cert_dir,
                     t.max_certs,
                     Duration::from_secs(t.check_interval_s),
@@ -99,11 +99,11 @@ impl Edge {
             assets: Arc::new(assets),
             store: store::MarkupStore::new(config.store.clone()),
             writers: writers::Writers::new(&config.store),
-            conns: Arc::new(edge::ConnStats::default()),
+            conns: Arc::new(http_front::ConnStats::default()),
             max_request_bytes: config.store.max_request_bytes(),
             read_timeout: Duration::from_millis(config.http.read_timeout_ms),
             tls,
-            admin: edge::AdminDoor::open(&config.security)?,
+            admin: http_front::AdminDoor::open(&config.security)?,
         };
         Ok(Edge {
             state: Arc::new(state),
@@ -115,8 +115,8 @@ impl Edge {
     /// (within `http.shutdown_grace_ms`).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        let tls = self.state.tls.clone().map(edge::Tls::Sni);
-        edge::serve_with_tls(
+        let tls = self.state.tls.clone().map(http_front::Tls::Sni);
+        http_front::serve_with_tls(
             listener,
             tls,
             shutdown,
@@ -131,11 +131,11 @@ impl Edge {
     /// `shutdown` completes.
     pub async fn serve_admin(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
-        edge::serve(
+        http_front::serve(
             listener,
             shutdown,
-            edge::admin::admin_limits(self.limits),
-            Arc::new(edge::ConnStats::default()),
+            http_front::admin::admin_limits(self.limits),
+            Arc::new(http_front::ConnStats::default()),
             move |request, peer: SocketAddr| server::admin_route(state.clone(), request, peer),
         )
         .await;

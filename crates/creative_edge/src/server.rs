@@ -21,12 +21,12 @@ pub struct State {
     pub store: MarkupStore,
     /// Who may put, and how fast.
     pub writers: Writers,
-    pub conns: Arc<edge::ConnStats>,
+    pub conns: Arc<http_front::ConnStats>,
     pub max_request_bytes: usize,
     pub read_timeout: Duration,
-    pub tls: Option<Arc<edge::SniCerts>>,
+    pub tls: Option<Arc<http_front::SniCerts>>,
     /// Who may scrape `/metrics` on the admin listener.
-    pub admin: edge::AdminDoor,
+    pub admin: http_front::AdminDoor,
 }
 
 /// Answers one request.
@@ -42,7 +42,7 @@ pub async fn route(
     match path {
         "/cache" => cache(&state, request, peer).await,
         "/healthz" => plain(StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
-        "/metrics" => answer::refuse(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
+        "/metrics" => answer::refuse(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         _ => answer::refuse(
             StatusCode::NOT_FOUND,
             "no such path; see /assets/{origin}/{path} and /cache",
@@ -85,27 +85,29 @@ async fn cache(
             // Who it is, before the body is read: a stranger costs a header parse.
             let writer = match state
                 .writers
-                .authenticate(edge::bearer_token(request.headers()))
+                .authenticate(http_front::bearer_token(request.headers()))
             {
                 Ok(w) => w,
                 Err(why) => return with_cors(put_refused(state, why), state),
             };
             let body =
-                match edge::read_body(request, state.max_request_bytes, state.read_timeout).await {
+                match http_front::read_body(request, state.max_request_bytes, state.read_timeout)
+                    .await
+                {
                     Ok(body) => body,
-                    Err(edge::BodyError::TooLarge { limit }) => {
+                    Err(http_front::BodyError::TooLarge { limit }) => {
                         return answer::refuse(
                             StatusCode::PAYLOAD_TOO_LARGE,
                             &format!("body exceeds the limit of {limit} bytes"),
                         );
                     }
-                    Err(edge::BodyError::Timeout) => {
+                    Err(http_front::BodyError::Timeout) => {
                         return answer::refuse(
                             StatusCode::REQUEST_TIMEOUT,
                             "body not received in time",
                         );
                     }
-                    Err(edge::BodyError::Read(_)) => {
+                    Err(http_front::BodyError::Read(_)) => {
                         return answer::refuse(StatusCode::BAD_REQUEST, "reading the body failed");
                     }
                 };
@@ -212,11 +214,13 @@ pub async fn admin_route(
     state: Arc<State>,
     request: Request<Incoming>,
     peer: std::net::SocketAddr,
-) -> Response<edge::Body> {
+) -> Response<http_front::Body> {
     match request.uri().path() {
-        "/metrics" => edge::metrics_answer(&state.admin, &request, peer, || render_metrics(&state)),
-        "/healthz" => edge::plain(StatusCode::OK, "text/plain", "ok\n"),
-        _ => edge::json_error(
+        "/metrics" => {
+            http_front::metrics_answer(&state.admin, &request, peer, || render_metrics(&state))
+        }
+        "/healthz" => http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
+        _ => http_front::json_error(
             StatusCode::NOT_FOUND,
             "the admin listener serves /metrics and /healthz",
         ),

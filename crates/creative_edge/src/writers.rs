@@ -158,7 +158,7 @@ impl Writers {
         }
     }
 
-    /// Who a put request is, from its bearer token (`edge::bearer_token`), before its body is
+    /// Who a put request is, from its bearer token (`http_front::bearer_token`), before its body is
     /// read.
     pub fn authenticate(&self, key: Option<&[u8]>) -> Result<Writer, PutRefusal> {
         match key {

@@ -168,7 +168,7 @@ async fn changed_files_are_reloaded_a_bad_change_keeps_the_old_certificate_and_t
  {
     let certs = certs(false);
     // Checked against the files at every use, so the test needs no waiting.
-    let sni = edge::SniCerts::open(certs.dir.path(), 2, Duration::ZERO).expect("dir");
+    let sni = http_front::SniCerts::open(certs.dir.path(), 2, Duration::ZERO).expect("dir");
     let first = sni
         .config_for(Some("ads.example.com"))
         .await

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use edge::{AdminDoor, AdminError, Caller, json, json_error, method_not_allowed};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
+use http_front::{AdminDoor, AdminError, Caller, json, json_error, method_not_allowed};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -52,10 +52,10 @@ impl Exchange {
 impl ExchangeAdmin {
     /// Serves the admin endpoints until `shutdown` completes.
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        let limits = edge::admin::admin_limits(self.exchange.state.config.limits());
+        let limits = http_front::admin::admin_limits(self.exchange.state.config.limits());
         let admin = self.clone();
-        let connections = Arc::new(edge::ConnStats::default());
-        edge::serve(listener, shutdown, limits, connections, move |req, peer| {
+        let connections = Arc::new(http_front::ConnStats::default());
+        http_front::serve(listener, shutdown, limits, connections, move |req, peer| {
             let admin = admin.clone();
             async move { admin.handle(req, peer).await }
         })
@@ -66,11 +66,11 @@ impl ExchangeAdmin {
         let state = &self.exchange.state;
         match req.uri().path() {
             "/metrics" => {
-                return edge::metrics_answer(&self.door, &req, peer, || {
+                return http_front::metrics_answer(&self.door, &req, peer, || {
                     crate::server::render_metrics(state)
                 });
             }
-            "/healthz" => return edge::plain(StatusCode::OK, "text/plain", "ok\n"),
+            "/healthz" => return http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
             _ => {}
         }
         let caller = match self.door.check(&req, peer) {

@@ -15,7 +15,7 @@ use admission::Missed;
 use crate::enrich::enrich;
 use crate::fanout;
 use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
-use edge::json_error;
+use http_front::json_error;
 
 use crate::notice_client::NoticeError;
 use crate::notice_plan::{self, Firer};
@@ -32,7 +32,7 @@ const NBR_INSUFFICIENT_TIME: i32 = 15;
 const MAX_MARKUP_BYTES: usize = 256 * 1024;
 
 fn no_bid() -> Response<Full<Bytes>> {
-    edge::no_content()
+    http_front::no_content()
 }
 
 fn bad_request(state: &State, message: &str) -> Response<Full<Bytes>> {
@@ -107,12 +107,12 @@ async fn auction(
                 .no_time_left
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             state.metrics.request(RequestOutcome::NoBid);
-            return edge::no_bid(admission.config().no_bid, body, NBR_INSUFFICIENT_TIME);
+            return http_front::no_bid(admission.config().no_bid, body, NBR_INSUFFICIENT_TIME);
         }
         Err(Missed::WouldMiss) => {
             // The work ahead of it would have made it late, and no start in time came.
             state.metrics.request(RequestOutcome::Shed);
-            return edge::shed_answer(admission, body);
+            return http_front::shed_answer(admission, body);
         }
     };
     let left = deadline.remaining(Instant::now());

@@ -69,7 +69,7 @@ pub struct Config {
     pub admin_listen: SocketAddr,
     /// Admin access: token, audit log (docs/security.md).
     #[serde(default)]
-    pub security: edge::AdminSettings,
+    pub security: http_front::AdminSettings,
     /// Name of this exchange node: prefix of its auction ids, so ids from several nodes differ.
     #[serde(default = "default_node")]
     pub node: String,
@@ -509,7 +509,7 @@ pub struct Validated {
     /// Sellers and their keys, read when the file was loaded.
     pub sellers: Arc<Sellers>,
     /// The listener's certificate, when `[tls]` is set.
-    pub listener_tls: Option<Arc<edge::ServerTls>>,
+    pub listener_tls: Option<Arc<http_front::ServerTls>>,
     /// The `[cache]` store's address, resolved at load.
     pub cache_endpoint: Option<Endpoint>,
     /// The writer key sent to the `[cache]` store, read at load.
@@ -550,13 +550,13 @@ impl Validated {
             .collect()
     }
     /// What the server accepts from client connections.
-    pub fn limits(&self) -> edge::Limits {
+    pub fn limits(&self) -> http_front::Limits {
         http_limits(&self.config.http).limits()
     }
 }
 
-fn http_limits(h: &HttpConfig) -> edge::HttpLimits {
-    edge::HttpLimits {
+fn http_limits(h: &HttpConfig) -> http_front::HttpLimits {
+    http_front::HttpLimits {
         max_connections: h.max_connections,
         read_timeout_ms: h.read_timeout_ms,
         idle_timeout_ms: h.idle_timeout_ms,
@@ -782,7 +782,7 @@ impl Config {
             None => None,
             Some(t) => {
                 let at = |p: &Path| settings::relative_to(dir, p);
-                let tls = edge::ServerTls::load(&at(&t.cert_file), &at(&t.key_file))
+                let tls = http_front::ServerTls::load(&at(&t.cert_file), &at(&t.key_file))
                     .map_err(|e| invalid("tls", e))?;
                 Some(Arc::new(tls))
             }

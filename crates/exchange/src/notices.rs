@@ -51,7 +51,7 @@ impl NoticeRoute {
     /// impression nobody is billed for.
     pub fn refused(&self, what: &str, refusal: &Refusal) {
         self.metrics.notice_refused(refusal);
-        static LIMIT: edge::log_limit::LogLimit = edge::log_limit::LogLimit::new(5);
+        static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
         let Some(suppressed) = LIMIT.admit_now() else {
             return;
         };

@@ -142,7 +142,7 @@ impl Exchange {
     /// configuration built from text.
     pub fn watch(&self) {
         if let Some(tls) = &self.state.config.listener_tls {
-            edge::ServerTls::watch(tls);
+            http_front::ServerTls::watch(tls);
         }
         if self.state.config.source.is_none() {
             return;

@@ -73,7 +73,7 @@ async fn refresh(state: &State, lookup: Lookup) {
                 let was_internal =
                     before.is_some_and(|a| !crate::outbound::address_allowed(a.ip(), false));
                 if !crate::outbound::address_allowed(addr.ip(), allow) && !was_internal {
-                    edge::log_limit::warn(
+                    http_front::log_limit::warn(
                         "bidder lookup",
                         &format!(
                             "bidder {name}: its host now resolves to {addr}, an internal address; \
@@ -102,7 +102,7 @@ async fn refresh(state: &State, lookup: Lookup) {
                     .pool
                     .addr()
                     .map_or("none".to_owned(), |a| a.to_string());
-                edge::log_limit::warn(
+                http_front::log_limit::warn(
                     "bidder lookup",
                     &format!("bidder {name}: {e}; keeping the address in use ({still})"),
                 );

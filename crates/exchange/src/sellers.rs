@@ -137,7 +137,7 @@ impl Sellers {
         }
     }
 
-    /// The seller whose key a request's bearer token (`edge::bearer_token`) is.
+    /// The seller whose key a request's bearer token (`http_front::bearer_token`) is.
     ///
     /// # Errors
     /// [`KeyRefusal`] when there is no token or it names no seller (and the exchange is not
@@ -394,7 +394,7 @@ mod tests {
         let s = build_in(d, &[a, b], false).unwrap();
         let who = |h: &str| {
             let headers = header(h);
-            s.authenticate(edge::bearer_token(&headers))
+            s.authenticate(http_front::bearer_token(&headers))
                 .map(|s| s.name.clone())
         };
         assert_eq!(who(&format!("Bearer {KEY_A}")), Ok("pub-a".into()));

@@ -1,5 +1,5 @@
 //! The exchange's HTTP server: routes. Auction requests come in through the edge's
-//! [`edge::Door`] (read, admit, run `auction_path.rs`, observe).
+//! [`http_front::Door`] (read, admit, run `auction_path.rs`, observe).
 //! `Exchange::serve(listener, shutdown)` is all a binary or a test needs.
 
 use std::future::Future;
@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use admission::Admission;
 use bytes::Bytes;
-use edge::{ConnStats, Refused, json_error, method_not_allowed, plain};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
+use http_front::{ConnStats, Refused, json_error, method_not_allowed, plain};
 use hyper::body::Incoming;
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpListener;
@@ -33,7 +33,7 @@ impl Exchange {
     }
 
     /// The auction listener's certificate, when `[tls]` is configured.
-    pub fn listener_tls(&self) -> Option<Arc<edge::ServerTls>> {
+    pub fn listener_tls(&self) -> Option<Arc<http_front::ServerTls>> {
         self.state.config.listener_tls.clone()
     }
 
@@ -62,9 +62,13 @@ impl Exchange {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
-        edge::serve_with_tls(
+        http_front::serve_with_tls(
             listener,
-            state.config.listener_tls.clone().map(edge::Tls::Single),
+            state
+                .config
+                .listener_tls
+                .clone()
+                .map(http_front::Tls::Single),
             shutdown,
             limits,
             connections,
@@ -88,7 +92,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/healthz") => method_not_allowed("GET"),
         // Sellers' names, bidders' wins and cleared revenue: never on the auction port.
-        (_, "/metrics") => json_error(StatusCode::NOT_FOUND, edge::METRICS_ELSEWHERE),
+        (_, "/metrics") => json_error(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         (_, path) if path.starts_with("/admin") => json_error(
             StatusCode::NOT_FOUND,
             "admin endpoints are served on admin_listen only",
@@ -117,7 +121,7 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
     let seller = match state
         .sellers
         .load()
-        .authenticate(edge::bearer_token(req.headers()))
+        .authenticate(http_front::bearer_token(req.headers()))
     {
         Ok(seller) => seller.clone(),
         Err(why) => return unauthorized(metrics, why),

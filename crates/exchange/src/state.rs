@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use admission::{Admission, DeadlinePolicy};
 use arc_swap::ArcSwap;
 use auction::AuctionConfig;
-use edge::{ConnStats, Door};
+use http_front::{ConnStats, Door};
 
 use crate::config::Validated;
 use crate::metrics::Metrics;

@@ -66,7 +66,7 @@ async fn an_https_bidder_is_called_and_notified_over_verified_tls() {
     let dir = TempDir::new("tls-bidder");
     let bidder_certs = testkit::tls::generate(dir.path(), "bidder");
     let other_ca = testkit::tls::generate(dir.path(), "other").ca;
-    let tls = Arc::new(edge::ServerTls::load(&bidder_certs.cert, &bidder_certs.key).unwrap());
+    let tls = Arc::new(http_front::ServerTls::load(&bidder_certs.cert, &bidder_certs.key).unwrap());
     let port = Arc::new(std::sync::OnceLock::new());
     let secure = ScriptedBidder::start_tls(tls.clone(), tls_bidder_answer(port.clone())).await;
     port.set(secure.addr.port()).unwrap();

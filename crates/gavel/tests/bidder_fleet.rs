@@ -25,7 +25,7 @@ use testkit::http::{call, call_retrying, notice};
 use testkit::secrets::ADMIN_TOKEN;
 
 fn now_ms() -> u64 {
-    pacing::Timestamp::now().millis()
+    units::Timestamp::now().millis()
 }
 
 /// Writes the campaign file and one config per instance; starts the instances.
@@ -304,7 +304,7 @@ async fn shared_budget(mode: &str) {
         ..ledger::RedisConfig::default()
     });
     let balance = ledger
-        .balance("shared", pacing::Timestamp::now())
+        .balance("shared", units::Timestamp::now())
         .await
         .unwrap()
         .unwrap();
@@ -324,8 +324,8 @@ async fn even_pacing_spends_half_the_budget_by_half_time() {
         r#"[{{"id": "even", "budget": {{"total": 0.40}}, "bid": {{"cpm": 2.00}}, "pacing": "even",
       "flight": {{"start": "{}", "end": "{}"}},
       "creatives": [{{"id": "cr1", "w": 300, "h": 250, "adm": "<div>ad</div>"}}], "targeting": {{}}}}]"#,
-        pacing::Timestamp(start).to_rfc3339(),
-        pacing::Timestamp(end).to_rfc3339()
+        units::Timestamp(start).to_rfc3339(),
+        units::Timestamp(end).to_rfc3339()
     );
     let mut fleet = start_fleet(
         &dir,
@@ -419,7 +419,7 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
     });
     let balance = || async {
         books
-            .balance("shared", pacing::Timestamp::now())
+            .balance("shared", units::Timestamp::now())
             .await
             .unwrap()
             .unwrap()

@@ -289,7 +289,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
         });
         for (id, charged) in ["small", "large"].iter().zip(&charged) {
             let b = ledger
-                .balance(id, pacing::Timestamp::now())
+                .balance(id, units::Timestamp::now())
                 .await
                 .unwrap()
                 .unwrap();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ledger::{LeaseConfig, LeasedLedger, MAX_AMOUNT, RedisLedger};
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 const NOW: Timestamp = Timestamp(20_000 * Timestamp::MS_PER_DAY);
 

@@ -17,7 +17,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 use crate::leased::{LeaseStats, LeasedLedger};

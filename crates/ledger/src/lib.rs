@@ -17,7 +17,7 @@
 //! - a store that does not answer in time is a refusal (fail closed), never a wait: the bid is
 //!   not made.
 //!
-//! Money is [`pacing::Nanos`] and time [`pacing::Timestamp`], passed in by the caller.
+//! Money is [`units::Nanos`] and time [`units::Timestamp`], passed in by the caller.
 
 pub mod book;
 pub mod front;
@@ -27,8 +27,8 @@ pub mod redis;
 pub use book::{Balance, Book, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
 pub use front::{Ledger, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
-pub use pacing::Limits;
 pub use redis::{
     BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, LeaseClose, LeaseError, LeaseGrant, LeaseReport,
     LeaseState, LedgerError, MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, Swept,
 };
+pub use units::Limits;

@@ -7,7 +7,7 @@ mod common;
 
 use common::{LedgerOn, RedisServer};
 use ledger::{BALANCES_CHUNK, LedgerError, MAX_AMOUNT, PIPELINE_MAX};
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 const NOW: Timestamp = Timestamp(10 * Timestamp::MS_PER_DAY + 1_000);
 

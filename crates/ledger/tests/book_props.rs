@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use ledger::{Balance, Book, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
-use pacing::{Limits, Nanos, Timestamp};
 use proptest::prelude::*;
+use units::{Limits, Nanos, Timestamp};
 
 const DAY: u64 = Timestamp::MS_PER_DAY;
 const TTL_MS: u64 = 10_000;

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::RedisServer;
 use ledger::{LedgerError, RedisConfig, RedisLedger};
-use pacing::{Limits, Nanos, Timestamp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use units::{Limits, Nanos, Timestamp};
 
 fn ledger(addr: String, timeout: Duration) -> RedisLedger {
     RedisLedger::new(RedisConfig {

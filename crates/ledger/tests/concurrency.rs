@@ -10,9 +10,9 @@ use std::time::Duration;
 use common::{LedgerOn, RedisServer};
 use ledger::RedisLedger;
 use ledger::{CommitOutcome, Refusal, ReleaseOutcome};
-use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use units::{Limits, Nanos, Timestamp};
 
 const NOW: Timestamp = Timestamp(20_000 * Timestamp::MS_PER_DAY);
 const BUDGET: i64 = 2_000_000;

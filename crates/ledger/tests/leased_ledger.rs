@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use common::{LedgerOn, RedisServer, until_leased};
 use ledger::{CommitOutcome, Refusal};
 use ledger::{LeaseConfig, LeasedLedger, RedisLedger};
-use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testkit::time::eventually;
+use units::{Limits, Nanos, Timestamp};
 
 const MAX_BID: i64 = 5_000;
 

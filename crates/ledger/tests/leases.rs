@@ -8,7 +8,7 @@ mod common;
 use common::{LedgerOn, RedisServer};
 use ledger::Balance;
 use ledger::{LeaseClose, LeaseError, LeaseState, RedisLedger};
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 const DAY: u64 = Timestamp::MS_PER_DAY;
 const NOW: Timestamp = Timestamp(10 * DAY + 1_000);

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::{LedgerOn, RedisServer, lease_config, until_leased};
 use ledger::{LeasedLedger, RedisLedger, Refusal};
-use pacing::{Limits, Nanos, Timestamp};
 use testkit::time::eventually;
+use units::{Limits, Nanos, Timestamp};
 
 fn campaigns() -> Vec<(String, Limits)> {
     vec![(

@@ -11,9 +11,9 @@ use std::time::Duration;
 use common::{LedgerOn, RedisServer};
 use ledger::Book;
 use ledger::RedisLedger;
-use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use units::{Limits, Nanos, Timestamp};
 
 const DAY: u64 = Timestamp::MS_PER_DAY;
 const CAMPAIGNS: [&str; 3] = ["a", "b", "x"]; // "x" never gets limits

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use common::{LedgerOn, RedisServer, lease_config, until_leased};
 use ledger::{CommitOutcome, LeasedLedger, RedisLedger, ReleaseOutcome};
-use pacing::{Limits, Nanos, Timestamp};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testkit::time::eventually;
+use units::{Limits, Nanos, Timestamp};
 
 /// The harness's 2 s timeout: a thousand notices at once on a machine busy with other work
 /// must not time out, and the paused-Redis test below still sees its error well within 5 s.

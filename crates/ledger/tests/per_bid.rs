@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{LedgerOn, RedisServer};
 use ledger::{Balance, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
 use ledger::{LedgerError, MAX_AMOUNT, RedisLedger, Swept};
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 const DAY: u64 = Timestamp::MS_PER_DAY;
 const NOW: Timestamp = Timestamp(10 * DAY + 1_000);

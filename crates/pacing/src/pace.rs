@@ -35,9 +35,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::Limits;
-use crate::money::Nanos;
-use crate::time::Timestamp;
+use units::{Limits, Nanos, Timestamp};
 
 /// Error normalization: the error is measured in horizons of planned spend (seconds).
 pub const HORIZON_SECS: f64 = 300.0;

@@ -10,9 +10,10 @@
 use std::collections::VecDeque;
 use std::f64::consts::TAU;
 
-use pacing::{Flight, Limits, Nanos, Pacer, PacerConfig, PacingMode, Timestamp};
+use pacing::{Flight, Pacer, PacerConfig, PacingMode};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use units::{Limits, Nanos, Timestamp};
 
 const DAY_MS: u64 = Timestamp::MS_PER_DAY;
 const HOUR_MS: u64 = 3_600_000;

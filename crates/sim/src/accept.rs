@@ -13,7 +13,7 @@ use crate::ctx::{BidderCtx, shutdown_signalled};
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     transport: Transport,
-    tls: Option<Arc<edge::ServerTls>>,
+    tls: Option<Arc<http_front::ServerTls>>,
     ctx: Arc<BidderCtx>,
 ) {
     let stop = shutdown_signalled(ctx.shutdown.clone());

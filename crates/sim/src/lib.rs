@@ -109,7 +109,7 @@ pub struct FleetConfig {
     pub bind: IpAddr,
     pub profiles: Vec<BidderProfile>,
     /// Serve HTTPS with this certificate (endpoints and notice URLs become `https://`).
-    pub tls: Option<Arc<edge::ServerTls>>,
+    pub tls: Option<Arc<http_front::ServerTls>>,
     pub transport: Transport,
 }
 

@@ -245,7 +245,7 @@ async fn shutdown_closes_an_idle_kept_alive_connection() {
 async fn the_lean_server_refuses_tls() {
     let dir = testkit::temp::TempDir::new("lean-tls");
     let files = testkit::tls::generate(dir.path(), "lean");
-    let tls = edge::ServerTls::load(&files.cert, &files.key).unwrap();
+    let tls = http_front::ServerTls::load(&files.cert, &files.key).unwrap();
     let config = FleetConfig {
         transport: Transport::Lean,
         tls: Some(std::sync::Arc::new(tls)),

@@ -9,10 +9,10 @@ use openrtb::{
     App, AuctionType, BidRequest, Data, Deal, Device, DeviceType, Format, Geo, Imp, Pmp, Price,
     Protocol, Publisher, Segment, Site, User, Video,
 };
-use pacing::Timestamp;
 use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
+use units::Timestamp;
 
 use campaigns::{
     BidSpec, BudgetSpec, Campaign, CampaignSpec, CreativeSpec, FlightSpec, PacingModeConfig,

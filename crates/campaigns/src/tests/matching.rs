@@ -2,8 +2,8 @@
 //! fit and blocking; the price rule and deal terms.
 
 use openrtb::Price;
-use pacing::Timestamp;
 use serde_json::{Value, json};
+use units::Timestamp;
 
 use super::{TEN_UTC, candidates, request, set};
 use crate::{Candidate, ImpFacts, RequestFacts, bid_price};

@@ -6,7 +6,7 @@ mod matching;
 mod schema;
 
 use openrtb::BidRequest;
-use pacing::Timestamp;
+use units::Timestamp;
 
 use crate::{CampaignSet, Candidate, ImpFacts, RequestFacts};
 

@@ -1,8 +1,8 @@
 //! The file format: both syntaxes, parse errors, every validation error, timestamps, limits.
 
 use openrtb::Price;
-use pacing::{Nanos, Timestamp};
 use serde_json::{Value, json};
+use units::{Nanos, Timestamp};
 
 use super::BRIEF_EXAMPLE;
 use crate::error::{CampaignError, Problem};

@@ -73,14 +73,14 @@ impl ScriptedBidder {
 
     /// [`ScriptedBidder::start`], serving HTTPS with `tls`'s certificate.
     pub async fn start_tls(
-        tls: Arc<edge::ServerTls>,
+        tls: Arc<http_front::ServerTls>,
         answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static,
     ) -> Self {
         Self::start_with(Some(tls), answer).await
     }
 
     async fn start_with(
-        tls: Option<Arc<edge::ServerTls>>,
+        tls: Option<Arc<http_front::ServerTls>>,
         answer: impl Fn(&BidRequest) -> Script + Send + Sync + 'static,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

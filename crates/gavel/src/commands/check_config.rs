@@ -67,7 +67,7 @@ pub async fn run(args: &CheckConfigArgs) -> anyhow::Result<()> {
 /// An exchange configuration that loaded (keys, certificates and endpoints included); also
 /// checks its admin token file, as the server does at start.
 pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<()> {
-    edge::AdminDoor::open(&validated.config.security).map_err(anyhow::Error::msg)?;
+    http_front::AdminDoor::open(&validated.config.security).map_err(anyhow::Error::msg)?;
     let c = &validated.config;
     let mut headline = format!(
         "{}: a valid exchange configuration: bidders {}, sellers {}{}",
@@ -154,7 +154,7 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
 /// The disk tier's directory is only looked at (the edge creates it at start).
 pub fn edge(file: &Path, config: &creative_edge::Config) -> anyhow::Result<()> {
     if let Some(tls) = &config.tls {
-        edge::SniCerts::open(&tls.cert_dir, tls.max_certs, std::time::Duration::ZERO)
+        http_front::SniCerts::open(&tls.cert_dir, tls.max_certs, std::time::Duration::ZERO)
             .map_err(|e| anyhow::anyhow!("tls.cert_dir {}: {e}", tls.cert_dir.display()))?;
     }
     if let Some(disk) = &config.disk

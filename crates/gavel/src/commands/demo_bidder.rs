@@ -10,8 +10,9 @@ use anyhow::Context;
 use bidder::CampaignReport;
 use bidder::{Bidder, BidderConfig};
 use openrtb::Price;
-use pacing::{Nanos, PacingMode, Timestamp};
+use pacing::PacingMode;
 use tokio::net::TcpListener;
+use units::{Nanos, Timestamp};
 
 /// Name of the real bidder in the exchange's bidder list.
 pub const NAME: &str = "gavel-bidder";

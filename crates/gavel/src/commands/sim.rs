@@ -33,7 +33,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(std::sync::Arc::new(
-            edge::ServerTls::load(cert, key).map_err(anyhow::Error::msg)?,
+            http_front::ServerTls::load(cert, key).map_err(anyhow::Error::msg)?,
         )),
         _ => None,
     };

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::Book;
-use pacing::Timestamp;
+use units::Timestamp;
 
 impl Book {
     /// Recomputes the reserved sums from the open reservations and checks every invariant of the

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 pub use outcome::{Balance, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
 
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 /// One campaign's counters. The day counters are kept even without a daily budget, so that a
 /// daily budget set in the middle of a day sees what that day already spent.

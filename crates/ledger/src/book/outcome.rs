@@ -1,13 +1,13 @@
 //! What the [`Book`](super::Book) answers: balances and outcomes, and the two error
 //! enums. Each error carries a bounded, snake_case metric label and a message that is safe to log.
 
-use pacing::Nanos;
 use serde::{Deserialize, Serialize};
+use units::Nanos;
 
 /// The current UTC day's side of a [`Balance`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DailyBalance {
-    /// UTC day number ([`Timestamp::day`](pacing::Timestamp::day)).
+    /// UTC day number ([`Timestamp::day`](units::Timestamp::day)).
     pub day: u64,
     /// The daily budget in force: the configured one, or what is already spent+reserved today if
     /// that is higher (see [`Book::set_limits`](super::Book::set_limits)).

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 use super::Inner;
 use super::local::{Lease, Local, clear_pending, lease_mut, update_lease};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use pacing::Nanos;
+use units::Nanos;
 
 /// Knobs of lease mode. Every field has a default.
 #[derive(Clone, Debug)]

@@ -27,9 +27,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pacing::{Limits, Nanos, Timestamp};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use units::{Limits, Nanos, Timestamp};
 
 pub use config::LeaseConfig;
 use local::{Camp, Local, lock, raise};

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 use super::Inner;
 use super::local::{Lease, Local, lock};

@@ -6,7 +6,7 @@ use std::sync::Weak;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pacing::Timestamp;
+use units::Timestamp;
 
 use super::Inner;
 use super::local::lock;

@@ -18,7 +18,7 @@
 //! use std::time::Duration;
 //!
 //! use ledger::{LeaseConfig, LeasedLedger, RedisConfig, RedisLedger};
-//! use pacing::{Limits, Nanos, Timestamp};
+//! use units::{Limits, Nanos, Timestamp};
 //!
 //! # async fn wire() -> Result<(), ledger::LedgerError> {
 //! let redis = RedisLedger::new(RedisConfig {

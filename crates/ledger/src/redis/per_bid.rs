@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pacing::{Limits, Nanos, Timestamp};
+use units::{Limits, Nanos, Timestamp};
 
 use crate::book::{Balance, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
 

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ledger::{LeaseConfig, LeasedLedger, RedisConfig, RedisLedger, Refusal};
-use pacing::{Nanos, Timestamp};
 pub use testkit::{RedisServer, free_port};
+use units::{Nanos, Timestamp};
 
 /// A ledger on `server`, and the configuration it uses.
 pub trait LedgerOn {

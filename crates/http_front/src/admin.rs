@@ -246,7 +246,7 @@ impl AdminDoor {
         after: &serde_json::Value,
     ) {
         let line = serde_json::json!({
-            "at": pacing::Timestamp::now().to_rfc3339(),
+            "at": units::Timestamp::now().to_rfc3339(),
             "who": caller.who,
             "what": what,
             "before": before,

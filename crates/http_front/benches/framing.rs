@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use edge::framing::{HeadScanner, check};
+use http_front::framing::{HeadScanner, check};
 
 fn request() -> Vec<u8> {
     let body = format!(
