@@ -12,9 +12,9 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use exchange::breaker::{Breaker, BreakerConfig, Health, RateCap, pass_gates};
 use exchange::config::SchainConfig;
 use exchange::enrich::enrich;
-use exchange::fanout::{Reply, interpret};
-use exchange::metrics::BidderTable;
-use exchange::settle::{AuctionCtx, settle};
+use exchange::outcome::BidderIx;
+use exchange::reply::{Called, interpret};
+use exchange::settle::{AuctionCtx, BidderView, settle};
 use openrtb::BidRequest;
 
 const REALISTIC: &[u8] = include_bytes!("../../openrtb/tests/fixtures/realistic-2.5k.json");
@@ -62,15 +62,14 @@ fn answers(request: &BidRequest, auction_id: &str) -> Vec<String> {
         .collect()
 }
 
-fn replies(request: &BidRequest, auction_id: &str) -> Vec<(u32, Reply)> {
+fn replies(request: &BidRequest, auction_id: &str) -> Vec<Called> {
     answers(request, auction_id)
         .iter()
-        .zip(0u32..)
-        .map(|(body, i)| {
-            (
-                i,
-                interpret(http::StatusCode::OK, body.as_bytes(), auction_id),
-            )
+        .enumerate()
+        .map(|(i, body)| Called {
+            bidder: BidderIx::nth(i).unwrap(),
+            reply: interpret(http::StatusCode::OK, body.as_bytes(), auction_id),
+            took: Some(std::time::Duration::from_millis(5)),
         })
         .collect()
 }
@@ -100,37 +99,41 @@ fn settle_ten_bidders(c: &mut Criterion) {
     let auction_id = "gavel-1-2a";
     let replies = replies(&request, auction_id);
     let names: Vec<String> = (0..10).map(|i| format!("dsp{i}")).collect();
-    let metrics = BidderTable::new(names.clone()).metrics;
+    let keys: Vec<_> = (0..10u8)
+        .map(|i| price_token::PriceKey::new(&[i; 32]))
+        .collect();
+    let view = |i: usize, key: Option<&'static price_token::PriceKey>| BidderView {
+        name: names[i].as_str(),
+        markup_hosts: None,
+        price_key: key,
+    };
+    let keys: &'static [price_token::PriceKey] = Vec::leak(keys);
+    let unkeyed: Vec<BidderView<'_>> = (0..10).map(|i| view(i, None)).collect();
+    // Every bidder with a price key: each winner's price sealed into a token.
+    let keyed: Vec<BidderView<'_>> = (0..10).map(|i| view(i, keys.get(i))).collect();
     let config = AuctionConfig::default();
-    let unkeyed = vec![None; 10];
     let ctx = AuctionCtx {
         request: &request,
         auction_id,
         currency: "USD",
         config: &config,
-        bidder_names: &names,
+        bidders: &unkeyed,
         loss_notices: true,
-        markup_hosts: &vec![None; 10],
-        price_keys: &unkeyed,
         price_token_ttl_s: 3600,
         now_ms: 1_700_000_000_000,
     };
-    // Every bidder with a price key: each winner's price sealed into a token.
-    let keyed: Vec<_> = (0..10u8)
-        .map(|i| Some(price_token::PriceKey::new(&[i; 32])))
-        .collect();
     let sealed = AuctionCtx {
-        price_keys: &keyed,
+        bidders: &keyed,
         ..ctx
     };
     let bids = (10 * request.imp.len()) as u64;
     let mut group = c.benchmark_group("settle");
     group.throughput(Throughput::Elements(bids));
     group.bench_function(format!("10-bidders/{bids}-bids"), |b| {
-        b.iter(|| settle(&ctx, &replies, &metrics))
+        b.iter(|| settle(&ctx, &replies))
     });
     group.bench_function(format!("10-bidders/{bids}-bids/price-tokens"), |b| {
-        b.iter(|| settle(&sealed, &replies, &metrics))
+        b.iter(|| settle(&sealed, &replies))
     });
     group.finish();
 }

@@ -110,7 +110,7 @@ impl ExchangeAdmin {
         pause: bool,
     ) -> Response<Full<Bytes>> {
         let roster = state.roster.load();
-        let Some(bidder) = roster.bidders.iter().find(|b| b.name == name) else {
+        let Some(bidder) = roster.named(name) else {
             return json_error(
                 StatusCode::NOT_FOUND,
                 "no bidder of that name in the roster",
@@ -138,8 +138,8 @@ impl ExchangeAdmin {
             let roster = state.roster.load();
             json!(
                 roster
-                    .bidders
                     .iter()
+                    .map(|(_, b)| b)
                     .map(|b| b.name.clone())
                     .collect::<Vec<_>>()
             )
@@ -177,8 +177,8 @@ impl ExchangeAdmin {
 fn roster(state: &State) -> Vec<Value> {
     let roster = state.roster.load();
     roster
-        .bidders
         .iter()
+        .map(|(_, b)| b)
         .map(|b| {
             let (breaker, trips) = {
                 let guard = b

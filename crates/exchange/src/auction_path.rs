@@ -12,16 +12,20 @@ use openrtb::BidRequest;
 
 use admission::Missed;
 
-use crate::enrich::enrich;
-use crate::fanout;
-use crate::metrics::{NoticeKind, NoticeOutcome, RequestOutcome};
+use admission::Deadline;
 use http_front::json_error;
 
+use crate::count;
+use crate::enrich::enrich;
+use crate::fanout;
 use crate::notice_client::NoticeError;
 use crate::notice_plan::{self, Firer};
-use crate::roster::Roster;
+use crate::outcome::{AuctionOutcome, BidderIx, RequestOutcome, WinOutcome};
+use crate::outcome::{NoticeKind, NoticeOutcome};
+use crate::reply::Called;
+use crate::roster::{Bidder, Roster};
 use crate::sellers::Seller;
-use crate::settle::{self, AuctionCtx, Won};
+use crate::settle::{self, AuctionCtx, Settlement, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
 
@@ -35,59 +39,146 @@ fn no_bid() -> Response<Full<Bytes>> {
     http_front::no_content()
 }
 
-fn bad_request(state: &State, message: &str) -> Response<Full<Bytes>> {
-    state.metrics.request(RequestOutcome::BadRequest);
-    json_error(StatusCode::BAD_REQUEST, message)
+type Answer = Response<Full<Bytes>>;
+
+/// An auction's answer and what it did.
+struct Ended {
+    response: Answer,
+    outcome: AuctionOutcome,
 }
 
-/// Runs one auction over a request body read at `read_at`, counting an answer that is ready
-/// only after the request's `tmax` has expired.
-pub(crate) async fn run(
-    state: &State,
-    seller: &Seller,
-    body: &[u8],
-    read_at: Instant,
-) -> Response<Full<Bytes>> {
-    let mut expires_at = None;
-    let response = auction(state, seller, body, read_at, &mut expires_at).await;
-    if expires_at.is_some_and(|at| Instant::now() > at) {
-        state
-            .metrics
-            .late_answers
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+impl Ended {
+    fn at_once(response: Answer, request: RequestOutcome) -> Ended {
+        Ended {
+            response,
+            outcome: AuctionOutcome::ended(request),
+        }
     }
-    response
+
+    fn bad_request(message: &str) -> Ended {
+        Ended::at_once(
+            json_error(StatusCode::BAD_REQUEST, message),
+            RequestOutcome::BadRequest,
+        )
+    }
+
+    fn internal_error(what: &str, e: &dyn std::fmt::Display) -> Ended {
+        tracing::error!(error = %e, "{what} failed");
+        Ended::at_once(
+            json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+            RequestOutcome::InternalError,
+        )
+    }
+}
+
+/// Runs one auction over a request body read at `read_at` and counts what it did, an answer
+/// ready only after the request's `tmax` had expired included.
+pub(crate) async fn run(state: &State, seller: &Seller, body: &[u8], read_at: Instant) -> Answer {
+    // One roster for the whole auction: a reload meanwhile affects the next one.
+    let roster = state.roster.load_full();
+    let mut expires_at = None;
+    let ended = auction(state, &roster, seller, body, read_at, &mut expires_at).await;
+    let late = expires_at.is_some_and(|at| Instant::now() > at);
+    count::auction(&state.metrics, &roster, &ended.outcome, late);
+    ended.response
+}
+
+/// A request admitted to the auction: decoded, valid, its deadline fixed, its place held.
+struct Admitted<'s> {
+    request: BidRequest,
+    currency: String,
+    deadline: Deadline,
+    /// Held until the answer is built: the work ahead of later requests (admission::starter).
+    _started: admission::Started<'s>,
 }
 
 async fn auction(
     state: &State,
+    roster: &Roster,
     seller: &Seller,
     body: &[u8],
     read_at: Instant,
     expires_at: &mut Option<Instant>,
-) -> Response<Full<Bytes>> {
-    let mut request = match BidRequest::from_slice(body) {
-        Ok(r) => r,
-        Err(e) => return bad_request(state, &format!("invalid bid request: {e}")),
+) -> Ended {
+    let mut admitted = match admit(state, roster, seller, body, read_at).await {
+        Ok(a) => a,
+        Err(ended) => return ended,
     };
+    *expires_at = Some(admitted.deadline.expires_at);
+    raise_floors(&mut admitted.request, seller);
+    let auction_id = state.next_auction_id();
+    let left = admitted.deadline.remaining(Instant::now());
+    let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+    let ids = enrich(
+        &mut admitted.request,
+        auction_id.clone(),
+        tmax_ms,
+        &state.config.config.schain,
+    );
+    let outgoing = match admitted.request.to_vec() {
+        Ok(v) => Bytes::from(v),
+        Err(e) => return Ended::internal_error("encoding an enriched request", &e),
+    };
+    let replies = fanout::fan_out(
+        roster,
+        |b| seller.allows(&b.name),
+        &outgoing,
+        &auction_id,
+        admitted.deadline.answer_by,
+    )
+    .await;
+    let calls = replies.iter().map(Called::outcome).collect();
+    let n = &state.config.config.notices;
+    let ctx = AuctionCtx {
+        request: &admitted.request,
+        auction_id: &auction_id,
+        currency: &admitted.currency,
+        config: &state.auction,
+        bidders: roster,
+        loss_notices: n.fire_lurl,
+        price_token_ttl_s: n.price_token_ttl_s,
+        now_ms: wall_clock_ms(),
+    };
+    let settlement = settle::settle(&ctx, &replies);
+    drop(replies);
+    let mut ended = deliver(
+        state,
+        roster,
+        seller,
+        &admitted,
+        settlement,
+        ids.request_id,
+        &auction_id,
+    )
+    .await;
+    ended.outcome.calls = calls;
+    ended
+}
+
+/// Decodes, validates and fixes the deadline of a request, then waits for its place at the
+/// admission gate; or the answer it gets at once.
+async fn admit<'s>(
+    state: &'s State,
+    roster: &Roster,
+    seller: &Seller,
+    body: &[u8],
+    read_at: Instant,
+) -> Result<Admitted<'s>, Ended> {
+    let request = BidRequest::from_slice(body)
+        .map_err(|e| Ended::bad_request(&format!("invalid bid request: {e}")))?;
     let currency =
         auction_currency(&request, &state.config.config.auction.default_currency).to_owned();
-    if let Err(e) = validate(&request, &currency) {
-        return bad_request(state, &format!("invalid bid request: {e}"));
-    }
+    validate(&request, &currency)
+        .map_err(|e| Ended::bad_request(&format!("invalid bid request: {e}")))?;
     let tmax = seller_tmax(
         request.tmax,
         seller.max_tmax_ms,
         state.config.config.deadline.default_tmax_ms,
     );
-    let deadline = match state.policy.deadline(read_at, tmax) {
-        Ok(d) => d,
-        Err(e) => return bad_request(state, &format!("invalid bid request: tmax: {e}")),
-    };
-    *expires_at = Some(deadline.expires_at);
-
-    // One roster for the whole auction: a reload meanwhile affects the next one.
-    let roster = state.roster.load_full();
+    let deadline = state
+        .policy
+        .deadline(read_at, tmax)
+        .map_err(|e| Ended::bad_request(&format!("invalid bid request: tmax: {e}")))?;
     let admission = state.door.admission();
     // The expected fan-out time: the configured floor, or how long the fastest bidder
     // typically takes to answer, whichever is longer.
@@ -96,189 +187,147 @@ async fn auction(
         .min_time_left()
         .max(Duration::from_millis(1))
         .max(roster.fastest_typical_answer());
-    // Held until the answer is built: the work ahead of later requests (admission::starter).
-    let _started = match admission.start(deadline.answer_by, needed).await {
-        Ok(started) => started,
+    match admission.start(deadline.answer_by, needed).await {
+        Ok(started) => Ok(Admitted {
+            request,
+            currency,
+            deadline,
+            _started: started,
+        }),
         Err(Missed::TooLittleTime) => {
             // No bidder can be expected to answer in the time left: answer now, and spend no
             // bidder's capacity on it.
-            state
-                .metrics
-                .no_time_left
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            state.metrics.request(RequestOutcome::NoBid);
-            return http_front::no_bid(admission.config().no_bid, body, NBR_INSUFFICIENT_TIME);
+            let response =
+                http_front::no_bid(admission.config().no_bid, body, NBR_INSUFFICIENT_TIME);
+            let mut ended = Ended::at_once(response, RequestOutcome::NoBid);
+            ended.outcome.no_time_left = true;
+            Err(ended)
         }
-        Err(Missed::WouldMiss) => {
-            // The work ahead of it would have made it late, and no start in time came.
-            state.metrics.request(RequestOutcome::Shed);
-            return http_front::shed_answer(admission, body);
-        }
-    };
-    let left = deadline.remaining(Instant::now());
-    raise_floors(&mut request, seller);
-    let auction_id = state.next_auction_id();
-    let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-    let ids = enrich(
-        &mut request,
-        auction_id.clone(),
-        tmax_ms,
-        &state.config.config.schain,
-    );
-    let outgoing = match request.to_vec() {
-        Ok(v) => Bytes::from(v),
-        Err(e) => {
-            tracing::error!(error = %e, "encoding an enriched request failed");
-            state.metrics.request(RequestOutcome::InternalError);
-            return json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-        }
-    };
+        // The work ahead of it would have made it late, and no start in time came.
+        Err(Missed::WouldMiss) => Err(Ended::at_once(
+            http_front::shed_answer(admission, body),
+            RequestOutcome::Shed,
+        )),
+    }
+}
 
-    let replies = fanout::fan_out(
-        &roster.bidders,
-        |b| seller.allows(&b.name),
-        &outgoing,
-        &auction_id,
-        deadline.answer_by,
-    )
-    .await;
-
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let n = &state.config.config.notices;
-    let ctx = AuctionCtx {
-        request: &request,
-        auction_id: &auction_id,
-        currency: &currency,
-        config: &state.auction,
-        bidder_names: &roster.table.names,
-        loss_notices: n.fire_lurl,
-        markup_hosts: &roster.markup_hosts,
-        price_keys: &roster.price_keys,
-        price_token_ttl_s: n.price_token_ttl_s,
-        now_ms,
-    };
-    let settlement = settle::settle(&ctx, &replies, &roster.table.metrics);
-    drop(replies);
+/// From the settlement to the seller's answer: markup fetched where missing, loss notices
+/// queued, markup cached, win and billing notices queued or left to the seller.
+async fn deliver(
+    state: &State,
+    roster: &Roster,
+    seller: &Seller,
+    admitted: &Admitted<'_>,
+    settlement: Settlement,
+    request_id: String,
+    auction_id: &str,
+) -> Ended {
+    let deadline = &admitted.deadline;
+    let mut outcome = AuctionOutcome::ended(RequestOutcome::NoBid);
+    outcome.rejected = settlement.rejected;
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
     let markup_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) / 2;
-    let fetched_nurl = fetch_missing_markup(state, &roster, &mut won, markup_by).await;
-
+    let fetched_nurl =
+        fetch_missing_markup(state, roster, &mut won, markup_by, &mut outcome.markup).await;
     for (bidder, url) in settlement.loss_urls {
-        if let Some(b) = roster.bidders.get(bidder as usize) {
+        if let Some(b) = roster.get(bidder) {
             state.notifier.fire(NoticeKind::Loss, &url, &b.notices);
         }
     }
     if won.is_empty() {
-        state.metrics.request(RequestOutcome::NoBid);
-        return no_bid();
+        return Ended {
+            response: no_bid(),
+            outcome,
+        };
     }
     if let Some(cache) = &state.markup_cache {
         // Within the deadline's answer margin, after the markup fetch's half of it: what is
         // left after that is for encoding and sending the answer.
         let cache_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) * 3 / 4;
-        cache.store(&mut won, cache_by, &state.metrics).await;
+        outcome.cache = cache.store(&mut won, cache_by).await;
     }
     for (w, fetched) in won.iter_mut().zip(&fetched_nurl) {
-        let Some(bidder) = roster.bidders.get(w.bidder as usize) else {
-            continue;
-        };
-        bidder
-            .metrics
-            .wins
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let cleared = w.bid.price.micros().max(0).unsigned_abs();
-        bidder
-            .metrics
-            .cleared_micros
-            .fetch_add(cleared, std::sync::atomic::Ordering::Relaxed);
-        let plan = notice_plan::plan(seller, n.fire_nurl, *fetched);
-        for (firer, url, kind) in [
-            (plan.nurl, &mut w.bid.nurl, NoticeKind::Win),
-            (plan.burl, &mut w.bid.burl, NoticeKind::Billing),
-            (plan.lurl, &mut w.bid.lurl, NoticeKind::Loss),
-        ] {
-            match firer {
-                Firer::Seller => {}
-                Firer::Nobody => *url = None,
-                Firer::Exchange => {
-                    if let Some(url) = url.take() {
-                        state.notifier.fire(kind, &url, &bidder.notices);
-                    }
-                }
-            }
+        outcome.wins.push(WinOutcome {
+            bidder: w.bidder,
+            cleared: w.bid.price,
+        });
+        if let Some(bidder) = roster.get(w.bidder) {
+            fire_notices(state, seller, bidder, w, *fetched);
         }
     }
-    let response = settle::seller_response(ids.request_id, &auction_id, &currency, won);
+    let response = settle::seller_response(request_id, auction_id, &admitted.currency, won);
     let body = match response.to_vec() {
         Ok(b) => b,
-        Err(e) => {
-            tracing::error!(error = %e, "encoding the seller response failed");
-            state.metrics.request(RequestOutcome::InternalError);
-            return json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-        }
+        Err(e) => return Ended::internal_error("encoding the seller response", &e),
     };
-    state.metrics.request(RequestOutcome::Bid);
-    Response::builder()
+    outcome.request = RequestOutcome::Bid;
+    let response = Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
         .header("x-openrtb-version", "2.6")
         .body(Full::new(Bytes::from(body)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())));
+    Ended { response, outcome }
+}
+
+/// Queues a winner's notices the exchange fires (`notice_plan`), and strips those nobody may.
+fn fire_notices(state: &State, seller: &Seller, bidder: &Bidder, w: &mut Won, fetched: bool) {
+    let plan = notice_plan::plan(seller, state.config.config.notices.fire_nurl, fetched);
+    for (firer, url, kind) in [
+        (plan.nurl, &mut w.bid.nurl, NoticeKind::Win),
+        (plan.burl, &mut w.bid.burl, NoticeKind::Billing),
+        (plan.lurl, &mut w.bid.lurl, NoticeKind::Loss),
+    ] {
+        match firer {
+            Firer::Seller => {}
+            Firer::Nobody => *url = None,
+            Firer::Exchange => {
+                if let Some(url) = url.take() {
+                    state.notifier.fire(kind, &url, &bidder.notices);
+                }
+            }
+        }
+    }
+}
+
+fn wall_clock_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// For winners without `adm` (only bidders with `fetch_markup` may send those: see
 /// `settle`), GETs the (macro-replaced) `nurl`, checked against the bidder's notice hosts, and
 /// uses its body as the markup, as OpenRTB allows. A winner whose markup cannot be had by `by`
 /// is dropped: an ad without markup cannot be served. Returns, index-aligned with the
-/// remaining winners, whether the `nurl` was already called.
+/// remaining winners, whether the `nurl` was already called; each fetch's outcome goes to
+/// `fetches`.
 async fn fetch_missing_markup(
     state: &State,
     roster: &Roster,
     won: &mut Vec<Won>,
     by: Instant,
+    fetches: &mut Vec<(BidderIx, NoticeOutcome)>,
 ) -> Vec<bool> {
     let needs = |w: &Won| w.bid.adm.is_none();
     if !won.iter().any(needs) {
         return vec![false; won.len()];
     }
     let timeout = by.saturating_duration_since(Instant::now());
-    let fetches = won.iter().map(|w| async move {
+    let results = join_all(won.iter().map(|w| async move {
         if !needs(w) {
             return None;
         }
-        let route = &roster.bidders.get(w.bidder as usize)?.notices;
-        let url = w.bid.nurl.as_deref().unwrap_or_default();
-        let target = match route.hosts.check(url) {
-            Ok(t) => t,
-            Err(refusal) => return Some(Err(NoticeError::Refused(refusal))),
-        };
-        let get = state
-            .notice_client
-            .get(&target, route.tls.as_ref(), MAX_MARKUP_BYTES);
-        let result = match tokio::time::timeout(timeout, get).await {
-            Ok(r) => r,
-            Err(_) => Err(NoticeError::Failed("timed out".to_owned())),
-        };
-        Some(match result {
-            Ok(a) if a.status.is_success() && !a.body.is_empty() => {
-                Ok(String::from_utf8_lossy(&a.body).into_owned())
-            }
-            Ok(a) => Err(NoticeError::Failed(format!("status {}", a.status))),
-            Err(e) => Err(e),
-        })
-    });
-    let results = join_all(fetches).await;
+        Some(fetch_markup(state, roster.get(w.bidder)?, &w.bid, timeout).await)
+    }))
+    .await;
     let mut kept = Vec::with_capacity(won.len());
     let mut fired = Vec::with_capacity(won.len());
     for (mut w, result) in std::mem::take(won).into_iter().zip(results) {
         let outcome = match result {
-            None if needs(&w) => {
-                // The bidder left the roster meanwhile: no route, no markup.
-                NoticeOutcome::Failed
-            }
+            // The bidder left the roster meanwhile: no route, no markup.
+            None if needs(&w) => NoticeOutcome::Failed,
             None => {
                 kept.push(w);
                 fired.push(false);
@@ -286,14 +335,13 @@ async fn fetch_missing_markup(
             }
             Some(Ok(markup)) => {
                 w.bid.adm = Some(markup);
-                let bidder = w.bidder;
+                fetches.push((w.bidder, NoticeOutcome::Sent));
                 kept.push(w);
                 fired.push(true);
-                count_markup(state, roster, bidder, NoticeOutcome::Sent);
                 continue;
             }
             Some(Err(NoticeError::Refused(refusal))) => {
-                if let Some(b) = roster.bidders.get(w.bidder as usize) {
+                if let Some(b) = roster.get(w.bidder) {
                     b.notices.refused("markup fetch", &refusal);
                 }
                 NoticeOutcome::Refused
@@ -303,16 +351,32 @@ async fn fetch_missing_markup(
                 NoticeOutcome::Failed
             }
         };
-        count_markup(state, roster, w.bidder, outcome);
+        fetches.push((w.bidder, outcome));
     }
     *won = kept;
     fired
 }
 
-fn count_markup(state: &State, roster: &Roster, bidder: u32, outcome: NoticeOutcome) {
-    state.metrics.notice(NoticeKind::Markup, outcome);
-    if let Some(b) = roster.bidders.get(bidder as usize) {
-        b.metrics.notices.inc(outcome as usize);
+/// One winner's markup from its `nurl`, within `timeout`.
+async fn fetch_markup(
+    state: &State,
+    bidder: &Bidder,
+    bid: &openrtb::Bid,
+    timeout: Duration,
+) -> Result<String, NoticeError> {
+    let route = &bidder.notices;
+    let url = bid.nurl.as_deref().unwrap_or_default();
+    let target = route.hosts.check(url).map_err(NoticeError::Refused)?;
+    let get = state
+        .notice_client
+        .get(&target, route.tls.as_ref(), MAX_MARKUP_BYTES);
+    match tokio::time::timeout(timeout, get).await {
+        Ok(Ok(a)) if a.status.is_success() && !a.body.is_empty() => {
+            Ok(String::from_utf8_lossy(&a.body).into_owned())
+        }
+        Ok(Ok(a)) => Err(NoticeError::Failed(format!("status {}", a.status))),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(NoticeError::Failed("timed out".to_owned())),
     }
 }
 

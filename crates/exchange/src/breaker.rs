@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::metrics::SkipReason;
+use crate::outcome::SkipReason;
 
 /// The `[breaker]` section: how bidders are isolated when they fail.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]

@@ -23,7 +23,7 @@ use crate::cache_config::CacheConfig;
 use serde_json::{Value, json};
 
 use crate::config::Endpoint;
-use crate::metrics::{CacheOutcome, Metrics};
+use crate::outcome::CacheOutcome;
 use crate::pool::{BidderPool, CallError};
 use crate::settle::Won;
 
@@ -98,8 +98,9 @@ impl MarkupCache {
     }
 
     /// Stores the markup of every winner that has some, waiting until `by` at the latest, and
-    /// marks the winners stored. Counts one outcome per auction that had markup to store.
-    pub async fn store(&self, won: &mut [Won], by: Instant, metrics: &Metrics) {
+    /// marks the winners stored. One outcome per auction that had markup to store (`None`: it
+    /// had none).
+    pub async fn store(&self, won: &mut [Won], by: Instant) -> Option<CacheOutcome> {
         let by = by.min(Instant::now() + self.timeout);
         let mut puts = Vec::new();
         let mut kinds = Vec::new();
@@ -120,25 +121,25 @@ impl MarkupCache {
             kinds.push((i, kind));
         }
         if puts.is_empty() {
-            return;
+            return None;
         }
         let body = Bytes::from(json!({ "puts": puts }).to_string());
         let mut call = match self.pool.start(body) {
             Ok(call) => call,
-            Err(_) => return metrics.cache(CacheOutcome::PoolFull),
+            Err(_) => return Some(CacheOutcome::PoolFull),
         };
         let answer = match tokio::time::timeout_at(by.into(), &mut call).await {
             Err(_) => {
                 call.detach(by);
-                return metrics.cache(CacheOutcome::Timeout);
+                return Some(CacheOutcome::Timeout);
             }
-            Ok(Err(CallError::PoolExhausted(_))) => return metrics.cache(CacheOutcome::PoolFull),
-            Ok(Err(_)) => return metrics.cache(CacheOutcome::Failed),
+            Ok(Err(CallError::PoolExhausted(_))) => return Some(CacheOutcome::PoolFull),
+            Ok(Err(_)) => return Some(CacheOutcome::Failed),
             Ok(Ok(answer)) => answer,
         };
         let ids = match serde_json::from_slice::<PutAnswer>(&answer.body) {
             Ok(a) if answer.status.is_success() && a.responses.len() == kinds.len() => a.responses,
-            _ => return metrics.cache(CacheOutcome::Refused),
+            _ => return Some(CacheOutcome::Refused),
         };
         for ((i, kind), id) in kinds.into_iter().zip(ids) {
             let Some(w) = won.get_mut(i) else { continue };
@@ -147,7 +148,7 @@ impl MarkupCache {
                 w.bid.ext = Some(ext);
             }
         }
-        metrics.cache(CacheOutcome::Stored);
+        Some(CacheOutcome::Stored)
     }
 }
 

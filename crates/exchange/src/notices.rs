@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::metrics::{BidderMetrics, Metrics, NoticeKind, NoticeOutcome};
 use crate::notice_client::{NoticeClient, NoticeError};
-use crate::outbound::{ByOrigin, NoticeHosts, Refusal, Target};
+use crate::outbound::{ByOrigin, NoticeHosts, NoticeRefusal, Refusal, Target};
+use crate::outcome::{NoticeKind, NoticeOutcome};
 use crate::pool::Answer;
 use crate::tls::ClientTls;
 
@@ -35,14 +35,25 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often idle notice connections are looked at.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);
 
-/// Where one bidder's notices may go, how they are verified, and whose figures they count in.
+/// Where the outcomes of one bidder's notices are counted (the metrics implement it): the
+/// notices say what happened, never how it is counted.
+pub trait NoticeTally: Send + Sync + std::fmt::Debug {
+    /// A notice of `kind` ended with `outcome`.
+    fn notice(&self, kind: NoticeKind, outcome: NoticeOutcome);
+    /// An attempt of `kind` failed and was queued again.
+    fn retried(&self, kind: NoticeKind);
+    /// A notice or markup URL was refused before it was sent.
+    fn refused(&self, reason: NoticeRefusal);
+}
+
+/// Where one bidder's notices may go, how they are verified, and where they are counted.
 #[derive(Debug)]
 pub struct NoticeRoute {
     /// The bidder's name, for the log lines of its refusals.
     pub bidder: String,
     pub hosts: NoticeHosts,
     pub tls: Option<ClientTls>,
-    pub metrics: Arc<BidderMetrics>,
+    pub tally: Arc<dyn NoticeTally>,
 }
 
 impl NoticeRoute {
@@ -50,7 +61,7 @@ impl NoticeRoute {
     /// (a few lines a second at most) which bidder and which setting: a refused notice is an
     /// impression nobody is billed for.
     pub fn refused(&self, what: &str, refusal: &Refusal) {
-        self.metrics.notice_refused(refusal);
+        self.tally.refused(refusal.reason());
         static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
         let Some(suppressed) = LIMIT.admit_now() else {
             return;
@@ -101,7 +112,6 @@ struct Job {
 struct Inner {
     settings: QueueSettings,
     client: Arc<NoticeClient>,
-    metrics: Arc<Metrics>,
     /// Read on every notice; written only when a host is seen for the first time.
     hosts: RwLock<ByOrigin<mpsc::Sender<Job>>>,
     /// Notices queued, being sent or waiting to be retried.
@@ -119,15 +129,10 @@ pub struct Notifier {
 impl Notifier {
     /// Must run inside a tokio runtime: host queues start their senders when first used, and
     /// one task closes idle connections until the notifier is dropped.
-    pub fn start(
-        settings: QueueSettings,
-        client: Arc<NoticeClient>,
-        metrics: Arc<Metrics>,
-    ) -> Notifier {
+    pub fn start(settings: QueueSettings, client: Arc<NoticeClient>) -> Notifier {
         let inner = Arc::new(Inner {
             settings,
             client,
-            metrics,
             hosts: RwLock::new(ByOrigin::default()),
             pending: AtomicU64::new(0),
             jitter: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
@@ -159,12 +164,7 @@ impl Notifier {
             }
             Err(refusal) => {
                 route.refused(kind.label(), &refusal);
-                count(
-                    &self.inner.metrics,
-                    kind,
-                    &route.metrics,
-                    NoticeOutcome::Refused,
-                );
+                route.tally.notice(kind, NoticeOutcome::Refused);
             }
         }
     }
@@ -185,11 +185,6 @@ impl Notifier {
     }
 }
 
-fn count(metrics: &Metrics, kind: NoticeKind, bidder: &BidderMetrics, outcome: NoticeOutcome) {
-    metrics.notice(kind, outcome);
-    bidder.notices.inc(outcome as usize);
-}
-
 /// Queues a job already counted in `pending` on its host's queue, starting the host's senders
 /// on first use. A full queue drops the job.
 fn push(inner: &Arc<Inner>, job: Job) {
@@ -202,12 +197,7 @@ fn push(inner: &Arc<Inner>, job: Job) {
     };
     if let Some(job) = rejected {
         inner.pending.fetch_sub(1, Relaxed);
-        count(
-            &inner.metrics,
-            job.kind,
-            &job.route.metrics,
-            NoticeOutcome::Dropped,
-        );
+        job.route.tally.notice(job.kind, NoticeOutcome::Dropped);
     }
 }
 
@@ -305,7 +295,7 @@ fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
         }
     };
     if retry && job.attempt < s.max_attempts {
-        inner.metrics.notice_retried(job.kind);
+        job.route.tally.retried(job.kind);
         let delay = backoff(
             s.retry_base,
             job.attempt,
@@ -324,7 +314,7 @@ fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
         });
         return;
     }
-    count(&inner.metrics, job.kind, &job.route.metrics, outcome);
+    job.route.tally.notice(job.kind, outcome);
     inner.pending.fetch_sub(1, Relaxed);
 }
 

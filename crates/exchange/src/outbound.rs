@@ -126,14 +126,28 @@ pub enum Refusal {
     NoAddress(String),
 }
 
+telemetry::labelled_counters! {
+    /// A [`Refusal`] without its detail: the bounded label it is counted under.
+    NoticeRefusal {
+        BadUrl => "bad_url",
+        HostNotAllowed => "host_not_allowed",
+        Address => "address",
+        NoAddress => "no_address",
+    }
+}
+
 impl Refusal {
-    pub fn label(&self) -> &'static str {
+    pub fn reason(&self) -> NoticeRefusal {
         match self {
-            Refusal::BadUrl => "bad_url",
-            Refusal::HostNotAllowed(_) => "host_not_allowed",
-            Refusal::Address(_) => "address",
-            Refusal::NoAddress(_) => "no_address",
+            Refusal::BadUrl => NoticeRefusal::BadUrl,
+            Refusal::HostNotAllowed(_) => NoticeRefusal::HostNotAllowed,
+            Refusal::Address(_) => NoticeRefusal::Address,
+            Refusal::NoAddress(_) => NoticeRefusal::NoAddress,
         }
+    }
+
+    pub fn label(&self) -> &'static str {
+        self.reason().label()
     }
 }
 

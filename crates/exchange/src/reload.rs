@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::{Config, ConfigError, Validated};
-use crate::metrics::ReloadOutcome;
+use crate::outcome::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
 use crate::sellers::Sellers;
 use crate::state::{Exchange, State};
@@ -181,17 +181,14 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
     let validated = match loaded {
         Ok(v) => v,
         Err(e) => {
-            state.metrics.config_reloads.inc(e.outcome() as usize);
+            state.metrics.config_reloads.inc(e.outcome());
             tracing::error!(error = %e, "configuration reload refused; the last good configuration keeps serving");
             return Err(e);
         }
     };
     let report = apply(state, &validated);
     state.watched.store(Arc::new(validated.watched_files()));
-    state
-        .metrics
-        .config_reloads
-        .inc(ReloadOutcome::Applied as usize);
+    state.metrics.config_reloads.inc(ReloadOutcome::Applied);
     let b = &report.bidders;
     tracing::info!(
         file = %path.display(),
@@ -210,7 +207,7 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
 fn apply(state: &State, new: &Validated) -> ReloadReport {
     let previous = state.roster.load();
     let (roster, change) = Roster::build(new, &state.pool_settings, &previous, Instant::now());
-    state.metrics.set_bidders(roster.table.clone());
+    state.metrics.set_bidders(Arc::new(roster.table()));
     state.roster.store(Arc::new(roster));
     carry_seller_counts(&state.sellers.load(), &new.sellers);
     state.metrics.set_sellers(new.sellers.clone());

@@ -2,8 +2,6 @@
 //! reports (`gavel demo`) and tests, which then need no metric atomics; the bidder offers the
 //! same for its campaigns (`bidder::CampaignReport`).
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use openrtb::Price;
 
 use crate::metrics::{
@@ -68,10 +66,10 @@ impl ExchangeReport {
             sold: metrics.request_count(RequestOutcome::Bid),
             no_bid: metrics.request_count(RequestOutcome::NoBid),
             shed: metrics.request_count(RequestOutcome::Shed),
-            no_time_left: metrics.no_time_left.load(Relaxed),
+            no_time_left: metrics.no_time_left.get(),
             refused: metrics.request_count(RequestOutcome::BadRequest)
                 + metrics.request_count(RequestOutcome::TooLarge),
-            late_answers: metrics.late_answers.load(Relaxed),
+            late_answers: metrics.late_answers.get(),
             win_notices_sent: notice(NoticeKind::Win, NoticeOutcome::Sent),
             win_notices_lost: notice(NoticeKind::Win, NoticeOutcome::Dropped)
                 + notice(NoticeKind::Win, NoticeOutcome::Failed),
@@ -100,17 +98,15 @@ impl BidderReport {
     fn of(name: &str, b: &BidderMetrics) -> BidderReport {
         BidderReport {
             name: name.to_owned(),
-            requests: b.requests.load(Relaxed),
-            bids: b.bids.load(Relaxed),
-            wins: b.wins.load(Relaxed),
+            requests: b.requests.get(),
+            bids: b.bids.get(),
+            wins: b.wins.get(),
             timeouts: b.outcome_count(BidderOutcome::Timeout),
             errors: b.outcome_count(BidderOutcome::Error) + b.outcome_count(BidderOutcome::Invalid),
             skipped_pool_full: b.skip_count(SkipReason::PoolFull),
             skipped_breaker_open: b.skip_count(SkipReason::BreakerOpen),
             skipped_qps_cap: b.skip_count(SkipReason::QpsCap),
-            cleared: Price::from_micros(
-                i64::try_from(b.cleared_micros.load(Relaxed)).unwrap_or(i64::MAX),
-            ),
+            cleared: Price::from_micros(i64::try_from(b.cleared_micros.get()).unwrap_or(i64::MAX)),
         }
     }
 }
@@ -134,16 +130,16 @@ mod tests {
         m.request(RequestOutcome::NoBid);
         m.request(RequestOutcome::Shed);
         m.request(RequestOutcome::TooLarge);
-        m.late_answers.fetch_add(1, Relaxed);
+        m.late_answers.inc();
         m.notice(NoticeKind::Win, NoticeOutcome::Sent);
         m.notice(NoticeKind::Win, NoticeOutcome::Dropped);
         m.notice(NoticeKind::Markup, NoticeOutcome::Failed);
         let b = m.bidder(1).expect("bidder b");
-        b.wins.fetch_add(2, Relaxed);
-        b.cleared_micros.fetch_add(3_500_000, Relaxed);
-        b.outcome(BidderOutcome::Timeout);
-        b.outcome(BidderOutcome::Invalid);
-        b.skips.inc(SkipReason::QpsCap as usize);
+        b.wins.add(2);
+        b.cleared_micros.add(3_500_000);
+        b.outcomes.inc(BidderOutcome::Timeout);
+        b.outcomes.inc(BidderOutcome::Invalid);
+        b.skips.inc(SkipReason::QpsCap);
         let r = ExchangeReport::of(&m);
         assert_eq!((r.sold, r.no_bid, r.shed, r.refused), (1, 2, 1, 1));
         assert_eq!(

@@ -43,8 +43,8 @@ pub(crate) async fn follow(state: Weak<State>, every: Duration) {
 async fn refresh(state: &State, lookup: Lookup) {
     let roster = state.roster.load_full();
     let named: Vec<(String, String, u16)> = roster
-        .bidders
         .iter()
+        .map(|(_, b)| b)
         .filter(|b| !b.pool.endpoint().is_literal())
         .map(|b| {
             let e = b.pool.endpoint();
@@ -64,7 +64,7 @@ async fn refresh(state: &State, lookup: Lookup) {
     .unwrap_or_default();
     let allow = state.config.config.notices.allow_private_addresses;
     for (name, found) in lookups {
-        let Some(bidder) = roster.bidders.iter().find(|b| b.name == name) else {
+        let Some(bidder) = roster.named(&name) else {
             continue;
         };
         match found {
@@ -94,10 +94,7 @@ async fn refresh(state: &State, lookup: Lookup) {
                 }
             }
             Err(e) => {
-                state
-                    .metrics
-                    .dns_failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                state.metrics.dns_failures.inc();
                 let still = bidder
                     .pool
                     .addr()

@@ -13,9 +13,13 @@ use std::time::{Duration, Instant};
 
 use crate::breaker::{Breaker, BreakerConfig, RateCap};
 use crate::config::{BidderConfig, Endpoint, HttpConfig, Validated};
-use crate::metrics::{BidderMetrics, BidderTable};
+use crate::metrics::{BidderMetrics, BidderTable, Metrics};
 use crate::notices::NoticeRoute;
+use crate::outbound::NoticeHosts;
+use crate::outcome::BidderIx;
 use crate::pool::BidderPool;
+use crate::settle::{BidderView, Lineup};
+use crate::typical::{TypicalAnswer, clock_ms};
 
 /// One configured bidder with its own pool, breaker and optional rate cap.
 #[derive(Debug)]
@@ -32,6 +36,8 @@ pub(crate) struct Bidder {
     pub(crate) breaker: Arc<Mutex<Breaker>>,
     pub(crate) rate_cap: Option<Arc<Mutex<RateCap>>>,
     pub(crate) metrics: Arc<BidderMetrics>,
+    /// How long it typically takes to answer; kept across reloads by name, as its metrics.
+    pub(crate) typical: Arc<TypicalAnswer>,
     /// Where its notices may go (its metrics count them).
     pub(crate) notices: Arc<NoticeRoute>,
     /// A winning bid without `adm` may have its markup fetched from `nurl`.
@@ -40,18 +46,11 @@ pub(crate) struct Bidder {
     pub(crate) price_key: Option<price_token::PriceKey>,
 }
 
-/// The bidders of one configuration, in file order. An auction's replies index into it.
+/// The bidders of one configuration, in file order. An auction names each by its
+/// [`BidderIx`] here.
 #[derive(Debug, Default)]
 pub(crate) struct Roster {
-    pub(crate) bidders: Vec<Bidder>,
-    /// Names and metrics, index-aligned with `bidders`: what settlement reads, and the very
-    /// table `/metrics` renders (shared, not copied).
-    pub(crate) table: Arc<BidderTable>,
-    /// Index-aligned with `bidders`: for those with `fetch_markup`, where their `nurl` may
-    /// point (what settlement reads).
-    pub(crate) markup_hosts: Vec<Option<crate::outbound::NoticeHosts>>,
-    /// Index-aligned with `bidders`: the key each one's clearing prices are sealed with.
-    pub(crate) price_keys: Vec<Option<price_token::PriceKey>>,
+    bidders: Vec<Bidder>,
 }
 
 /// What a reload did to the bidder list, by bidder name.
@@ -72,20 +71,27 @@ impl RosterChange {
     }
 }
 
-/// The settings a roster is built with that only a restart changes.
+/// The settings a roster is built with that only a restart changes, and the metrics its
+/// bidders count in.
 #[derive(Debug, Clone)]
 pub(crate) struct PoolSettings {
     pub(crate) max_response_bytes: usize,
     pub(crate) drain: Duration,
     pub(crate) breaker: BreakerConfig,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl PoolSettings {
-    pub(crate) fn new(http: &HttpConfig, breaker: &BreakerConfig) -> PoolSettings {
+    pub(crate) fn new(
+        http: &HttpConfig,
+        breaker: &BreakerConfig,
+        metrics: Arc<Metrics>,
+    ) -> PoolSettings {
         PoolSettings {
             max_response_bytes: http.max_bidder_response_bytes,
             drain: Duration::from_millis(http.bidder_drain_ms),
             breaker: breaker.clone(),
+            metrics,
         }
     }
 }
@@ -121,7 +127,7 @@ impl Roster {
                 bidder: config.name.clone(),
                 hosts: hosts.clone(),
                 tls: tls.clone(),
-                metrics: bidder.metrics.clone(),
+                tally: settings.metrics.notice_tally(bidder.metrics.clone()),
             });
             match old {
                 None => change.added.push(config.name.clone()),
@@ -136,36 +142,54 @@ impl Roster {
             .filter(|old| !configs.iter().any(|c| c.name == old.name))
             .map(|old| old.name.clone())
             .collect();
-        (Roster::from_bidders(bidders), change)
+        (Roster { bidders }, change)
+    }
+
+    pub(crate) fn get(&self, ix: BidderIx) -> Option<&Bidder> {
+        self.bidders.get(ix.index())
+    }
+
+    /// Every bidder with its place, in file order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (BidderIx, &Bidder)> {
+        self.bidders
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| Some((BidderIx::nth(i)?, b)))
+    }
+
+    pub(crate) fn named(&self, name: &str) -> Option<&Bidder> {
+        self.bidders.iter().find(|b| b.name == name)
+    }
+
+    /// Names and metrics of these bidders, for `/metrics` (the counters are shared, not
+    /// copied).
+    pub(crate) fn table(&self) -> BidderTable {
+        BidderTable {
+            bidders: self
+                .bidders
+                .iter()
+                .map(|b| (b.name.clone(), b.metrics.clone()))
+                .collect(),
+        }
     }
 
     /// How long the fastest enabled bidder typically takes to answer: less time left than
     /// this, and no bidder can be expected to answer. Zero while any enabled bidder has no
     /// recent figure (it may be fast).
     pub(crate) fn fastest_typical_answer(&self) -> Duration {
-        let now_ms = crate::metrics::clock_ms();
+        let now_ms = clock_ms();
         self.bidders
             .iter()
             .filter(|b| b.serving())
-            .map(|b| b.metrics.typical_answer(now_ms).unwrap_or(Duration::ZERO))
+            .map(|b| b.typical.get(now_ms).unwrap_or(Duration::ZERO))
             .min()
             .unwrap_or(Duration::ZERO)
     }
+}
 
-    fn from_bidders(bidders: Vec<Bidder>) -> Roster {
-        let table = BidderTable {
-            names: bidders.iter().map(|b| b.name.clone()).collect(),
-            metrics: bidders.iter().map(|b| b.metrics.clone()).collect(),
-        };
-        Roster {
-            markup_hosts: bidders
-                .iter()
-                .map(|b| b.fetch_markup.then(|| b.notices.hosts.clone()))
-                .collect(),
-            price_keys: bidders.iter().map(|b| b.price_key.clone()).collect(),
-            bidders,
-            table: Arc::new(table),
-        }
+impl Lineup for Roster {
+    fn view(&self, ix: BidderIx) -> Option<BidderView<'_>> {
+        self.get(ix).map(Bidder::view)
     }
 }
 
@@ -173,6 +197,15 @@ impl Bidder {
     /// Enabled in the file and not paused by an operator: auctions call it.
     pub(crate) fn serving(&self) -> bool {
         self.enabled && !self.paused.load(Relaxed)
+    }
+
+    /// What settlement reads of it.
+    pub(crate) fn view(&self) -> BidderView<'_> {
+        BidderView {
+            name: &self.name,
+            markup_hosts: self.fetch_markup.then_some(&self.notices.hosts),
+            price_key: self.price_key.as_ref(),
+        }
     }
 
     fn carried_over(
@@ -193,7 +226,7 @@ impl Bidder {
                         config.max_connections,
                         settings.max_response_bytes,
                         settings.drain,
-                        metrics.connections_busy.clone(),
+                        metrics.connections_busy.cell(),
                     ))
                 },
                 |o| o.pool.clone(),
@@ -212,10 +245,11 @@ impl Bidder {
         Bidder {
             notices: Arc::new(NoticeRoute {
                 bidder: config.name.clone(),
-                hosts: crate::outbound::NoticeHosts::default(),
+                hosts: NoticeHosts::default(),
                 tls: None,
-                metrics: metrics.clone(),
+                tally: settings.metrics.notice_tally(metrics.clone()),
             }),
+            typical: old.map_or_else(Arc::default, |o| o.typical.clone()),
             fetch_markup: config.fetch_markup,
             price_key: None,
             name: config.name.clone(),
@@ -249,7 +283,8 @@ mod tests {
 
     fn roster_of(text: &str, previous: &Roster) -> (Roster, RosterChange) {
         let v = Config::from_toml(&format!("open_to_all_sellers = true\n{text}")).unwrap();
-        let settings = PoolSettings::new(&v.config.http, &v.config.breaker);
+        let metrics = Arc::new(Metrics::new(Vec::new()));
+        let settings = PoolSettings::new(&v.config.http, &v.config.breaker, metrics);
         Roster::build(&v, &settings, previous, Instant::now())
     }
 
@@ -270,9 +305,7 @@ mod tests {
             &Roster::default(),
         );
         assert_eq!(change.added, ["a", "b", "c", "d"]);
-        first.table.metrics[0]
-            .requests
-            .store(7, std::sync::atomic::Ordering::Relaxed);
+        first.bidders[0].metrics.requests.add(7);
 
         // a unchanged; b moves to a new port; c gets a new cap; d is removed; e is new.
         let (second, change) = roster_of(
@@ -285,7 +318,8 @@ mod tests {
             .concat(),
             &first,
         );
-        assert_eq!(second.table.names, ["e", "a", "b", "c"]);
+        let names: Vec<&str> = second.iter().map(|(_, b)| b.name.as_str()).collect();
+        assert_eq!(names, ["e", "a", "b", "c"]);
         assert_eq!(change.added, ["e"]);
         assert_eq!(change.removed, ["d"]);
         assert_eq!(change.changed, ["b", "c"]);
@@ -295,12 +329,7 @@ mod tests {
         assert!(Arc::ptr_eq(&a0.pool, &a1.pool));
         assert!(Arc::ptr_eq(&a0.breaker, &a1.breaker));
         assert!(Arc::ptr_eq(&a0.metrics, &a1.metrics));
-        assert_eq!(
-            second.table.metrics[1]
-                .requests
-                .load(std::sync::atomic::Ordering::Relaxed),
-            7
-        );
+        assert_eq!(second.bidders[1].metrics.requests.get(), 7);
 
         let (b0, b1) = (&first.bidders[1], &second.bidders[2]);
         assert!(

@@ -109,14 +109,17 @@ impl Seller {
     }
 }
 
-/// Why a request's key was not accepted (bounded: metrics labels).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyRefusal {
-    /// No `Authorization: Bearer` header.
-    Missing,
-    /// A key no seller has.
-    Unknown,
+telemetry::labelled_counters! {
+    /// Why a request's key was not accepted: none (no `Authorization: Bearer` header), or a
+    /// key no seller has.
+    KeyRefusal {
+        Missing => "missing_key",
+        Unknown => "unknown_key",
+    }
 }
+
+/// The name the metrics knew [`KeyRefusal`] by.
+pub type KeyRefusalLabel = KeyRefusal;
 
 /// Every seller and its keys: what the auction route asks before reading a body.
 #[derive(Debug)]

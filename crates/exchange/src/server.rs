@@ -14,7 +14,8 @@ use hyper::body::Incoming;
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpListener;
 
-use crate::metrics::{KeyRefusalLabel, Metrics, RequestOutcome};
+use crate::metrics::Metrics;
+use crate::outcome::RequestOutcome;
 use crate::sellers::KeyRefusal;
 use crate::state::{Exchange, State};
 
@@ -138,7 +139,7 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
         .door
         .take_in(
             req,
-            &metrics.auction_latency,
+            metrics.auction_latency.histogram(),
             refused,
             |body, read_at| async move {
                 crate::auction_path::run(state, &seller, &body, read_at).await
@@ -150,14 +151,11 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
 /// 401 for a request without a seller key the exchange knows; counted, body never read.
 fn unauthorized(metrics: &Metrics, why: KeyRefusal) -> Response<Full<Bytes>> {
     metrics.request(RequestOutcome::Unauthorized);
-    let (label, message) = match why {
-        KeyRefusal::Missing => (
-            KeyRefusalLabel::Missing,
-            "a seller key is required: send Authorization: Bearer <key>",
-        ),
-        KeyRefusal::Unknown => (KeyRefusalLabel::Unknown, "unknown seller key"),
+    let message = match why {
+        KeyRefusal::Missing => "a seller key is required: send Authorization: Bearer <key>",
+        KeyRefusal::Unknown => "unknown seller key",
     };
-    metrics.unauthorized.inc(label as usize);
+    metrics.unauthorized.inc(why);
     let mut response = json_error(StatusCode::UNAUTHORIZED, message);
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,

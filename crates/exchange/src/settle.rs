@@ -3,36 +3,52 @@
 //! replaced) and prepares the loss notices. Synchronous and free of I/O.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use auction::{AuctionConfig, Candidate, DealRules, ImpRules, PriceRule, Rules};
 use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
 use price_token::{Binding, PriceKey};
 
-use crate::fanout::Reply;
-use crate::metrics::BidderMetrics;
 use crate::outbound::NoticeHosts;
+use crate::outcome::{BidderIx, Rejected};
+use crate::reply::{Called, Reply};
+
+/// What settlement reads of one bidder.
+#[derive(Debug, Clone, Copy)]
+pub struct BidderView<'a> {
+    pub name: &'a str,
+    /// For a bidder whose markup may be fetched from `nurl` (`fetch_markup`), the hosts that
+    /// `nurl` may name. A bid without `adm` that is not from such a bidder, with such an
+    /// `nurl`, cannot be served and is dropped before the auction (`no_markup`), so the next
+    /// bid can win.
+    pub markup_hosts: Option<&'a NoticeHosts>,
+    /// A bidder with a key gets its clearing price as a token sealed with it (`price_token`),
+    /// bound to this auction, the imp and the bid.
+    pub price_key: Option<&'a PriceKey>,
+}
+
+/// The bidders of one auction, each as settlement sees it (the roster, or a bench's list).
+pub trait Lineup: std::fmt::Debug + Sync {
+    fn view(&self, bidder: BidderIx) -> Option<BidderView<'_>>;
+}
+
+impl Lineup for Vec<BidderView<'_>> {
+    fn view(&self, bidder: BidderIx) -> Option<BidderView<'_>> {
+        self.get(bidder.index()).copied()
+    }
+}
 
 /// Everything one auction's settlement reads (one context instead of many parameters).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct AuctionCtx<'a> {
     /// The request as the bidders saw it (exchange auction id, enriched).
     pub request: &'a BidRequest,
     pub auction_id: &'a str,
     pub currency: &'a str,
     pub config: &'a AuctionConfig,
-    pub bidder_names: &'a [String],
+    pub bidders: &'a dyn Lineup,
     /// Prepare `lurl` notices for losing and rejected bids.
     pub loss_notices: bool,
-    /// Index-aligned with `bidder_names`: for a bidder whose markup may be fetched from
-    /// `nurl` (`fetch_markup`), the hosts that `nurl` may name. A bid without `adm` that is not
-    /// from such a bidder, with such an `nurl`, cannot be served and is dropped before the
-    /// auction (`no_markup`), so the next bid can win.
-    pub markup_hosts: &'a [Option<NoticeHosts>],
-    /// Index-aligned with `bidder_names`: a bidder with a key gets its clearing price as a
-    /// token sealed with it (`price_token`), bound to this auction, the imp and the bid.
-    pub price_keys: &'a [Option<PriceKey>],
     /// How long a price token stays valid, in seconds.
     pub price_token_ttl_s: u64,
     /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}` and token expiries.
@@ -42,7 +58,7 @@ pub struct AuctionCtx<'a> {
 /// A winning bid, rewritten for the seller.
 #[derive(Debug)]
 pub struct Won {
-    pub bidder: u32,
+    pub bidder: BidderIx,
     /// Seat reported to the seller: the bidder's `seatbid.seat`, else the bidder's name.
     pub seat: String,
     pub bid: Bid,
@@ -52,8 +68,10 @@ pub struct Won {
 #[derive(Debug, Default)]
 pub struct Settlement {
     pub won: Vec<Won>,
-    /// Loss notice URLs with macros replaced, with the index of the bidder they go to.
-    pub loss_urls: Vec<(u32, String)>,
+    /// Loss notice URLs with macros replaced, with the bidder they go to.
+    pub loss_urls: Vec<(BidderIx, String)>,
+    /// Bids dropped before or by the auction, and why.
+    pub rejected: Vec<Rejected>,
 }
 
 fn empty() -> &'static [String] {
@@ -98,44 +116,37 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
     }
 }
 
-/// Runs the auction over `replies` (bidder index, reply) and rewrites the winners.
-/// `metrics` is index-aligned with `ctx.bidder_names`.
-pub fn settle(
-    ctx: &AuctionCtx<'_>,
-    replies: &[(u32, Reply)],
-    metrics: &[Arc<BidderMetrics>],
-) -> Settlement {
+/// Runs the auction over every bid of `replies` and rewrites the winners.
+pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
+    let mut settlement = Settlement::default();
     let mut candidates = Vec::new();
     // Index-aligned with `candidates`: the response and bid each candidate came from.
     let mut sources: Vec<(&BidResponse, &Bid)> = Vec::new();
-    for (bidder, reply) in replies {
-        let Reply::Bids(response) = reply else {
+    for called in replies {
+        let Reply::Bids(response) = &called.reply else {
             continue;
         };
-        let bidder_name = ctx
-            .bidder_names
-            .get(*bidder as usize)
-            .map_or("", String::as_str);
+        let bidder = called.bidder;
+        let view = ctx.bidders.view(bidder);
+        let bidder_name = view.map_or("", |v| v.name);
+        let markup_hosts = view.and_then(|v| v.markup_hosts);
         let currency = response.cur.as_deref().unwrap_or("USD");
         for seatbid in response.seatbid.as_deref().unwrap_or(&[]) {
             let seat = seatbid.seat.as_deref().unwrap_or(bidder_name);
-            let markup_hosts = ctx
-                .markup_hosts
-                .get(*bidder as usize)
-                .and_then(Option::as_ref);
             for bid in &seatbid.bid {
                 let fetchable = || match (markup_hosts, &bid.nurl) {
                     (Some(hosts), Some(nurl)) => hosts.allows_host_of(nurl),
                     _ => false,
                 };
                 if bid.adm.is_none() && !fetchable() {
-                    if let Some(m) = metrics.get(*bidder as usize) {
-                        m.rejected("no_markup");
-                    }
+                    settlement.rejected.push(Rejected {
+                        bidder,
+                        reason: "no_markup",
+                    });
                     continue;
                 }
                 candidates.push(Candidate {
-                    bidder: *bidder,
+                    bidder: bidder.raw(),
                     seat,
                     bid_id: bid.id.as_str(),
                     imp_id: bid.impid.as_str(),
@@ -148,20 +159,9 @@ pub fn settle(
                 sources.push((response, bid));
             }
         }
-        if let Some(m) = metrics.get(*bidder as usize) {
-            let n = response
-                .seatbid
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .map(|s| s.bid.len())
-                .sum::<usize>();
-            m.bids
-                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        }
     }
     if candidates.is_empty() {
-        return Settlement::default();
+        return settlement;
     }
     let rules = rules(ctx.request, ctx.currency);
     // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed within one.
@@ -172,11 +172,11 @@ pub fn settle(
         auction::tie_seed(ctx.auction_id),
     );
 
-    let mut settlement = Settlement::default();
     for rejected in &outcome.rejected {
-        if let Some(m) = metrics.get(candidates[rejected.candidate].bidder as usize) {
-            m.rejected(rejected.reason.label());
-        }
+        settlement.rejected.push(Rejected {
+            bidder: BidderIx::from_raw(candidates[rejected.candidate].bidder),
+            reason: rejected.reason.label(),
+        });
         if ctx.loss_notices {
             let (response, bid) = sources[rejected.candidate];
             let values = macro_values(
@@ -190,7 +190,7 @@ pub fn settle(
             );
             if let Some(lurl) = &bid.lurl {
                 settlement.loss_urls.push((
-                    candidates[rejected.candidate].bidder,
+                    BidderIx::from_raw(candidates[rejected.candidate].bidder),
                     substitute(lurl, &values).into_owned(),
                 ));
             }
@@ -214,14 +214,15 @@ pub fn settle(
                 );
                 if let Some(lurl) = &l_bid.lurl {
                     settlement.loss_urls.push((
-                        candidates[loser.candidate].bidder,
+                        BidderIx::from_raw(candidates[loser.candidate].bidder),
                         substitute(lurl, &values).into_owned(),
                     ));
                 }
             }
         }
         let clearing = winner.clearing_price;
-        let token = sealed_price(ctx, cand.bidder, bid, clearing);
+        let bidder = BidderIx::from_raw(cand.bidder);
+        let token = sealed_price(ctx, bidder, bid, clearing);
         let mut values = macro_values(
             ctx,
             response,
@@ -244,7 +245,7 @@ pub fn settle(
             won.ext = Some(ext);
         }
         settlement.won.push(Won {
-            bidder: cand.bidder,
+            bidder,
             seat: cand.seat.to_owned(),
             bid: won,
         });
@@ -254,8 +255,13 @@ pub fn settle(
 
 /// The price token of a winning bid from a bidder that has a key: what its
 /// `${AUCTION_PRICE}` becomes.
-fn sealed_price(ctx: &AuctionCtx<'_>, bidder: u32, bid: &Bid, clearing: Price) -> Option<String> {
-    let key = ctx.price_keys.get(bidder as usize)?.as_ref()?;
+fn sealed_price(
+    ctx: &AuctionCtx<'_>,
+    bidder: BidderIx,
+    bid: &Bid,
+    clearing: Price,
+) -> Option<String> {
+    let key = ctx.bidders.view(bidder)?.price_key?;
     let now_s = u64::try_from(ctx.now_ms / 1000).unwrap_or(0);
     let bound = Binding {
         auction: ctx.auction_id,

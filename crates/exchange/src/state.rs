@@ -65,11 +65,12 @@ impl Exchange {
     /// tokio runtime. The configuration file, if it came from one, is followed once
     /// [`Exchange::watch`] is called.
     pub fn new(config: Validated) -> Exchange {
-        let pool_settings = PoolSettings::new(&config.config.http, &config.config.breaker);
+        let metrics = Arc::new(Metrics::new(Vec::new()));
+        let pool_settings =
+            PoolSettings::new(&config.config.http, &config.config.breaker, metrics.clone());
         let (roster, _) =
             Roster::build(&config, &pool_settings, &Roster::default(), Instant::now());
-        let metrics = Arc::new(Metrics::new(Vec::new()));
-        metrics.set_bidders(roster.table.clone());
+        metrics.set_bidders(Arc::new(roster.table()));
         metrics.set_sellers(config.sellers.clone());
         let n = &config.config.notices;
         let notice_client = Arc::new(NoticeClient::new(ClientSettings {
@@ -88,7 +89,6 @@ impl Exchange {
                 batch_linger: Duration::from_millis(n.batch_linger_ms),
             },
             notice_client.clone(),
-            metrics.clone(),
         );
         let admission = Arc::new(Admission::new(config.admission()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));

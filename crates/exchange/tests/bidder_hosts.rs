@@ -85,12 +85,7 @@ async fn an_unresolved_bidder_is_skipped_until_it_resolves_and_a_moved_one_is_fo
     auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(second.requests.lock().map(|r| r.len()).unwrap_or(0), 2);
     assert_eq!(named.skip_count(SkipReason::Unresolved), 2);
-    assert_eq!(
-        ex.metrics
-            .dns_failures
-            .load(std::sync::atomic::Ordering::Relaxed),
-        2
-    );
+    assert_eq!(ex.metrics.dns_failures.get(), 2);
 
     // A bidder's DNS cannot move it into the exchange's own network: without
     // allow_private_addresses, a name that starts unresolved and then points at loopback is

@@ -97,7 +97,7 @@ async fn after_a_stall_the_deadline_gate_serves_every_request_that_still_fits() 
     assert_eq!(gate.shed_count(), 0);
     assert_eq!(gate.late_count(), 0);
     assert_eq!(ex.metrics.request_count(RequestOutcome::Shed), 0);
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    assert_eq!(ex.metrics.late_answers.get(), 0);
 }
 
 /// Issue 18's false sheds, reproduced: the adaptive bound follows light traffic down to four
@@ -113,7 +113,7 @@ async fn after_a_stall_the_adaptive_bound_sheds_a_burst_it_had_time_for() {
         ex.exchange.admission().shed_count(),
         u64::try_from(shed).unwrap()
     );
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    assert_eq!(ex.metrics.late_answers.get(), 0);
 }
 
 /// The deadline gate refuses what cannot be served in time: with a hard cap of requests held,
@@ -163,6 +163,6 @@ async fn an_answer_built_after_its_deadline_is_counted_once() {
     let (status, body) = auction(ex.addr, &req).await;
     assert_eq!(status, 200);
     assert_eq!(body.unwrap()["seatbid"][0]["seat"], "b");
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 1);
+    assert_eq!(ex.metrics.late_answers.get(), 1);
     assert_eq!(ex.metrics.request_count(RequestOutcome::Bid), 1);
 }

@@ -59,7 +59,7 @@ async fn final_answers_are_not_retried_and_transient_ones_are_until_they_pass() 
     assert_eq!(count(NoticeOutcome::Failed), 3);
     assert_eq!(count(NoticeOutcome::Dropped), 0);
     assert_eq!(
-        ex.metrics.notice_retries.get(NoticeKind::Win as usize),
+        ex.metrics.notice_retries.get(NoticeKind::Win),
         4,
         "two retries each for /status/503 and /fail/2"
     );

@@ -72,8 +72,8 @@ async fn a_hanging_notice_host_costs_no_other_bidder_a_notice() {
     // Owed: one notice per bid lost (loss), two per imp won (win and billing).
     let owed = |name: &str| {
         let m = ex.metrics.bidder_named(name).unwrap();
-        let bids = m.bids.load(std::sync::atomic::Ordering::Relaxed);
-        let wins = m.wins.load(std::sync::atomic::Ordering::Relaxed);
+        let bids = m.bids.get();
+        let wins = m.wins.get();
         (bids + wins) as usize
     };
     let received = |b: &ScriptedBidder| b.notices.lock().unwrap().len();
@@ -81,7 +81,7 @@ async fn a_hanging_notice_host_costs_no_other_bidder_a_notice() {
     // the bidder has recorded the notice: wait for both.
     let sent = |name: &str| {
         let m = ex.metrics.bidder_named(name).unwrap();
-        m.notices.get(NoticeOutcome::Sent as usize) as usize
+        m.notices.get(NoticeOutcome::Sent) as usize
     };
     testkit::time::wait_until(
         Duration::from_secs(30),
@@ -91,7 +91,7 @@ async fn a_hanging_notice_host_costs_no_other_bidder_a_notice() {
     .await;
     for (name, b) in [("healthy", &healthy)] {
         let m = ex.metrics.bidder_named(name).unwrap();
-        let n = |o: NoticeOutcome| m.notices.get(o as usize);
+        let n = |o: NoticeOutcome| m.notices.get(o);
         assert!(owed(name) > 0, "{name} has notices owed");
         assert_eq!(
             received(b),
@@ -110,10 +110,10 @@ async fn a_hanging_notice_host_costs_no_other_bidder_a_notice() {
     // The hanging host's notices time out and are counted as failed; none is sent.
     let h = ex.metrics.bidder_named("hanging").unwrap();
     testkit::time::wait_until(Duration::from_secs(10), "hanging notices fail", || {
-        h.notices.get(NoticeOutcome::Failed as usize) > 0
+        h.notices.get(NoticeOutcome::Failed) > 0
     })
     .await;
-    assert_eq!(h.notices.get(NoticeOutcome::Sent as usize), 0);
+    assert_eq!(h.notices.get(NoticeOutcome::Sent), 0);
 }
 
 /// A small queue in front of the hanging host overflows: its notices are dropped and counted,
@@ -138,19 +138,19 @@ async fn an_overflowing_queue_drops_only_its_own_hosts_notices() {
     }
     // 20 wins owe the hanging host 40 notices: one in flight, four queued, the rest dropped.
     let h = ex.metrics.bidder_named("hanging").unwrap();
-    assert_eq!(h.notices.get(NoticeOutcome::Dropped as usize), 35);
+    assert_eq!(h.notices.get(NoticeOutcome::Dropped), 35);
     let dropped = |k| ex.metrics.notice_count(k, NoticeOutcome::Dropped);
     assert_eq!(dropped(NoticeKind::Win) + dropped(NoticeKind::Billing), 35);
     assert_eq!(dropped(NoticeKind::Loss), 0);
     // All 20 answers came while the first notice to the hanging host was still waiting for
     // its answer (10 s timeout): no answer waited for a notice.
-    assert_eq!(h.notices.get(NoticeOutcome::Sent as usize), 0);
-    assert_eq!(h.notices.get(NoticeOutcome::Failed as usize), 0);
+    assert_eq!(h.notices.get(NoticeOutcome::Sent), 0);
+    assert_eq!(h.notices.get(NoticeOutcome::Failed), 0);
     let m = ex.metrics.bidder_named("healthy").unwrap();
     testkit::time::wait_until(Duration::from_secs(5), "20 loss notices sent", || {
-        m.notices.get(NoticeOutcome::Sent as usize) == 20
+        m.notices.get(NoticeOutcome::Sent) == 20
     })
     .await;
     assert_eq!(healthy.notices.lock().unwrap().len(), 20);
-    assert_eq!(m.notices.get(NoticeOutcome::Dropped as usize), 0);
+    assert_eq!(m.notices.get(NoticeOutcome::Dropped), 0);
 }

@@ -208,7 +208,7 @@ async fn notice_urls_reach_only_the_hosts_a_bidder_is_configured_with() {
             .bidder_named(name)
             .unwrap()
             .notices
-            .get(NoticeOutcome::Refused as usize)
+            .get(NoticeOutcome::Refused)
     };
     testkit::time::wait_until(Duration::from_secs(5), "refusals counted", || {
         refused("a") >= 6 && refused("b") >= 3

@@ -8,7 +8,7 @@ mod support;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -79,7 +79,7 @@ async fn excess_auctions_get_an_immediate_no_bid_and_never_reach_bidders() {
     assert_eq!(ex.exchange.admission().shed_count(), 36);
     assert_eq!(ex.metrics.request_count(RequestOutcome::Bid), 4);
     assert_eq!(bidder.requests.lock().unwrap().len(), 4);
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    assert_eq!(ex.metrics.late_answers.get(), 0);
 }
 
 #[tokio::test]
@@ -124,7 +124,7 @@ async fn a_request_without_enough_time_left_is_answered_at_once_and_not_fanned_o
     assert_eq!(status, 200);
     // 15: "Insufficient Auction Time".
     assert_eq!(body.unwrap()["nbr"], 15);
-    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+    assert_eq!(ex.metrics.no_time_left.get(), 1);
     assert_eq!(ex.exchange.admission().late_count(), 1);
     assert!(
         bidder.requests.lock().unwrap().is_empty(),
@@ -163,7 +163,7 @@ async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered
         .bidder_named("slow")
         .unwrap()
         .typical_answer_us
-        .load(SeqCst);
+        .get();
     // At least the bidder's 40 ms; the upper bound only says it was learned from answers
     // inside their deadline (tmax 300).
     assert!(
@@ -176,7 +176,7 @@ async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered
     let (status, body) = auction(ex.addr, &req).await;
     assert_eq!(status, 200);
     assert_eq!(body.unwrap()["nbr"], 15, "Insufficient Auction Time");
-    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+    assert_eq!(ex.metrics.no_time_left.get(), 1);
     assert_eq!(
         slow.requests.lock().unwrap().len() + slower.requests.lock().unwrap().len(),
         called,
@@ -185,7 +185,7 @@ async fn a_request_with_less_time_left_than_the_fastest_bidder_takes_is_answered
     // Time enough for the faster one: fanned out again.
     req["tmax"] = json!(300);
     assert_eq!(auction(ex.addr, &req).await.0, 200);
-    assert_eq!(ex.metrics.no_time_left.load(SeqCst), 1);
+    assert_eq!(ex.metrics.no_time_left.get(), 1);
 }
 
 /// A bidder that accepts connections and never answers.
@@ -291,32 +291,32 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         }
     }
     let m = &ex.metrics;
-    let name = |i: usize| m.bidders().names[i].clone();
+    let name = |i: usize| m.bidders().names()[i].to_owned();
     for i in 0..6 {
         let b = &m.bidder(i).unwrap();
         println!(
             "{:>6}: called {:>3}, bid {:>3}, timeout {:>3}, error {:>3}, skipped by breaker {:>3}, trips {}",
             name(i),
-            b.requests.load(Relaxed),
+            b.requests.get(),
             b.outcome_count(BidderOutcome::Bid),
             b.outcome_count(BidderOutcome::Timeout),
             b.outcome_count(BidderOutcome::Error),
             b.skip_count(SkipReason::BreakerOpen),
-            b.breaker_trips.load(Relaxed),
+            b.breaker_trips.get(),
         );
     }
     println!("slowest auction seen by the client: {slowest:?}; good won {good_wins}/120");
-    assert_eq!(m.late_answers.load(SeqCst), 0, "no answer after its tmax");
+    assert_eq!(m.late_answers.get(), 0, "no answer after its tmax");
     assert_eq!(
         good_wins, 120,
         "the good bidder's bid (the highest) won every auction"
     );
     assert_eq!(m.bidder(0).unwrap().outcome_count(BidderOutcome::Bid), 120);
-    assert_eq!(m.bidder(0).unwrap().breaker_trips.load(Relaxed), 0);
+    assert_eq!(m.bidder(0).unwrap().breaker_trips.get(), 0);
     for i in 1..6 {
         let b = &m.bidder(i).unwrap();
         assert!(
-            b.breaker_trips.load(Relaxed) >= 1,
+            b.breaker_trips.get() >= 1,
             "{}: breaker never opened",
             name(i)
         );
@@ -327,10 +327,10 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         );
         // Half-open probing: a failing bidder keeps getting a trickle of calls, not all 120.
         assert!(
-            b.requests.load(Relaxed) < 100,
+            b.requests.get() < 100,
             "{}: called {} times",
             name(i),
-            b.requests.load(Relaxed)
+            b.requests.get()
         );
     }
     // The mortal one bid while alive.
@@ -366,7 +366,7 @@ async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
         auction(ex.addr, &req).await;
     }
     let b = &ex.metrics.bidder(0).unwrap();
-    assert_eq!(b.breaker_state.load(Relaxed), 1, "open after 10 failures");
+    assert_eq!(b.breaker_state.get(), 1, "open after 10 failures");
     assert_eq!(auction(ex.addr, &req).await.0, 204, "skipped while open");
     assert_eq!(b.skip_count(SkipReason::BreakerOpen), 1);
     assert_eq!(calls.load(SeqCst), 10);
@@ -384,8 +384,8 @@ async fn a_recovered_bidder_is_let_back_in_by_its_probes() {
             bids += 1;
         }
     }
-    assert_eq!(b.breaker_state.load(Relaxed), 0, "closed again");
+    assert_eq!(b.breaker_state.get(), 0, "closed again");
     // Opened by the first ten failures, and again by each failed probe (calls 11 and 12).
-    assert_eq!(b.breaker_trips.load(Relaxed), 3);
+    assert_eq!(b.breaker_trips.get(), 3);
     assert!(calls.load(SeqCst) >= 12 + 5);
 }

@@ -55,7 +55,7 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
         assert_eq!(body.as_ref().unwrap()["seatbid"][0]["seat"], "fast");
     }
     // Server side, measured from when each request was read: no answer after its tmax.
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    assert_eq!(ex.metrics.late_answers.get(), 0);
     // Client side, with slack for a loaded test machine: nobody waited for the 1.5 s bidder.
     assert!(
         took < Duration::from_millis(1000),
@@ -101,11 +101,7 @@ async fn a_draining_late_call_counts_as_busy_until_its_answer_is_read() {
     let (status, _) = auction(ex.addr, &banner_request(0.1)).await;
     assert_eq!(status, 204, "the only bidder is held past the deadline");
     let busy = &ex.metrics.bidder(0).unwrap().connections_busy;
-    assert_eq!(
-        busy.load(SeqCst),
-        1,
-        "the late call drains on its connection"
-    );
+    assert_eq!(busy.get(), 1, "the late call drains on its connection");
     let text = ex.metrics.render();
     assert!(
         text.contains("gavel_exchange_bidder_connections_busy{bidder=\"held\"} 1"),
@@ -113,7 +109,7 @@ async fn a_draining_late_call_counts_as_busy_until_its_answer_is_read() {
     );
     held.release();
     testkit::time::wait_until(Duration::from_secs(10), "the late call to end", || {
-        busy.load(SeqCst) == 0
+        busy.get() == 0
     })
     .await;
     let mut roomy = banner_request(0.1);
@@ -121,7 +117,7 @@ async fn a_draining_late_call_counts_as_busy_until_its_answer_is_read() {
     let (status, _) = auction(ex.addr, &roomy).await;
     assert_eq!(status, 200);
     assert_eq!(held.connections.load(SeqCst), 1, "its connection was kept");
-    assert_eq!(busy.load(SeqCst), 0);
+    assert_eq!(busy.get(), 0);
 }
 
 #[tokio::test]
@@ -137,7 +133,7 @@ async fn a_late_answer_keeps_its_connection_for_the_next_auction() {
         // of the pool's gauge only after that.
         let busy = &ex.metrics.bidder(0).unwrap().connections_busy;
         testkit::time::wait_until(Duration::from_secs(10), "the late call to end", || {
-            busy.load(SeqCst) == 0
+            busy.get() == 0
         })
         .await;
     }
@@ -238,9 +234,7 @@ async fn notices_to_one_host_go_out_pipelined_on_one_connection() {
     }
     let m = ex.metrics.bidder_named("a").unwrap();
     testkit::time::wait_until(Duration::from_secs(10), "40 notices sent", || {
-        m.notices
-            .get(exchange::metrics::NoticeOutcome::Sent as usize)
-            == 40
+        m.notices.get(exchange::metrics::NoticeOutcome::Sent) == 40
     })
     .await;
     assert_eq!(sink.notices.lock().unwrap().len(), 40);
@@ -327,7 +321,7 @@ async fn a_rate_capped_bidder_sees_at_most_its_rate_and_the_others_see_every_auc
         auctions - reached
     );
     assert_eq!(open.requests.lock().unwrap().len(), auctions);
-    assert_eq!(ex.metrics.late_answers.load(SeqCst), 0);
+    assert_eq!(ex.metrics.late_answers.get(), 0);
 }
 
 #[tokio::test]

@@ -245,7 +245,7 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
         "{total} auctions during {} reload attempts: {} failed, {} late (exchange), slowest {:?} at the client; won by a {}, by b {}",
         bad.len() + 2,
         failed.len(),
-        ex.metrics.late_answers.load(Relaxed),
+        ex.metrics.late_answers.get(),
         slowest,
         by_seat("a"),
         by_seat("b"),
@@ -255,7 +255,7 @@ async fn bad_files_keep_the_last_good_bidder_list_and_no_auction_fails() {
     assert!(by_seat("a") > 0 && by_seat("b") > 0);
     // Since the last reload only b is configured, and its metrics carried over.
     let table = ex.metrics.bidders();
-    assert_eq!(table.names, ["b"]);
+    assert_eq!(table.names(), ["b"]);
     let b_metrics = ex.metrics.bidder_named("b").unwrap();
     assert_eq!(
         b_metrics.outcome_count(BidderOutcome::Bid) as usize,

@@ -1,6 +1,11 @@
 //! Metric primitives shared by Gavel's servers: lock-free counters and a fixed-bucket latency
 //! histogram, rendered in the Prometheus text format. Label sets are bounded by construction:
 //! outcomes are enums declared with [`labelled_counters!`], never strings from a request.
+//! [`metric`] declares a metric once (name, help, label key) and renders it generically.
+
+pub mod metric;
+
+pub use metric::{Counter, Counters, Counters2, Gauge, Label, Latency, Render, Tally, render_each};
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -54,7 +59,8 @@ impl Histogram {
     }
 }
 
-/// Declares an enum of outcomes with a bounded metric label per variant, `ALL` and `COUNT`.
+/// Declares an enum of outcomes with a bounded metric label per variant, `ALL` and `COUNT`, and
+/// implements [`Label`] for it.
 #[macro_export]
 macro_rules! labelled_counters {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $label:literal,)* }) => {
@@ -64,9 +70,23 @@ macro_rules! labelled_counters {
 
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            // For arrays of counters; an enum counted through `Counters` needs none.
+            #[allow(dead_code)]
             pub const COUNT: usize = [$($label,)*].len();
             pub fn label(self) -> &'static str {
                 match self { $($name::$variant => $label,)* }
+            }
+        }
+
+        impl $crate::Label for $name {
+            fn all() -> &'static [$name] {
+                $name::ALL
+            }
+            fn label(self) -> &'static str {
+                $name::label(self)
+            }
+            fn index(self) -> usize {
+                self as usize
             }
         }
     };
