@@ -18,7 +18,6 @@ use http_front::json_error;
 use crate::count;
 use crate::enrich::enrich;
 use crate::fanout;
-use crate::notice_client::NoticeError;
 use crate::notice_plan::{self, Firer};
 use crate::outcome::{AuctionOutcome, BidderIx, RequestOutcome, WinOutcome};
 use crate::outcome::{NoticeKind, NoticeOutcome};
@@ -28,6 +27,7 @@ use crate::sellers::Seller;
 use crate::settle::{self, AuctionCtx, Settlement, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
+use upstream::notice_client::NoticeError;
 
 /// OpenRTB no-bid reason 15, "Insufficient Auction Time".
 const NBR_INSUFFICIENT_TIME: i32 = 15;

@@ -11,10 +11,10 @@ use bytes::Bytes;
 
 use crate::breaker::{Health, pass_gates};
 use crate::outcome::{BidderIx, SkipReason};
-use crate::pool::Call;
 use crate::reply::{Called, Reply, interpret};
 use crate::roster::{Bidder, Roster};
 use crate::typical::clock_ms_at;
+use upstream::pool::Call;
 
 /// Starts a call to `bidder` unless its host has not resolved, its pool is full, its rate cap
 /// is reached or its breaker is open. The breaker is asked last, so that a call it allows (perhaps a half-open probe) is

@@ -19,15 +19,11 @@ pub mod config;
 mod count;
 pub mod enrich;
 pub mod fanout;
-pub(crate) mod h1;
 pub mod markup_cache;
 pub mod metrics;
-pub mod notice_client;
 pub mod notice_plan;
 pub mod notices;
-pub mod outbound;
 pub mod outcome;
-pub mod pool;
 pub mod reload;
 pub mod reply;
 pub mod report;
@@ -37,11 +33,12 @@ pub mod sellers;
 pub mod server;
 pub mod settle;
 mod state;
-pub mod tls;
 pub mod typical;
 pub mod warnings;
 /// Request validation lives in `openrtb` (the bidder applies the same rules).
 pub use openrtb::validate;
+/// The outbound client, a crate of its own since issue 33; its modules stay reachable here.
+pub use upstream::{notice_client, outbound, pool, tls};
 
 pub use admin::ExchangeAdmin;
 pub use config::{Config, ConfigError, Validated};

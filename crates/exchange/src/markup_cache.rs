@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 
 use crate::config::Endpoint;
 use crate::outcome::CacheOutcome;
-use crate::pool::{BidderPool, CallError};
 use crate::settle::Won;
+use upstream::pool::{BidderPool, CallError};
 
 /// Largest answer read from the store.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;

@@ -13,13 +13,13 @@ use telemetry::{
 };
 
 pub use crate::notices::NoticeTally;
-pub use crate::outbound::NoticeRefusal;
 pub use crate::outcome::{
     BidderOutcome, CacheOutcome, NoticeKind, NoticeOutcome, ReloadOutcome, RequestOutcome,
     SkipReason,
 };
 pub use crate::sellers::KeyRefusalLabel;
 pub use telemetry::{ByLabel, Histogram};
+pub use upstream::outbound::NoticeRefusal;
 
 /// Per-bidder figures; one family each over every bidder, labelled `bidder`.
 #[derive(Debug)]

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::notice_client::{NoticeClient, NoticeError};
-use crate::outbound::{ByOrigin, NoticeHosts, NoticeRefusal, Refusal, Target};
 use crate::outcome::{NoticeKind, NoticeOutcome};
-use crate::pool::Answer;
-use crate::tls::ClientTls;
+use upstream::notice_client::{NoticeClient, NoticeError};
+use upstream::outbound::{ByOrigin, NoticeHosts, NoticeRefusal, Refusal, Target};
+use upstream::pool::Answer;
+use upstream::tls::ClientTls;
 
 /// Answers to notices are read and discarded; a win notice may return markup, so allow some.
 const MAX_NOTICE_ANSWER: usize = 64 * 1024;

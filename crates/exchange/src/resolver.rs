@@ -71,8 +71,8 @@ async fn refresh(state: &State, lookup: Lookup) {
             Ok(addr) => {
                 let before = bidder.pool.addr();
                 let was_internal =
-                    before.is_some_and(|a| !crate::outbound::address_allowed(a.ip(), false));
-                if !crate::outbound::address_allowed(addr.ip(), allow) && !was_internal {
+                    before.is_some_and(|a| !upstream::outbound::address_allowed(a.ip(), false));
+                if !upstream::outbound::address_allowed(addr.ip(), allow) && !was_internal {
                     http_front::log_limit::warn(
                         "bidder lookup",
                         &format!(

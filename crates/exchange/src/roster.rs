@@ -15,11 +15,11 @@ use crate::breaker::{Breaker, BreakerConfig, RateCap};
 use crate::config::{BidderConfig, Endpoint, HttpConfig, Validated};
 use crate::metrics::{BidderMetrics, BidderTable, Metrics};
 use crate::notices::NoticeRoute;
-use crate::outbound::NoticeHosts;
 use crate::outcome::BidderIx;
-use crate::pool::BidderPool;
 use crate::settle::{BidderView, Lineup};
 use crate::typical::{TypicalAnswer, clock_ms};
+use upstream::outbound::NoticeHosts;
+use upstream::pool::BidderPool;
 
 /// One configured bidder with its own pool, breaker and optional rate cap.
 #[derive(Debug)]

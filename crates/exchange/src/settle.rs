@@ -9,9 +9,9 @@ use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
 use price_token::{Binding, PriceKey};
 
-use crate::outbound::NoticeHosts;
 use crate::outcome::{BidderIx, Rejected};
 use crate::reply::{Called, Reply};
+use upstream::outbound::NoticeHosts;
 
 /// What settlement reads of one bidder.
 #[derive(Debug, Clone, Copy)]

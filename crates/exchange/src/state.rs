@@ -13,10 +13,10 @@ use http_front::{ConnStats, Door};
 
 use crate::config::Validated;
 use crate::metrics::Metrics;
-use crate::notice_client::{ClientSettings, NoticeClient};
 use crate::notices::{Notifier, QueueSettings};
 use crate::roster::{PoolSettings, Roster};
 use crate::sellers::Sellers;
+use upstream::notice_client::{ClientSettings, NoticeClient};
 
 /// Shared state of a running exchange; immutable but for atomics.
 #[derive(Debug)]

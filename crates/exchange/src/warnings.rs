@@ -11,7 +11,7 @@
 use std::net::{IpAddr, ToSocketAddrs};
 
 use crate::config::Validated;
-use crate::outbound::address_allowed;
+use upstream::outbound::address_allowed;
 
 /// Each bidder's endpoint host as this check found it.
 #[derive(Debug, Clone, PartialEq, Eq)]

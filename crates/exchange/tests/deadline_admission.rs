@@ -67,8 +67,9 @@ async fn burst_during_a_stall(addr: SocketAddr, body: String, stall: Duration) -
         .unwrap()
 }
 
-/// Light sequential traffic for `for_`, then a burst bunched by a 50 ms stall, under `mode`.
-async fn stall_after_light_traffic(mode: &str) -> (RunningExchange, Vec<u16>) {
+/// Light sequential traffic for 1.5 s, then a burst bunched by a 50 ms stall, under `mode`.
+/// Returns the burst's statuses and how many of the light requests were shed.
+async fn stall_after_light_traffic(mode: &str) -> (RunningExchange, Vec<u16>, u64) {
     let bidder = ScriptedBidder::start(instant_bid).await;
     // A pool with room for the whole burst: only the gate may turn a request away.
     let ex = exchange_with_cap(
@@ -82,16 +83,23 @@ async fn stall_after_light_traffic(mode: &str) -> (RunningExchange, Vec<u16>) {
     // 1.5 s of one auction at a time: thirty 50 ms windows of the adaptive controller, which
     // bring its bound from 256 down towards four times the traffic (0.9 a window: under 12).
     let light = Instant::now();
+    let mut light_sheds = 0;
     while light.elapsed() < Duration::from_millis(1_500) {
-        assert_eq!(auction(ex.addr, &req).await.0, 200);
+        match auction(ex.addr, &req).await.0.as_u16() {
+            200 => {}
+            // The adaptive bound may shed light traffic too when other work keeps the
+            // machine's cores busy (its controller sees the runtime lag): counted, not failed.
+            204 if mode == "adaptive" => light_sheds += 1,
+            other => panic!("a light-traffic auction answered {other}"),
+        }
     }
     let statuses = burst_during_a_stall(ex.addr, req.to_string(), Duration::from_millis(50)).await;
-    (ex, statuses)
+    (ex, statuses, light_sheds)
 }
 
 #[tokio::test]
 async fn after_a_stall_the_deadline_gate_serves_every_request_that_still_fits() {
-    let (ex, statuses) = stall_after_light_traffic("deadline").await;
+    let (ex, statuses, _) = stall_after_light_traffic("deadline").await;
     assert_eq!(statuses, vec![200; BURST], "every auction of the burst ran");
     let gate = ex.exchange.admission();
     assert_eq!(gate.shed_count(), 0);
@@ -105,13 +113,13 @@ async fn after_a_stall_the_deadline_gate_serves_every_request_that_still_fits() 
 /// idle the core and however far the deadlines.
 #[tokio::test]
 async fn after_a_stall_the_adaptive_bound_sheds_a_burst_it_had_time_for() {
-    let (ex, statuses) = stall_after_light_traffic("adaptive").await;
+    let (ex, statuses, light_sheds) = stall_after_light_traffic("adaptive").await;
     let shed = statuses.iter().filter(|s| **s == 204).count();
-    println!("adaptive: {shed} of {BURST} shed after a 50 ms stall");
+    println!("adaptive: {shed} of {BURST} shed after a 50 ms stall ({light_sheds} before it)");
     assert!(shed > 0, "{statuses:?}");
     assert_eq!(
         ex.exchange.admission().shed_count(),
-        u64::try_from(shed).unwrap()
+        u64::try_from(shed).unwrap() + light_sheds
     );
     assert_eq!(ex.metrics.late_answers.get(), 0);
 }

@@ -23,7 +23,7 @@ use http::StatusCode;
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
-use crate::config::Endpoint;
+use crate::endpoint::Endpoint;
 use crate::h1::{Conn, H1Error, RequestHead};
 use crate::tls::ClientTls;
 use rustls_pki_types::ServerName;
@@ -188,7 +188,7 @@ impl BidderPool {
 
     /// The same pool, sending `Authorization: Bearer {token}` with every call (the markup
     /// store's writer key).
-    pub(crate) fn authorized(mut self, token: &str) -> Self {
+    pub fn authorized(mut self, token: &str) -> Self {
         self.head =
             RequestHead::post_as(&self.endpoint.path, &self.endpoint.authority, Some(token));
         self
