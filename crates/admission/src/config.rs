@@ -80,26 +80,35 @@ impl Default for AdmissionConfig {
 
 impl AdmissionConfig {
     /// Checks the values; the error names the key (under `[admission]`) and the rule.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn validate(&self) -> Result<(), settings::Invalid> {
         if self.max_in_flight == 0 || self.max_in_flight > 1_000_000 {
-            return Err(("admission.max_in_flight", "must be 1..=1000000"));
+            return Err(settings::Invalid::new(
+                "admission.max_in_flight",
+                "must be 1..=1000000",
+            ));
         }
         if self.min_in_flight == 0
             || (self.mode() == Mode::Adaptive && self.min_in_flight > self.max_in_flight)
         {
-            return Err((
+            return Err(settings::Invalid::new(
                 "admission.min_in_flight",
                 "must be at least 1, and in adaptive mode at most admission.max_in_flight",
             ));
         }
         if self.min_time_left_ms > 10_000 {
-            return Err(("admission.min_time_left_ms", "must be at most 10000"));
+            return Err(settings::Invalid::new(
+                "admission.min_time_left_ms",
+                "must be at most 10000",
+            ));
         }
         if !(self.busy_target >= 0.5 && self.busy_target <= 0.99) {
-            return Err(("admission.busy_target", "must be 0.5..=0.99"));
+            return Err(settings::Invalid::new(
+                "admission.busy_target",
+                "must be 0.5..=0.99",
+            ));
         }
         if self.max_busy_ms.is_some_and(|ms| ms > 10_000) {
-            return Err((
+            return Err(settings::Invalid::new(
                 "admission.max_busy_ms",
                 "must be at most 10000 (0 turns it off)",
             ));
@@ -150,17 +159,17 @@ mod tests {
         let mut c = AdmissionConfig::default();
         assert!(c.validate().is_ok());
         c.min_in_flight = 5_000;
-        assert_eq!(c.validate().unwrap_err().0, "admission.min_in_flight");
+        assert_eq!(c.validate().unwrap_err().key, "admission.min_in_flight");
         let c = AdmissionConfig {
             busy_target: f64::NAN,
             ..AdmissionConfig::default()
         };
-        assert_eq!(c.validate().unwrap_err().0, "admission.busy_target");
+        assert_eq!(c.validate().unwrap_err().key, "admission.busy_target");
         let c = AdmissionConfig {
             max_busy_ms: Some(10_001),
             ..AdmissionConfig::default()
         };
-        assert_eq!(c.validate().unwrap_err().0, "admission.max_busy_ms");
+        assert_eq!(c.validate().unwrap_err().key, "admission.max_busy_ms");
     }
 
     #[test]

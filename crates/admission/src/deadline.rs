@@ -39,18 +39,21 @@ impl Default for DeadlineConfig {
 
 impl DeadlineConfig {
     /// Checks the values; the error names the key (under `[deadline]`) and the rule.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn validate(&self) -> Result<(), settings::Invalid> {
         if self.default_tmax_ms == 0 || self.default_tmax_ms > 60_000 {
-            return Err(("deadline.default_tmax_ms", "must be 1..=60000"));
+            return Err(settings::Invalid::new(
+                "deadline.default_tmax_ms",
+                "must be 1..=60000",
+            ));
         }
         if self.max_tmax_ms < self.default_tmax_ms || self.max_tmax_ms > 60_000 {
-            return Err((
+            return Err(settings::Invalid::new(
                 "deadline.max_tmax_ms",
                 "must be at least deadline.default_tmax_ms and at most 60000",
             ));
         }
         if self.answer_margin_ms >= self.default_tmax_ms {
-            return Err((
+            return Err(settings::Invalid::new(
                 "deadline.answer_margin_ms",
                 "must be smaller than deadline.default_tmax_ms",
             ));
@@ -205,7 +208,7 @@ mod tests {
                 "deadline.answer_margin_ms",
             ),
         ] {
-            assert_eq!(bad.validate().map_err(|(k, _)| k), Err(key));
+            assert_eq!(bad.validate().map_err(|e| e.key), Err(key.to_owned()));
         }
     }
 }

@@ -22,30 +22,8 @@ const MOVED_KEYS: [(&str, &str); 3] = [
     ("http.answer_margin_ms", "deadline.answer_margin_ms"),
 ];
 
-/// Why a configuration was refused. Messages name the key at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0}")]
-    Read(#[from] settings::ReadError),
-    #[error("config is {0} bytes; the limit is {MAX_CONFIG_BYTES}")]
-    TooLarge(usize),
-    #[error("{old} has moved: write it as {new}")]
-    Moved {
-        old: &'static str,
-        new: &'static str,
-    },
-    #[error("config is not valid TOML for the bidder: {0}")]
-    Parse(String),
-    #[error("{key}: {problem}")]
-    Invalid { key: &'static str, problem: String },
-}
-
-fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key,
-        problem: problem.into(),
-    }
-}
+pub use settings::ConfigError;
+use settings::invalid;
 
 /// The whole bidder configuration.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -171,39 +149,8 @@ impl Default for SecuritySection {
 /// without one.
 pub const DEFAULT_MAX_BUSY_MS: u64 = 10;
 
-/// Input limits.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpSection {
-    /// Largest accepted request body in bytes (413 beyond). Default 256 KiB.
-    pub max_body_bytes: usize,
-    /// Time allowed to receive headers, then the body, in milliseconds. Default 5000.
-    pub read_timeout_ms: u64,
-    /// Open client connections at most; more are closed as soon as accepted. Default 4096.
-    pub max_connections: u32,
-    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
-    pub idle_timeout_ms: u64,
-    /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
-    pub max_header_bytes: usize,
-    /// On SIGTERM, how long requests in flight may take to finish, in ms. Default 5000.
-    pub shutdown_grace_ms: u64,
-    /// Open client connections from one IP address at most. Default 1024.
-    pub max_connections_per_ip: u32,
-}
-
-impl Default for HttpSection {
-    fn default() -> Self {
-        HttpSection {
-            max_body_bytes: 256 * 1024,
-            read_timeout_ms: 5_000,
-            max_connections: 4_096,
-            idle_timeout_ms: 60_000,
-            max_header_bytes: 16 * 1024,
-            shutdown_grace_ms: 5_000,
-            max_connections_per_ip: 1_024,
-        }
-    }
-}
+/// `[http]`: the same section as the exchange's and the creative edge's.
+pub use http_front::HttpSection;
 
 /// Which ledger holds the budget of record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
@@ -379,14 +326,14 @@ impl BidderConfig {
 
     /// Parses and validates a TOML document.
     pub fn from_toml(text: &str) -> Result<BidderConfig, ConfigError> {
-        if text.len() > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge(text.len()));
-        }
-        let config: BidderConfig =
-            toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
-                Some((old, new)) => ConfigError::Moved { old, new },
-                None => ConfigError::Parse(e.to_string()),
-            })?;
+        let config: BidderConfig = settings::parse_toml(
+            text,
+            &settings::FileRules {
+                server: "the bidder",
+                max_bytes: MAX_CONFIG_BYTES,
+                moved: &MOVED_KEYS,
+            },
+        )?;
         config.validate()?;
         Ok(config)
     }
@@ -421,22 +368,9 @@ impl BidderConfig {
                 "must be an ISO 4217 code: three capital letters, such as \"USD\"",
             ));
         }
-        let h = &self.http;
-        if h.max_body_bytes == 0 || h.max_body_bytes > 64 * 1024 * 1024 {
-            return Err(invalid("http.max_body_bytes", "must be 1..=67108864"));
-        }
-        if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
-            return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
-        }
-        self.deadline
-            .validate()
-            .map_err(|(key, problem)| invalid(key, problem))?;
-        self.http_limits()
-            .check()
-            .map_err(|(key, problem)| invalid(key, problem))?;
-        self.admission
-            .validate()
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.deadline.validate()?;
+        self.http.check()?;
+        self.admission.validate()?;
         let l = &self.ledger;
         if l.create_if_missing == Some(true) {
             return Err(invalid(
@@ -513,9 +447,7 @@ impl BidderConfig {
                 "must be at most 604800000 (a week)",
             ));
         }
-        sec.admin()
-            .validate(self.admin_listen)
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        sec.admin().validate(self.admin_listen)?;
         if self.admin_listen == self.listen && self.listen.port() != 0 {
             return Err(invalid(
                 "admin_listen",
@@ -535,7 +467,12 @@ impl BidderConfig {
     }
 
     pub fn read_timeout(&self) -> Duration {
-        Duration::from_millis(self.http.read_timeout_ms)
+        self.http.read_timeout()
+    }
+
+    /// Largest accepted bid request body.
+    pub fn max_body_bytes(&self) -> usize {
+        self.http.body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
     }
 
     /// The admission gate's configuration with the bidder's defaults filled in.
@@ -545,19 +482,7 @@ impl BidderConfig {
 
     /// What the server accepts from client connections.
     pub fn limits(&self) -> http_front::Limits {
-        self.http_limits().limits()
-    }
-
-    fn http_limits(&self) -> http_front::HttpLimits {
-        let h = &self.http;
-        http_front::HttpLimits {
-            max_connections: h.max_connections,
-            read_timeout_ms: h.read_timeout_ms,
-            idle_timeout_ms: h.idle_timeout_ms,
-            max_header_bytes: h.max_header_bytes,
-            shutdown_grace_ms: h.shutdown_grace_ms,
-            max_connections_per_ip: h.max_connections_per_ip,
-        }
+        self.http.limits()
     }
 
     /// `ledger.lease_chunk` in integer money.

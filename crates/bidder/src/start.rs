@@ -287,8 +287,7 @@ impl Bidder {
         tokio::spawn(admission::Admission::run_controller(Arc::downgrade(
             &admission,
         )));
-        let door =
-            http_front::Door::new(config.http.max_body_bytes, config.read_timeout(), admission);
+        let door = http_front::Door::new(config.max_body_bytes(), config.read_timeout(), admission);
         let state = Arc::new(State {
             door,
             connections: Arc::new(http_front::ConnStats::default()),

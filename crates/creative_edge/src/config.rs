@@ -19,23 +19,8 @@ pub const MAX_ORIGINS: usize = 256;
 /// Most writers of the markup store.
 pub const MAX_WRITERS: usize = 64;
 
-/// Why a configuration was refused. Messages name the key at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0}")]
-    Read(#[from] settings::ReadError),
-    #[error("config is not valid TOML for the edge: {0}")]
-    Parse(String),
-    #[error("{key}: {problem}")]
-    Invalid { key: String, problem: String },
-}
-
-fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.into(),
-        problem: problem.into(),
-    }
-}
+pub use settings::ConfigError;
+use settings::invalid;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -288,49 +273,9 @@ impl StoreSection {
     }
 }
 
-/// `[http]`: what the listener accepts.
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpSection {
-    /// Time to receive a request's headers, then its body, in ms. Default 5000.
-    pub read_timeout_ms: u64,
-    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
-    pub idle_timeout_ms: u64,
-    /// Open client connections at most. Default 4096.
-    pub max_connections: u32,
-    /// Open client connections from one IP address at most. Default 1024.
-    pub max_connections_per_ip: u32,
-    /// Largest request line plus headers, in bytes. Default 16384.
-    pub max_header_bytes: usize,
-    /// On SIGTERM, how long answers in flight may take to finish, in ms. Default 5000.
-    pub shutdown_grace_ms: u64,
-}
-
-impl Default for HttpSection {
-    fn default() -> Self {
-        HttpSection {
-            read_timeout_ms: 5_000,
-            idle_timeout_ms: 60_000,
-            max_connections: 4_096,
-            max_connections_per_ip: 1_024,
-            max_header_bytes: 16 * 1024,
-            shutdown_grace_ms: 5_000,
-        }
-    }
-}
-
-impl HttpSection {
-    fn limits(&self) -> http_front::HttpLimits {
-        http_front::HttpLimits {
-            max_connections: self.max_connections,
-            read_timeout_ms: self.read_timeout_ms,
-            idle_timeout_ms: self.idle_timeout_ms,
-            max_header_bytes: self.max_header_bytes,
-            shutdown_grace_ms: self.shutdown_grace_ms,
-            max_connections_per_ip: self.max_connections_per_ip,
-        }
-    }
-}
+/// `[http]`: the same section as the exchange's and the bidder's. `max_body_bytes`, when set,
+/// caps a request body below what `[store]` allows a put.
+pub use http_front::HttpSection;
 
 /// `[tls]`: certificates per server name (SNI), read from a directory.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -409,7 +354,14 @@ impl Config {
     /// # Errors
     /// The TOML error, with the key it stopped at.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))
+        settings::parse_toml(
+            text,
+            &settings::FileRules {
+                server: "the edge",
+                max_bytes: MAX_CONFIG_BYTES,
+                moved: &[],
+            },
+        )
     }
 
     /// Checks every value, reads the origins' URLs, and makes relative paths start at `dir`.
@@ -465,9 +417,7 @@ impl Config {
         if let Some(d) = dir {
             self.security.resolve_paths(d);
         }
-        self.security
-            .validate(self.admin_listen)
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.security.validate(self.admin_listen)?;
         if self.admin_listen == self.listen && self.listen.port() != 0 {
             return Err(invalid(
                 "admin_listen",
@@ -477,10 +427,7 @@ impl Config {
         self.check_origins()?;
         self.check_store()?;
         self.read_writer_keys(dir)?;
-        self.http
-            .limits()
-            .check()
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.http.check()?;
         if let Some(tls) = &mut self.tls {
             if let Some(d) = dir
                 && tls.cert_dir.is_relative()
@@ -696,7 +643,13 @@ impl Config {
 
     /// The listener's limits.
     pub fn http_limits(&self) -> http_front::Limits {
-        self.http.limits().limits()
+        self.http.limits()
+    }
+
+    /// Largest request body read: a store put's, capped by `http.max_body_bytes` when set.
+    pub fn max_request_bytes(&self) -> usize {
+        let store = self.store.max_request_bytes();
+        self.http.body_limit(store).min(store)
     }
 }
 

@@ -100,8 +100,8 @@ impl Edge {
             store: store::MarkupStore::new(config.store.clone()),
             writers: writers::Writers::new(&config.store),
             conns: Arc::new(http_front::ConnStats::default()),
-            max_request_bytes: config.store.max_request_bytes(),
-            read_timeout: Duration::from_millis(config.http.read_timeout_ms),
+            max_request_bytes: config.max_request_bytes(),
+            read_timeout: config.http.read_timeout(),
             tls,
             admin: http_front::AdminDoor::open(&config.security)?,
         };

@@ -52,27 +52,39 @@ impl Default for BreakerConfig {
 
 impl BreakerConfig {
     /// Checks the values; the error names the key and the rule.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn validate(&self) -> Result<(), settings::Invalid> {
         if !(self.failure_rate >= 0.05 && self.failure_rate <= 1.0) {
-            return Err(("breaker.failure_rate", "must be 0.05..=1"));
+            return Err(settings::Invalid::new(
+                "breaker.failure_rate",
+                "must be 0.05..=1",
+            ));
         }
         if self.min_calls == 0 || self.min_calls > 1_000_000 {
-            return Err(("breaker.min_calls", "must be 1..=1000000"));
+            return Err(settings::Invalid::new(
+                "breaker.min_calls",
+                "must be 1..=1000000",
+            ));
         }
         if self.window_ms < 10 || self.window_ms > 600_000 {
-            return Err(("breaker.window_ms", "must be 10..=600000"));
+            return Err(settings::Invalid::new(
+                "breaker.window_ms",
+                "must be 10..=600000",
+            ));
         }
         if self.open_ms == 0 || self.open_ms > self.max_open_ms {
-            return Err((
+            return Err(settings::Invalid::new(
                 "breaker.open_ms",
                 "must be at least 1 and at most breaker.max_open_ms",
             ));
         }
         if self.max_open_ms > 3_600_000 {
-            return Err(("breaker.max_open_ms", "must be at most 3600000"));
+            return Err(settings::Invalid::new(
+                "breaker.max_open_ms",
+                "must be at most 3600000",
+            ));
         }
         if self.probes == 0 || self.probes > 1_000 {
-            return Err(("breaker.probes", "must be 1..=1000"));
+            return Err(settings::Invalid::new("breaker.probes", "must be 1..=1000"));
         }
         Ok(())
     }
@@ -402,11 +414,11 @@ mod tests {
             open_ms: 60_000,
             ..BreakerConfig::default()
         };
-        assert_eq!(bad.validate().unwrap_err().0, "breaker.open_ms");
+        assert_eq!(bad.validate().unwrap_err().key, "breaker.open_ms");
         let bad = BreakerConfig {
             failure_rate: 0.0,
             ..BreakerConfig::default()
         };
-        assert_eq!(bad.validate().unwrap_err().0, "breaker.failure_rate");
+        assert_eq!(bad.validate().unwrap_err().key, "breaker.failure_rate");
     }
 }

@@ -45,27 +45,36 @@ impl CacheConfig {
     /// Checks the values; the error names the key.
     ///
     /// # Errors
-    /// `(key, problem)`.
-    pub fn check(&self) -> Result<(), (&'static str, String)> {
+    /// [`settings::Invalid`] naming the key.
+    pub fn check(&self) -> Result<(), settings::Invalid> {
         if !self.url.starts_with("http://") {
-            return Err((
+            return Err(settings::Invalid::new(
                 "cache.url",
-                "must be http://host:port/path (the store runs next to the exchange)".into(),
+                "must be http://host:port/path (the store runs next to the exchange)",
             ));
         }
         if let Some(public) = &self.public_url
             && !(public.starts_with("http://") || public.starts_with("https://"))
         {
-            return Err(("cache.public_url", "must be an http(s) URL".into()));
+            return Err(settings::Invalid::new(
+                "cache.public_url",
+                "must be an http(s) URL",
+            ));
         }
         if !(1..=10_000).contains(&self.timeout_ms) {
-            return Err(("cache.timeout_ms", "must be 1..=10000".into()));
+            return Err(settings::Invalid::new(
+                "cache.timeout_ms",
+                "must be 1..=10000",
+            ));
         }
         if !(1..=86_400).contains(&self.ttl_s) {
-            return Err(("cache.ttl_s", "must be 1..=86400".into()));
+            return Err(settings::Invalid::new("cache.ttl_s", "must be 1..=86400"));
         }
         if !(1..=10_000).contains(&self.max_connections) {
-            return Err(("cache.max_connections", "must be 1..=10000".into()));
+            return Err(settings::Invalid::new(
+                "cache.max_connections",
+                "must be 1..=10000",
+            ));
         }
         Ok(())
     }
@@ -124,7 +133,7 @@ mod tests {
                 "cache.max_connections",
             ),
         ] {
-            assert_eq!(bad.check().map_err(|e| e.0), Err(key));
+            assert_eq!(bad.check().map_err(|e| e.key), Err(key.to_owned()));
         }
     }
 }

@@ -24,38 +24,24 @@ use upstream::tls::ClientTls;
 pub const MAX_CONFIG_BYTES: usize = 4 * 1024 * 1024;
 /// Keys that moved to `[deadline]` (shared with the bidder) from this file's `[auction]`: a
 /// file that still has them is refused with their new name.
-const MOVED_KEYS: [(&str, &str); 3] = [
+/// And keys that moved from `[http]` to `[upstream]` (issue 33: `[http]` is one section shared
+/// by every server, what it accepts from its own clients).
+const MOVED_KEYS: [(&str, &str); 6] = [
     ("auction.default_tmax_ms", "deadline.default_tmax_ms"),
     ("auction.max_tmax_ms", "deadline.max_tmax_ms"),
     ("auction.answer_margin_ms", "deadline.answer_margin_ms"),
+    (
+        "http.max_bidder_response_bytes",
+        "upstream.max_response_bytes",
+    ),
+    ("http.bidder_drain_ms", "upstream.drain_ms"),
+    ("http.dns_refresh_ms", "upstream.dns_refresh_ms"),
 ];
 /// Upper bound on configured bidders: fan-out beyond this is a mistake, not a plan.
 pub const MAX_BIDDERS: usize = 1024;
 
-/// Why a configuration was refused. Messages name the key at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0}")]
-    Read(#[from] settings::ReadError),
-    #[error("config is {0} bytes; the limit is {MAX_CONFIG_BYTES}")]
-    TooLarge(usize),
-    #[error("{old} has moved: write it as {new}")]
-    Moved {
-        old: &'static str,
-        new: &'static str,
-    },
-    #[error("config is not valid TOML for the exchange: {0}")]
-    Parse(String),
-    #[error("{key}: {problem}")]
-    Invalid { key: String, problem: String },
-}
-
-fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.into(),
-        problem: problem.into(),
-    }
-}
+pub use settings::ConfigError;
+use settings::invalid;
 
 /// The whole exchange configuration (`gavel exchange --config FILE`).
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -76,6 +62,9 @@ pub struct Config {
     pub node: String,
     #[serde(default)]
     pub http: HttpConfig,
+    /// How the calls to bidders behave (`[upstream]`; these keys were `http.*` before).
+    #[serde(default)]
+    pub upstream: upstream::UpstreamSection,
     /// How a request's `tmax` becomes its deadline (shared with the bidder).
     #[serde(default)]
     pub deadline: DeadlineConfig,
@@ -120,52 +109,8 @@ pub struct ListenerTls {
     pub key_file: PathBuf,
 }
 
-/// Limits on what the server reads.
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpConfig {
-    /// Largest accepted request body in bytes; larger bodies get 413. Default 256 KiB.
-    pub max_body_bytes: usize,
-    /// Time allowed to receive a request's headers, then its body, before the connection is
-    /// closed (slowloris defence), in milliseconds. Default 5000.
-    pub read_timeout_ms: u64,
-    /// Largest bidder response body read, in bytes; larger answers count as errors. Default 256 KiB.
-    pub max_bidder_response_bytes: usize,
-    /// How long after the auction's deadline a late bidder answer is still read (and thrown
-    /// away) so that its connection can be reused, in milliseconds. Default 1000.
-    pub bidder_drain_ms: u64,
-    /// Open client connections at most; more are closed as soon as accepted. Default 4096.
-    pub max_connections: u32,
-    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
-    pub idle_timeout_ms: u64,
-    /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
-    pub max_header_bytes: usize,
-    /// On SIGTERM, how long auctions in flight may take to finish, in ms. Default 5000.
-    pub shutdown_grace_ms: u64,
-    /// Open client connections from one IP address at most. Default 1024.
-    pub max_connections_per_ip: u32,
-    /// How often bidder hosts given by name are looked up again, in ms: a changed address
-    /// moves the bidder's pool there, and a bidder that did not resolve is called once it
-    /// does. Default 30000.
-    pub dns_refresh_ms: u64,
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            max_body_bytes: 256 * 1024,
-            read_timeout_ms: 5_000,
-            max_bidder_response_bytes: 256 * 1024,
-            bidder_drain_ms: 1_000,
-            max_connections: 4_096,
-            idle_timeout_ms: 60_000,
-            max_header_bytes: 16 * 1024,
-            shutdown_grace_ms: 5_000,
-            max_connections_per_ip: 1_024,
-            dns_refresh_ms: 30_000,
-        }
-    }
-}
+/// `[http]`: the same section as the bidder's and the creative edge's.
+pub use http_front::HttpSection as HttpConfig;
 
 /// The `[auction]` section as written in the file.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
@@ -422,7 +367,14 @@ impl Validated {
     }
 
     pub fn read_timeout(&self) -> Duration {
-        Duration::from_millis(self.config.http.read_timeout_ms)
+        self.config.http.read_timeout()
+    }
+
+    /// Largest accepted auction request body.
+    pub fn max_body_bytes(&self) -> usize {
+        self.config
+            .http
+            .body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
     }
 
     /// The files a reload reads: the configuration itself, then every seller key file and
@@ -446,18 +398,7 @@ impl Validated {
     }
     /// What the server accepts from client connections.
     pub fn limits(&self) -> http_front::Limits {
-        http_limits(&self.config.http).limits()
-    }
-}
-
-fn http_limits(h: &HttpConfig) -> http_front::HttpLimits {
-    http_front::HttpLimits {
-        max_connections: h.max_connections,
-        read_timeout_ms: h.read_timeout_ms,
-        idle_timeout_ms: h.idle_timeout_ms,
-        max_header_bytes: h.max_header_bytes,
-        shutdown_grace_ms: h.shutdown_grace_ms,
-        max_connections_per_ip: h.max_connections_per_ip,
+        self.config.http.limits()
     }
 }
 
@@ -482,13 +423,14 @@ impl Config {
     }
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        if text.len() > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge(text.len()));
-        }
-        toml::from_str(text).map_err(|e| match settings::moved_key(text, &MOVED_KEYS) {
-            Some((old, new)) => ConfigError::Moved { old, new },
-            None => ConfigError::Parse(e.to_string()),
-        })
+        settings::parse_toml(
+            text,
+            &settings::FileRules {
+                server: "the exchange",
+                max_bytes: MAX_CONFIG_BYTES,
+                moved: &MOVED_KEYS,
+            },
+        )
     }
 
     /// Checks every value, resolves bidder endpoints and reads seller keys.
@@ -501,12 +443,8 @@ impl Config {
         if self.node.is_empty() || self.node.len() > 64 || !self.node.is_ascii() {
             return Err(invalid("node", "must be 1-64 ASCII characters"));
         }
-        self.deadline
-            .validate()
-            .map_err(|(key, problem)| invalid(key, problem))?;
-        self.security
-            .validate(self.admin_listen)
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.deadline.validate()?;
+        self.security.validate(self.admin_listen)?;
         if self.admin_listen == self.listen && self.listen.port() != 0 {
             return Err(invalid(
                 "admin_listen",
@@ -530,34 +468,10 @@ impl Config {
                 "must be an ISO-4217 code such as \"USD\"",
             ));
         }
-        let h = &self.http;
-        if h.max_body_bytes == 0 || h.max_body_bytes > 64 * 1024 * 1024 {
-            return Err(invalid("http.max_body_bytes", "must be 1..=67108864"));
-        }
-        if h.max_bidder_response_bytes == 0 || h.max_bidder_response_bytes > 64 * 1024 * 1024 {
-            return Err(invalid(
-                "http.max_bidder_response_bytes",
-                "must be 1..=67108864",
-            ));
-        }
-        if h.bidder_drain_ms > 60_000 {
-            return Err(invalid("http.bidder_drain_ms", "must be at most 60000"));
-        }
-        if h.read_timeout_ms == 0 || h.read_timeout_ms > 600_000 {
-            return Err(invalid("http.read_timeout_ms", "must be 1..=600000"));
-        }
-        if !(100..=3_600_000).contains(&h.dns_refresh_ms) {
-            return Err(invalid("http.dns_refresh_ms", "must be 100..=3600000"));
-        }
-        http_limits(h)
-            .check()
-            .map_err(|(key, problem)| invalid(key, problem))?;
-        self.admission
-            .validate()
-            .map_err(|(key, problem)| invalid(key, problem))?;
-        self.breaker
-            .validate()
-            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.http.check()?;
+        self.upstream.check()?;
+        self.admission.validate()?;
+        self.breaker.validate()?;
         let n = &self.notices;
         if n.timeout_ms == 0 || n.timeout_ms > 60_000 {
             return Err(invalid("notices.timeout_ms", "must be 1..=60000"));
@@ -671,8 +585,7 @@ impl Config {
             self.notices.fire_burl,
             &names,
             &KeySources { dir, env: &env },
-        )
-        .map_err(|(key, problem)| invalid(key, problem))?;
+        )?;
         let listener_tls = match &self.tls {
             None => None,
             Some(t) => {
@@ -685,7 +598,7 @@ impl Config {
         let (cache_endpoint, cache_key) = match &self.cache {
             None => (None, None),
             Some(c) => {
-                c.check().map_err(|(key, problem)| invalid(key, problem))?;
+                c.check()?;
                 let endpoint = parse_endpoint(&c.url).map_err(|e| invalid("cache.url", e))?;
                 // The store runs next to the exchange: a name that does not resolve is a
                 // mistake to stop at, not a partner to wait for.
@@ -831,6 +744,29 @@ max_connections = 64
         // The bidder's old place is not one the exchange ever had: a plain unknown key.
         let e = error_of("[http]\ndefault_tmax_ms = 100\n");
         assert!(!e.contains("moved") && e.contains("default_tmax_ms"), "{e}");
+        // `[http]` is the section every server shares; the bidder calls' keys left it.
+        for (old, new) in [
+            (
+                "max_bidder_response_bytes = 1024",
+                "upstream.max_response_bytes",
+            ),
+            ("bidder_drain_ms = 5", "upstream.drain_ms"),
+            ("dns_refresh_ms = 500", "upstream.dns_refresh_ms"),
+        ] {
+            let e = error_of(&format!("[http]\n{old}\n"));
+            assert!(e.ends_with(&format!("has moved: write it as {new}")), "{e}");
+        }
+        let v = Config::from_toml(
+            "open_to_all_sellers = true\n[upstream]\nmax_response_bytes = 1024\ndrain_ms = 5\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                v.config.upstream.max_response_bytes,
+                v.config.upstream.drain_ms
+            ),
+            (1024, 5)
+        );
     }
 
     #[test]
@@ -884,12 +820,12 @@ max_connections = 64
     fn garbage_and_huge_files_are_refused() {
         assert!(matches!(
             Config::from_toml("[[[ nope"),
-            Err(ConfigError::Parse(_))
+            Err(ConfigError::Parse { .. })
         ));
         let huge = "#".repeat(MAX_CONFIG_BYTES + 1);
         assert!(matches!(
             Config::from_toml(&huge),
-            Err(ConfigError::TooLarge(_))
+            Err(ConfigError::TooLarge { .. })
         ));
     }
 }

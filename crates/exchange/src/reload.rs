@@ -77,6 +77,9 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.http != new.http {
         sections.push("[http]");
     }
+    if running.upstream != new.upstream {
+        sections.push("[upstream]");
+    }
     if running.deadline != new.deadline {
         sections.push("[deadline]");
     }

@@ -1,6 +1,6 @@
 //! Bidder hosts looked up again while serving. Cloud load balancers change addresses; a host
 //! resolved once at start would be called at a dead address forever. Every
-//! `http.dns_refresh_ms` each bidder whose endpoint is a name is looked up (off the runtime's
+//! `upstream.dns_refresh_ms` each bidder whose endpoint is a name is looked up (off the runtime's
 //! threads); when its first address changed, its pool moves there (idle connections to the old
 //! one closed, calls in flight finish). A bidder whose host never resolved is skipped
 //! (`skips_total{reason="unresolved"}`) until it does. A lookup that fails keeps the address in
@@ -20,7 +20,7 @@ pub type Lookup = fn(&str, u16) -> Result<SocketAddr, String>;
 
 impl Exchange {
     /// Looks every bidder host given by name up now with `lookup` and moves each pool to what
-    /// it finds: one round of what the exchange does every `http.dns_refresh_ms` with the
+    /// it finds: one round of what the exchange does every `upstream.dns_refresh_ms` with the
     /// system's resolver ([`crate::config::resolve`]).
     pub async fn refresh_bidder_hosts(&self, lookup: Lookup) {
         refresh(&self.state, lookup).await;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::{Breaker, BreakerConfig, RateCap};
-use crate::config::{BidderConfig, Endpoint, HttpConfig, Validated};
+use crate::config::{BidderConfig, Endpoint, Validated};
 use crate::metrics::{BidderMetrics, BidderTable, Metrics};
 use crate::notices::NoticeRoute;
 use crate::outcome::BidderIx;
@@ -83,13 +83,13 @@ pub(crate) struct PoolSettings {
 
 impl PoolSettings {
     pub(crate) fn new(
-        http: &HttpConfig,
+        upstream: &upstream::UpstreamSection,
         breaker: &BreakerConfig,
         metrics: Arc<Metrics>,
     ) -> PoolSettings {
         PoolSettings {
-            max_response_bytes: http.max_bidder_response_bytes,
-            drain: Duration::from_millis(http.bidder_drain_ms),
+            max_response_bytes: upstream.max_response_bytes,
+            drain: Duration::from_millis(upstream.drain_ms),
             breaker: breaker.clone(),
             metrics,
         }
@@ -284,7 +284,7 @@ mod tests {
     fn roster_of(text: &str, previous: &Roster) -> (Roster, RosterChange) {
         let v = Config::from_toml(&format!("open_to_all_sellers = true\n{text}")).unwrap();
         let metrics = Arc::new(Metrics::new(Vec::new()));
-        let settings = PoolSettings::new(&v.config.http, &v.config.breaker, metrics);
+        let settings = PoolSettings::new(&v.config.upstream, &v.config.breaker, metrics);
         Roster::build(&v, &settings, previous, Instant::now())
     }
 

@@ -169,22 +169,22 @@ impl Sellers {
     /// relative key files; `fire_burl` is the default of `bill_on_win`.
     ///
     /// # Errors
-    /// `(key, problem)` naming the seller's key at fault.
+    /// [`settings::Invalid`] naming the seller's key at fault.
     pub fn build(
         configs: &[SellerConfig],
         open_to_all: bool,
         fire_burl: bool,
         bidder_names: &HashSet<&str>,
         files: &KeySources<'_>,
-    ) -> Result<Sellers, (String, String)> {
+    ) -> Result<Sellers, settings::Invalid> {
         if configs.is_empty() && !open_to_all {
-            return Err((
+            return Err(settings::Invalid::new(
                 "sellers".to_owned(),
                 "no [[sellers]] configured: add sellers with keys, or set open_to_all_sellers = true to serve anyone who can reach the port".to_owned(),
             ));
         }
         if configs.len() > MAX_SELLERS {
-            return Err((
+            return Err(settings::Invalid::new(
                 "sellers".to_owned(),
                 format!("at most {MAX_SELLERS} sellers"),
             ));
@@ -202,21 +202,25 @@ impl Sellers {
                     .chars()
                     .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
             {
-                return Err((
+                return Err(settings::Invalid::new(
                     key("name"),
                     "must be 1-64 ASCII letters, digits, '-', '_' or '.'".to_owned(),
                 ));
             }
             if !names.insert(c.name.as_str()) {
-                return Err((key("name"), "duplicate seller name".to_owned()));
+                return Err(settings::Invalid::new(
+                    key("name"),
+                    "duplicate seller name".to_owned(),
+                ));
             }
-            let keys = read_keys(c, files).map_err(|(field, problem)| (key(field), problem))?;
+            let keys = read_keys(c, files)
+                .map_err(|(field, problem)| settings::Invalid::new(key(field), problem))?;
             let example_key = keys
                 .iter()
                 .any(|k| k.starts_with(EXAMPLE_KEY_PREFIX.as_bytes()));
             for k in keys {
                 if by_digest.insert(digest(&k), i).is_some() {
-                    return Err((
+                    return Err(settings::Invalid::new(
                         key("key_file"),
                         "a key is also another seller's (or listed twice): each key names one seller".to_owned(),
                     ));
@@ -225,21 +229,30 @@ impl Sellers {
             if let Some(allowed) = &c.bidders
                 && let Some(unknown) = allowed.iter().find(|b| !bidder_names.contains(b.as_str()))
             {
-                return Err((key("bidders"), format!("no bidder is named {unknown:?}")));
+                return Err(settings::Invalid::new(
+                    key("bidders"),
+                    format!("no bidder is named {unknown:?}"),
+                ));
             }
             let floor_permille = match c.floor_multiplier {
                 None => 1000,
                 Some(m) if (0.01..=100.0).contains(&m) => (m * 1000.0).round() as u32,
                 Some(_) => {
-                    return Err((key("floor_multiplier"), "must be 0.01..=100".to_owned()));
+                    return Err(settings::Invalid::new(
+                        key("floor_multiplier"),
+                        "must be 0.01..=100".to_owned(),
+                    ));
                 }
             };
             if c.max_tmax_ms.is_some_and(|t| t == 0 || t > 60_000) {
-                return Err((key("max_tmax_ms"), "must be 1..=60000".to_owned()));
+                return Err(settings::Invalid::new(
+                    key("max_tmax_ms"),
+                    "must be 1..=60000".to_owned(),
+                ));
             }
             let bill_on_win = c.bill_on_win.unwrap_or(fire_burl);
             if bill_on_win && c.fires_notices {
-                return Err((
+                return Err(settings::Invalid::new(
                     key("bill_on_win"),
                     "the seller fires notices itself (fires_notices), so the exchange firing burl on win would bill twice".to_owned(),
                 ));
@@ -366,7 +379,7 @@ mod tests {
         d: &Path,
         configs: &[SellerConfig],
         open: bool,
-    ) -> Result<Sellers, (String, String)> {
+    ) -> Result<Sellers, settings::Invalid> {
         let names: HashSet<&str> = ["dsp-a", "dsp-b"].into();
         let sources = KeySources {
             dir: Some(d),
@@ -376,7 +389,7 @@ mod tests {
     }
 
     /// [`build_in`] an empty directory, removed afterwards.
-    fn build(configs: &[SellerConfig], open: bool) -> Result<Sellers, (String, String)> {
+    fn build(configs: &[SellerConfig], open: bool) -> Result<Sellers, settings::Invalid> {
         build_in(testkit::TempDir::new("sellers").path(), configs, open)
     }
 
@@ -420,14 +433,14 @@ mod tests {
             assert_eq!(found.map(|s| s.name.as_str()), Ok("pub-a"));
         }
         let e = build(&[seller("pub-a", "GAVEL_UNSET")], false).unwrap_err();
-        assert_eq!(e.0, "sellers[0].key_env (\"pub-a\")");
-        assert!(e.1.contains("GAVEL_UNSET"), "{e:?}");
+        assert_eq!(e.key, "sellers[0].key_env (\"pub-a\")");
+        assert!(e.problem.contains("GAVEL_UNSET"), "{e:?}");
     }
 
     #[test]
     fn no_sellers_needs_the_explicit_open_flag() {
         let e = build(&[], false).unwrap_err();
-        assert_eq!(e.0, "sellers");
+        assert_eq!(e.key, "sellers");
         let open = build(&[], true).unwrap();
         let anyone = open.authenticate(None).unwrap();
         assert_eq!(anyone.name, "-");
@@ -498,8 +511,8 @@ mod tests {
         ];
         for (configs, key) in cases {
             let e = build_in(d, &configs, false).unwrap_err();
-            assert!(e.0.starts_with(key), "{key}: got {e:?}");
-            assert!(!e.1.contains(KEY_A), "a key is never shown: {e:?}");
+            assert!(e.key.starts_with(key), "{key}: got {e:?}");
+            assert!(!e.problem.contains(KEY_A), "a key is never shown: {e:?}");
         }
     }
 

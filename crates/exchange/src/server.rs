@@ -51,9 +51,10 @@ impl Exchange {
     /// Serves until `shutdown` completes; then stops accepting, lets auctions in flight finish
     /// (within `http.shutdown_grace_ms`) and returns. Queued notices are the notifier's: see
     /// [`Exchange::flush_notices`]. While serving, bidder hosts given by name are looked up
-    /// again every `http.dns_refresh_ms` (`resolver.rs`).
+    /// again every `upstream.dns_refresh_ms` (`resolver.rs`).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        let every = std::time::Duration::from_millis(self.state.config.config.http.dns_refresh_ms);
+        let every =
+            std::time::Duration::from_millis(self.state.config.config.upstream.dns_refresh_ms);
         let resolver = tokio::spawn(crate::resolver::follow(Arc::downgrade(&self.state), every));
         self.serve_auctions(listener, shutdown).await;
         resolver.abort();

@@ -66,8 +66,11 @@ impl Exchange {
     /// [`Exchange::watch`] is called.
     pub fn new(config: Validated) -> Exchange {
         let metrics = Arc::new(Metrics::new(Vec::new()));
-        let pool_settings =
-            PoolSettings::new(&config.config.http, &config.config.breaker, metrics.clone());
+        let pool_settings = PoolSettings::new(
+            &config.config.upstream,
+            &config.config.breaker,
+            metrics.clone(),
+        );
         let (roster, _) =
             Roster::build(&config, &pool_settings, &Roster::default(), Instant::now());
         metrics.set_bidders(Arc::new(roster.table()));
@@ -92,11 +95,7 @@ impl Exchange {
         );
         let admission = Arc::new(Admission::new(config.admission()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
-        let door = Door::new(
-            config.config.http.max_body_bytes,
-            config.read_timeout(),
-            admission,
-        );
+        let door = Door::new(config.max_body_bytes(), config.read_timeout(), admission);
         let started_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());

@@ -32,7 +32,7 @@ pub fn warnings(v: &Validated) -> Vec<String> {
             Err(why) => out.push(format!(
                 "{key}: endpoint {why}; the exchange starts without it (skipped, counted as \
                  skips_total{{reason=\"unresolved\"}}) and looks it up again every \
-                 http.dns_refresh_ms"
+                 upstream.dns_refresh_ms"
             )),
             Ok(ips) => {
                 if let Some(ip) = ips.iter().find(|ip| !address_allowed(**ip, allow)) {

@@ -258,7 +258,7 @@ async fn failing_bidders_cost_the_others_nothing_and_their_breakers_open() {
         l.local_addr().unwrap()
     };
     let ex = exchange(
-        "[http]\nbidder_drain_ms = 100\n[deadline]\nanswer_margin_ms = 80\n\
+        "[upstream]\ndrain_ms = 100\n[deadline]\nanswer_margin_ms = 80\n\
          [breaker]\nmin_calls = 10\nfailure_rate = 0.5\nopen_ms = 300\nwindow_ms = 10000\n",
         &[
             ("good", good.endpoint()),

@@ -38,7 +38,7 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
     // The fan-out ends 80 ms before tmax (at the slow bidder's timeout), leaving the answer
     // 80 ms to be built and written: "not late" is then the code's doing on a loaded machine.
     let ex = exchange_from_toml(&format!(
-        "[http]\nbidder_drain_ms = 500\n[deadline]\nanswer_margin_ms = 80\n\
+        "[upstream]\ndrain_ms = 500\n[deadline]\nanswer_margin_ms = 80\n\
          [[bidders]]\nname = \"slow\"\nendpoint = \"{}\"\nmax_connections = 2\n\
          [[bidders]]\nname = \"fast\"\nendpoint = \"{}\"\nmax_connections = 16\n",
         slow.endpoint(),
@@ -93,7 +93,7 @@ async fn a_full_pool_skips_its_bidder_without_waiting_and_never_exceeds_the_cap(
 async fn a_draining_late_call_counts_as_busy_until_its_answer_is_read() {
     let held = ScriptedBidder::start(|r| slow_bid(r, Duration::ZERO)).await;
     let ex = exchange(
-        "[http]\nbidder_drain_ms = 60000\n",
+        "[upstream]\ndrain_ms = 60000\n",
         &[("held", held.endpoint())],
     )
     .await;

@@ -54,9 +54,9 @@ impl Default for AdminSettings {
 
 impl AdminSettings {
     /// Checks the settings against the admin address; errors name the key.
-    pub fn validate(&self, admin_listen: SocketAddr) -> Result<(), (&'static str, String)> {
+    pub fn validate(&self, admin_listen: SocketAddr) -> Result<(), settings::Invalid> {
         if !admin_listen.ip().is_loopback() && !self.admin_remote {
-            return Err((
+            return Err(settings::Invalid::new(
                 "admin_listen",
                 format!(
                     "{admin_listen} is not a loopback address; admin endpoints move money and \
@@ -352,7 +352,7 @@ mod tests {
         let public: SocketAddr = "0.0.0.0:9101".parse().unwrap_or(PEER);
         let settings = AdminSettings::default();
         let e = settings.validate(public);
-        assert!(e.is_err_and(|(key, _)| key == "admin_listen"));
+        assert!(e.is_err_and(|e| e.key == "admin_listen"));
         let allowed = AdminSettings {
             admin_remote: true,
             ..AdminSettings::default()

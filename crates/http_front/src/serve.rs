@@ -60,35 +60,106 @@ impl Default for Limits {
     }
 }
 
-/// The `[http]` keys both servers configure [`Limits`] with, in their configured units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpLimits {
-    pub max_connections: u32,
-    /// Also each server's body read timeout, so it is checked there.
+/// `[http]`: what a server accepts from its clients, the same keys in the exchange's, the
+/// bidder's and the creative edge's files, in their configured units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Largest accepted request body in bytes (413 beyond). Default 256 KiB for the exchange
+    /// and the bidder; unset, the creative edge allows what its `[store]` limits make a put.
+    pub max_body_bytes: Option<usize>,
+    /// Time allowed to receive a request's headers, then its body, before the connection is
+    /// closed (slowloris defence), in milliseconds. Default 5000.
     pub read_timeout_ms: u64,
+    /// Open client connections at most; more are closed as soon as accepted. Default 4096.
+    pub max_connections: u32,
+    /// How long a kept-alive connection may wait for its next request, in ms. Default 60000.
     pub idle_timeout_ms: u64,
+    /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
     pub max_header_bytes: usize,
+    /// On SIGTERM, how long requests in flight may take to finish, in ms. Default 5000.
     pub shutdown_grace_ms: u64,
+    /// Open client connections from one IP address at most. Default 1024.
     pub max_connections_per_ip: u32,
 }
 
-impl HttpLimits {
-    /// Checks the values this module owns; the error names the key (`http.*`) and the rule.
-    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            max_body_bytes: None,
+            read_timeout_ms: 5_000,
+            max_connections: 4_096,
+            idle_timeout_ms: 60_000,
+            max_header_bytes: 16 * 1024,
+            shutdown_grace_ms: 5_000,
+            max_connections_per_ip: 1_024,
+        }
+    }
+}
+
+/// The body limit of the exchange and the bidder when `http.max_body_bytes` is not set.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// The name the accept loop's settings had before `[http]` was shared.
+pub type HttpLimits = HttpSection;
+
+impl HttpSection {
+    /// The body limit: `http.max_body_bytes`, else `default`.
+    pub fn body_limit(&self, default: usize) -> usize {
+        self.max_body_bytes.unwrap_or(default)
+    }
+
+    /// How long a request's headers, then its body, may take to arrive.
+    pub fn read_timeout(&self) -> Duration {
+        Duration::from_millis(self.read_timeout_ms)
+    }
+
+    /// Checks every key; the error names the key (`http.*`) and the rule.
+    pub fn check(&self) -> Result<(), settings::Invalid> {
+        if self
+            .max_body_bytes
+            .is_some_and(|n| n == 0 || n > 64 * 1024 * 1024)
+        {
+            return Err(settings::Invalid::new(
+                "http.max_body_bytes",
+                "must be 1..=67108864",
+            ));
+        }
+        if self.read_timeout_ms == 0 || self.read_timeout_ms > 600_000 {
+            return Err(settings::Invalid::new(
+                "http.read_timeout_ms",
+                "must be 1..=600000",
+            ));
+        }
         if self.max_connections == 0 || self.max_connections > 1_000_000 {
-            return Err(("http.max_connections", "must be 1..=1000000"));
+            return Err(settings::Invalid::new(
+                "http.max_connections",
+                "must be 1..=1000000",
+            ));
         }
         if self.idle_timeout_ms == 0 || self.idle_timeout_ms > 3_600_000 {
-            return Err(("http.idle_timeout_ms", "must be 1..=3600000"));
+            return Err(settings::Invalid::new(
+                "http.idle_timeout_ms",
+                "must be 1..=3600000",
+            ));
         }
         if !(MIN_HEADER_BYTES..=1024 * 1024).contains(&self.max_header_bytes) {
-            return Err(("http.max_header_bytes", "must be 8192..=1048576"));
+            return Err(settings::Invalid::new(
+                "http.max_header_bytes",
+                "must be 8192..=1048576",
+            ));
         }
         if self.shutdown_grace_ms > 600_000 {
-            return Err(("http.shutdown_grace_ms", "must be at most 600000"));
+            return Err(settings::Invalid::new(
+                "http.shutdown_grace_ms",
+                "must be at most 600000",
+            ));
         }
         if self.max_connections_per_ip == 0 || self.max_connections_per_ip > 1_000_000 {
-            return Err(("http.max_connections_per_ip", "must be 1..=1000000"));
+            return Err(settings::Invalid::new(
+                "http.max_connections_per_ip",
+                "must be 1..=1000000",
+            ));
         }
         Ok(())
     }
@@ -638,7 +709,8 @@ mod tests {
 
     #[test]
     fn http_limits_name_their_key_and_convert_milliseconds() {
-        let good = HttpLimits {
+        let good = HttpSection {
+            max_body_bytes: None,
             max_connections: 10,
             read_timeout_ms: 100,
             idle_timeout_ms: 1_000,
@@ -650,35 +722,35 @@ mod tests {
         assert_eq!(good.limits(), LIMITS);
         for (bad, key) in [
             (
-                HttpLimits {
+                HttpSection {
                     max_connections: 0,
                     ..good
                 },
                 "http.max_connections",
             ),
             (
-                HttpLimits {
+                HttpSection {
                     idle_timeout_ms: 0,
                     ..good
                 },
                 "http.idle_timeout_ms",
             ),
             (
-                HttpLimits {
+                HttpSection {
                     max_header_bytes: 100,
                     ..good
                 },
                 "http.max_header_bytes",
             ),
             (
-                HttpLimits {
+                HttpSection {
                     shutdown_grace_ms: 600_001,
                     ..good
                 },
                 "http.shutdown_grace_ms",
             ),
         ] {
-            assert_eq!(bad.check().map_err(|(k, _)| k), Err(key));
+            assert_eq!(bad.check().map_err(|e| e.key), Err(key.to_owned()));
         }
     }
 

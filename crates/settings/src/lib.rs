@@ -3,7 +3,8 @@
 //! ([`moved_key`]), follow the file while serving ([`follow`], over [`watch_file`]), and read
 //! keys and tokens from their own files or the environment ([`load_secret`], and lists of keys
 //! valid at once with [`read_key_file`]), and read CA
-//! certificate files ([`read_certificates`]).
+//! certificate files ([`read_certificates`]); and refuse a file in one shape for every server
+//! ([`ConfigError`], [`Invalid`] naming the key, [`parse_toml`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
 //! naming the key); how it is read and watched is written once here, so that the exchange's
@@ -11,6 +12,7 @@
 //! once it has stopped changing, and a file that cannot be read or parsed never replaces the
 //! last good one (the caller keeps serving what it has).
 
+mod config_error;
 mod key_list;
 mod moved;
 mod pem;
@@ -18,6 +20,7 @@ mod read;
 mod secret;
 mod watch;
 
+pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml};
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
 pub use moved::moved_key;
 pub use pem::read_certificates;

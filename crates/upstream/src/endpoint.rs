@@ -15,7 +15,7 @@ pub struct Endpoint {
     pub port: u16,
     /// The address the host resolved to when the file loaded; `None` when it did not resolve
     /// (the bidder is skipped until it does: the exchange looks again every
-    /// `http.dns_refresh_ms`, and the pool follows the address it finds).
+    /// `upstream.dns_refresh_ms`, and the pool follows the address it finds).
     pub addr: Option<SocketAddr>,
     /// Value of the `Host` header.
     pub authority: String,

@@ -19,3 +19,6 @@ pub mod pool;
 pub mod tls;
 
 pub use endpoint::{Endpoint, EndpointTls, parse_endpoint, resolve};
+pub use settings_section::UpstreamSection;
+
+mod settings_section;

@@ -44,7 +44,7 @@ impl FanOut {
     fn load(path: &std::path::Path, timeout: Duration) -> anyhow::Result<FanOut> {
         let config = exchange::Config::load(path)
             .with_context(|| format!("cannot use {} as --bidders", path.display()))?;
-        let http = &config.config.http;
+        let upstream = &config.config.upstream;
         let pools = config
             .config
             .bidders
@@ -54,8 +54,8 @@ impl FanOut {
                 Arc::new(BidderPool::new(
                     endpoint.clone(),
                     bidder.max_connections,
-                    http.max_bidder_response_bytes,
-                    Duration::from_millis(http.bidder_drain_ms),
+                    upstream.max_response_bytes,
+                    Duration::from_millis(upstream.drain_ms),
                     Arc::default(),
                 ))
             })

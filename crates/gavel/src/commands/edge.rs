@@ -19,7 +19,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         config
             .security
             .validate(admin)
-            .map_err(|(_, problem)| anyhow::anyhow!("--admin-listen: {problem}"))?;
+            .map_err(|e| anyhow::anyhow!("--admin-listen: {}", e.problem))?;
         config.admin_listen = admin;
     }
     if args.check {
