@@ -28,6 +28,28 @@ thread_local! {
     static DRAWS: RefCell<Option<SmallRng>> = const { RefCell::new(None) };
 }
 
+/// The request's and its imps' ids fit in a notice URL (a price token is bound to them too).
+fn ids_fit_notices(request: &BidRequest) -> Result<(), String> {
+    let too_long = |what: &str, id: &str| {
+        format!(
+            "{what} {:?}...: longer than {} bytes",
+            id.chars().take(16).collect::<String>(),
+            crate::notice::MAX_ID_BYTES
+        )
+    };
+    if request.id.len() > crate::notice::MAX_ID_BYTES {
+        return Err(too_long("id", &request.id));
+    }
+    match request
+        .imp
+        .iter()
+        .find(|i| i.id.len() > crate::notice::MAX_ID_BYTES)
+    {
+        Some(imp) => Err(too_long("imp.id", &imp.id)),
+        None => Ok(()),
+    }
+}
+
 /// Runs one request: `Ok(Some(body))` is a bid response, `Ok(None)` a no-bid, `Err` a message
 /// for a 400.
 pub(crate) async fn run(
@@ -44,26 +66,7 @@ pub(crate) async fn run(
         state.metrics.other_currency.fetch_add(1, Relaxed);
         return Ok(None);
     }
-    if request.id.len() > crate::notice::MAX_ID_BYTES {
-        // Its notice URLs carry it too (a price token is bound to it).
-        return Err(format!(
-            "id {:?}...: longer than {} bytes",
-            request.id.chars().take(16).collect::<String>(),
-            crate::notice::MAX_ID_BYTES
-        ));
-    }
-    if let Some(imp) = request
-        .imp
-        .iter()
-        .find(|i| i.id.len() > crate::notice::MAX_ID_BYTES)
-    {
-        // Its notice URLs could not carry it.
-        return Err(format!(
-            "imp.id {:?}...: longer than {} bytes",
-            imp.id.chars().take(16).collect::<String>(),
-            crate::notice::MAX_ID_BYTES
-        ));
-    }
+    ids_fit_notices(&request)?;
     let deadline = state
         .deadline
         .deadline(read_at, request.tmax.map(i64::from))

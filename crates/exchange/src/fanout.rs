@@ -58,24 +58,7 @@ pub(crate) async fn fan_out(
     answer_by: Instant,
 ) -> Vec<Called> {
     let started = Instant::now();
-    let mut slots: Vec<Slot<'_>> = roster
-        .iter()
-        .filter(|(_, b)| b.serving() && allowed(b))
-        .map(|(index, bidder)| {
-            let (call, reply) = match start_call(bidder, body, started) {
-                Ok(call) => (Some(call), None),
-                Err(reason) => (None, Some(Reply::Skipped(reason))),
-            };
-            Slot {
-                bidder,
-                index,
-                call,
-                reply,
-                took: None,
-            }
-        })
-        .collect();
-
+    let mut slots = start_calls(roster, allowed, body, started);
     let deadline = tokio::time::sleep_until(answer_by.into());
     tokio::pin!(deadline);
     std::future::poll_fn(|cx| {
@@ -111,6 +94,38 @@ pub(crate) async fn fan_out(
     })
     .await;
 
+    finish(slots, answer_by)
+}
+
+/// A slot per bidder the seller allows and the roster serves: its call started, or why not.
+fn start_calls<'r>(
+    roster: &'r Roster,
+    allowed: impl Fn(&Bidder) -> bool,
+    body: &Bytes,
+    started: Instant,
+) -> Vec<Slot<'r>> {
+    roster
+        .iter()
+        .filter(|(_, b)| b.serving() && allowed(b))
+        .map(|(index, bidder)| {
+            let (call, reply) = match start_call(bidder, body, started) {
+                Ok(call) => (Some(call), None),
+                Err(reason) => (None, Some(Reply::Skipped(reason))),
+            };
+            Slot {
+                bidder,
+                index,
+                call,
+                reply,
+                took: None,
+            }
+        })
+        .collect()
+}
+
+/// Each slot's reply: a call still in flight at the deadline is detached to drain and timed
+/// out; each called bidder's breaker hears how its call went.
+fn finish(slots: Vec<Slot<'_>>, answer_by: Instant) -> Vec<Called> {
     let ended = Instant::now();
     slots
         .into_iter()

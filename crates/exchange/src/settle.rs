@@ -116,12 +116,66 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
     }
 }
 
+/// Every bid of the replies as an auction candidate, with the response and bid it came from
+/// (index-aligned); bids that could never be served (no markup, none to fetch) are rejected
+/// here, before the auction.
+struct Pool<'a> {
+    candidates: Vec<Candidate<'a>>,
+    sources: Vec<(&'a BidResponse, &'a Bid)>,
+}
+
 /// Runs the auction over every bid of `replies` and rewrites the winners.
 pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
     let mut settlement = Settlement::default();
-    let mut candidates = Vec::new();
-    // Index-aligned with `candidates`: the response and bid each candidate came from.
-    let mut sources: Vec<(&BidResponse, &Bid)> = Vec::new();
+    let pool = candidates(ctx, replies, &mut settlement.rejected);
+    if pool.candidates.is_empty() {
+        return settlement;
+    }
+    let rules = rules(ctx.request, ctx.currency);
+    // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed within one.
+    let outcome = auction::run_seeded(
+        &rules,
+        &pool.candidates,
+        ctx.config,
+        auction::tie_seed(ctx.auction_id),
+    );
+    for rejected in &outcome.rejected {
+        let bidder = BidderIx::from_raw(pool.candidates[rejected.candidate].bidder);
+        settlement.rejected.push(Rejected {
+            bidder,
+            reason: rejected.reason.label(),
+        });
+        if ctx.loss_notices {
+            let loss = (rejected.reason.loss_reason(), None);
+            settlement
+                .loss_urls
+                .extend(loss_url(ctx, &pool, rejected.candidate, loss));
+        }
+    }
+    for imp in &outcome.imps {
+        let Some(winner) = &imp.winner else { continue };
+        if ctx.loss_notices {
+            for loser in &imp.losers {
+                let loss = (loser.reason, Some(loser.min_to_win));
+                settlement
+                    .loss_urls
+                    .extend(loss_url(ctx, &pool, loser.candidate, loss));
+            }
+        }
+        settlement.won.push(winning_bid(ctx, &pool, winner));
+    }
+    settlement
+}
+
+fn candidates<'a>(
+    ctx: &AuctionCtx<'a>,
+    replies: &'a [Called],
+    rejected: &mut Vec<Rejected>,
+) -> Pool<'a> {
+    let mut pool = Pool {
+        candidates: Vec::new(),
+        sources: Vec::new(),
+    };
     for called in replies {
         let Reply::Bids(response) = &called.reply else {
             continue;
@@ -139,13 +193,13 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
                     _ => false,
                 };
                 if bid.adm.is_none() && !fetchable() {
-                    settlement.rejected.push(Rejected {
+                    rejected.push(Rejected {
                         bidder,
                         reason: "no_markup",
                     });
                     continue;
                 }
-                candidates.push(Candidate {
+                pool.candidates.push(Candidate {
                     bidder: bidder.raw(),
                     seat,
                     bid_id: bid.id.as_str(),
@@ -156,101 +210,64 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
                     adomain: bid.adomain.as_deref().unwrap_or(empty()),
                     cat: bid.cat.as_deref().unwrap_or(empty()),
                 });
-                sources.push((response, bid));
+                pool.sources.push((response, bid));
             }
         }
     }
-    if candidates.is_empty() {
-        return settlement;
-    }
-    let rules = rules(ctx.request, ctx.currency);
-    // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed within one.
-    let outcome = auction::run_seeded(
-        &rules,
-        &candidates,
-        ctx.config,
-        auction::tie_seed(ctx.auction_id),
-    );
+    pool
+}
 
-    for rejected in &outcome.rejected {
-        settlement.rejected.push(Rejected {
-            bidder: BidderIx::from_raw(candidates[rejected.candidate].bidder),
-            reason: rejected.reason.label(),
-        });
-        if ctx.loss_notices {
-            let (response, bid) = sources[rejected.candidate];
-            let values = macro_values(
-                ctx,
-                response,
-                &candidates[rejected.candidate],
-                bid,
-                None,
-                rejected.reason.loss_reason(),
-                None,
-            );
-            if let Some(lurl) = &bid.lurl {
-                settlement.loss_urls.push((
-                    BidderIx::from_raw(candidates[rejected.candidate].bidder),
-                    substitute(lurl, &values).into_owned(),
-                ));
-            }
-        }
+/// The loss notice URL of candidate `i`, its macros replaced, when its bid has one.
+fn loss_url(
+    ctx: &AuctionCtx<'_>,
+    pool: &Pool<'_>,
+    i: usize,
+    (reason, min_to_win): (LossReason, Option<Price>),
+) -> Option<(BidderIx, String)> {
+    let (response, bid) = pool.sources[i];
+    let lurl = bid.lurl.as_ref()?;
+    let cand = &pool.candidates[i];
+    let values = macro_values(ctx, response, cand, bid, None, reason, min_to_win);
+    Some((
+        BidderIx::from_raw(cand.bidder),
+        substitute(lurl, &values).into_owned(),
+    ))
+}
+
+/// A winner's bid as the seller gets it: the clearing price (sealed for a bidder with a key),
+/// macros replaced, the bid price kept in `ext.origbidprice`.
+fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) -> Won {
+    let cand = &pool.candidates[winner.candidate];
+    let (response, bid) = pool.sources[winner.candidate];
+    let clearing = winner.clearing_price;
+    let bidder = BidderIx::from_raw(cand.bidder);
+    let token = sealed_price(ctx, bidder, bid, clearing);
+    let mut values = macro_values(
+        ctx,
+        response,
+        cand,
+        bid,
+        Some(clearing),
+        LossReason::BID_WON,
+        Some(winner.min_to_win),
+    );
+    values.price_token = token.as_deref();
+    let mut won = bid.clone();
+    won.price = clearing;
+    replace(&mut won.adm, &values);
+    replace(&mut won.nurl, &values);
+    replace(&mut won.burl, &values);
+    replace(&mut won.lurl, &values);
+    // A bid whose ext is not an object keeps its ext; the original price is then only in
+    // the exchange's metrics and logs.
+    if let Ok(ext) = RawJson::with_field(bid.ext.as_ref(), "origbidprice", bid.price) {
+        won.ext = Some(ext);
     }
-    for imp in &outcome.imps {
-        let Some(winner) = &imp.winner else { continue };
-        let cand = &candidates[winner.candidate];
-        let (response, bid) = sources[winner.candidate];
-        if ctx.loss_notices {
-            for loser in &imp.losers {
-                let (l_response, l_bid) = sources[loser.candidate];
-                let values = macro_values(
-                    ctx,
-                    l_response,
-                    &candidates[loser.candidate],
-                    l_bid,
-                    None,
-                    loser.reason,
-                    Some(loser.min_to_win),
-                );
-                if let Some(lurl) = &l_bid.lurl {
-                    settlement.loss_urls.push((
-                        BidderIx::from_raw(candidates[loser.candidate].bidder),
-                        substitute(lurl, &values).into_owned(),
-                    ));
-                }
-            }
-        }
-        let clearing = winner.clearing_price;
-        let bidder = BidderIx::from_raw(cand.bidder);
-        let token = sealed_price(ctx, bidder, bid, clearing);
-        let mut values = macro_values(
-            ctx,
-            response,
-            cand,
-            bid,
-            Some(clearing),
-            LossReason::BID_WON,
-            Some(winner.min_to_win),
-        );
-        values.price_token = token.as_deref();
-        let mut won = bid.clone();
-        won.price = clearing;
-        replace(&mut won.adm, &values);
-        replace(&mut won.nurl, &values);
-        replace(&mut won.burl, &values);
-        replace(&mut won.lurl, &values);
-        // A bid whose ext is not an object keeps its ext; the original price is then only in
-        // the exchange's metrics and logs.
-        if let Ok(ext) = RawJson::with_field(bid.ext.as_ref(), "origbidprice", bid.price) {
-            won.ext = Some(ext);
-        }
-        settlement.won.push(Won {
-            bidder,
-            seat: cand.seat.to_owned(),
-            bid: won,
-        });
+    Won {
+        bidder,
+        seat: cand.seat.to_owned(),
+        bid: won,
     }
-    settlement
 }
 
 /// The price token of a winning bid from a bidder that has a key: what its
