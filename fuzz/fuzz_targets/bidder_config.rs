@@ -21,10 +21,10 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => {
             assert!(!e.to_string().is_empty());
             match &e {
-                ConfigError::Invalid { key, problem } => {
+                ConfigError::Invalid(settings::Invalid { key, problem }) => {
                     assert!(!key.is_empty() && !problem.is_empty(), "{e:?}");
                 }
-                ConfigError::Parse(_) | ConfigError::TooLarge(_) | ConfigError::Moved { .. } => {}
+                ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Moved { .. } => {}
                 ConfigError::Read(_) => panic!("from_toml reads no file: {e:?}"),
             }
         }
@@ -52,7 +52,7 @@ fn check(c: &BidderConfig) {
     let d = c.deadline.policy();
     assert!(Duration::ZERO < d.default_tmax && d.default_tmax <= d.max_tmax);
     assert!(d.answer_margin < d.default_tmax);
-    assert!(c.http.max_body_bytes > 0);
+    assert!(c.max_body_bytes() > 0);
     let url = c
         .redis_url()
         .unwrap_or_else(|e| panic!("validated, yet the Redis URL is refused: {e}"));

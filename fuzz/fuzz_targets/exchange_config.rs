@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 matches!(
                     outcome,
-                    Err(ConfigError::Parse(_) | ConfigError::TooLarge(_) | ConfigError::Moved { .. })
+                    Err(ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Moved { .. })
                 ),
                 "the text does not deserialize, yet: {outcome:?}"
             );
@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(v) => check(&v),
         Err(e) => {
             assert!(!e.to_string().is_empty());
-            if let ConfigError::Invalid { key, problem } = &e {
+            if let ConfigError::Invalid(settings::Invalid { key, problem }) = &e {
                 assert!(!key.is_empty() && !problem.is_empty(), "{e:?}");
             }
         }
