@@ -580,7 +580,7 @@ impl Config {
             let env = |var: &str| std::env::var(var).ok();
             let (_, keys) =
                 settings::read_key_source(&owner, path.as_deref(), w.key_env.as_deref(), &env)
-                    .map_err(|(field, problem)| invalid(key(field), problem))?
+                    .map_err(|e| e.rekey(key))?
                     .ok_or_else(|| {
                         invalid(key("key_file"), "give exactly one of key_file and key_env")
                     })?;

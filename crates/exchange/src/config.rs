@@ -300,7 +300,7 @@ fn read_single_key(
     var: Option<&str>,
     dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<settings::Secret>, (&'static str, String)> {
+) -> Result<Option<settings::Secret>, settings::Invalid> {
     let path = file.map(|file| settings::relative_to(dir, file));
     let Some((field, keys)) = settings::read_key_source(owner, path.as_deref(), var, env)? else {
         return Ok(None);
@@ -309,13 +309,13 @@ fn read_single_key(
         .iter()
         .any(|k| !k.bytes().all(|b| b.is_ascii_graphic()))
     {
-        return Err((
+        return Err(settings::Invalid::new(
             field,
-            "a key must be visible ASCII (it is sent in a header); the key is not shown".to_owned(),
+            "a key must be visible ASCII (it is sent in a header); the key is not shown",
         ));
     }
     let [key] = keys.as_slice() else {
-        return Err((
+        return Err(settings::Invalid::new(
             field,
             format!(
                 "holds {} keys; the exchange sends exactly one (the other side may accept several while rotating)",
@@ -325,7 +325,7 @@ fn read_single_key(
     };
     settings::Secret::new(key.as_bytes(), field)
         .map(Some)
-        .map_err(|e| (field, e.to_string()))
+        .map_err(|e| settings::Invalid::new(field, e.to_string()))
 }
 
 /// A configuration that passed validation, with the derived values the server uses.
@@ -571,7 +571,7 @@ impl Config {
                 dir,
                 &env,
             )
-            .map_err(|(field, e)| invalid(key(&format!("price_{field}")), e))?;
+            .map_err(|e| e.rekey(|field| key(&format!("price_{field}"))))?;
             price_keys.push(price_key.map(|s| price_token::PriceKey::new(s.expose())));
             notice_hosts.push(
                 NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
@@ -615,7 +615,7 @@ impl Config {
                     dir,
                     &env,
                 )
-                .map_err(|(field, e)| invalid(format!("cache.{field}"), e))?;
+                .map_err(|e| e.rekey(|field| format!("cache.{field}")))?;
                 (Some(endpoint), key)
             }
         };

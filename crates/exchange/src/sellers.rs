@@ -213,8 +213,7 @@ impl Sellers {
                     "duplicate seller name".to_owned(),
                 ));
             }
-            let keys = read_keys(c, files)
-                .map_err(|(field, problem)| settings::Invalid::new(key(field), problem))?;
+            let keys = read_keys(c, files).map_err(|e| e.rekey(key))?;
             let example_key = keys
                 .iter()
                 .any(|k| k.starts_with(EXAMPLE_KEY_PREFIX.as_bytes()));
@@ -304,7 +303,7 @@ impl std::fmt::Debug for KeySources<'_> {
 fn read_keys(
     c: &SellerConfig,
     sources: &KeySources<'_>,
-) -> Result<Vec<Vec<u8>>, (&'static str, String)> {
+) -> Result<Vec<Vec<u8>>, settings::Invalid> {
     let path = c
         .key_file
         .as_ref()
@@ -312,16 +311,15 @@ fn read_keys(
     let owner = format!("seller {:?}", c.name);
     let (field, keys) =
         settings::read_key_source(&owner, path.as_deref(), c.key_env.as_deref(), sources.env)?
-            .ok_or((
-                "key_file",
-                "give exactly one of key_file and key_env".to_owned(),
-            ))?;
+            .ok_or_else(|| {
+                settings::Invalid::new("key_file", "give exactly one of key_file and key_env")
+            })?;
     let keys: Vec<Vec<u8>> = keys.into_iter().map(String::into_bytes).collect();
     if keys.is_empty() {
-        return Err((field, "holds no key".to_owned()));
+        return Err(settings::Invalid::new(field, "holds no key".to_owned()));
     }
     if keys.len() > MAX_KEYS_PER_SELLER {
-        return Err((
+        return Err(settings::Invalid::new(
             field,
             format!("holds {} keys; at most {MAX_KEYS_PER_SELLER}", keys.len()),
         ));
@@ -330,7 +328,7 @@ fn read_keys(
         if !(MIN_KEY_CHARS..=MAX_KEY_CHARS).contains(&k.len())
             || !k.iter().all(u8::is_ascii_graphic)
         {
-            return Err((
+            return Err(settings::Invalid::new(
                 field,
                 format!(
                     "key {} must be {MIN_KEY_CHARS}..={MAX_KEY_CHARS} visible ASCII characters (the key itself is not shown)",

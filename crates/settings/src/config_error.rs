@@ -22,6 +22,15 @@ impl Invalid {
             problem: problem.into(),
         }
     }
+
+    /// The same problem under the key `to` makes of this one: a helper that reads a field
+    /// (`key_file`) names it alone, its caller knows the section (`sellers[2].key_file`).
+    pub fn rekey(self, to: impl FnOnce(&str) -> String) -> Invalid {
+        Invalid {
+            key: to(&self.key),
+            problem: self.problem,
+        }
+    }
 }
 
 /// Why a server's configuration was refused.

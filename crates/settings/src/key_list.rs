@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use crate::Invalid;
 use crate::read::{ReadError, read_bounded};
 
 /// Largest key file read.
@@ -35,26 +36,27 @@ pub type KeySource = (&'static str, Vec<String>);
 /// production, a table in tests); `owner` names whose keys they are in a permissions warning.
 ///
 /// # Errors
-/// `(field, problem)`: both set, an unreadable file, a variable that is not set.
+/// [`Invalid`] naming the field alone (`key_file`, `key_env`; the caller knows the section):
+/// both set, an unreadable file, a variable that is not set.
 pub fn read_key_source(
     owner: &str,
     file: Option<&Path>,
     var: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<KeySource>, (&'static str, String)> {
+) -> Result<Option<KeySource>, Invalid> {
     match (file, var) {
         (None, None) => Ok(None),
-        (Some(_), Some(_)) => Err((
+        (Some(_), Some(_)) => Err(Invalid::new(
             "key_file",
-            "give one of key_file and key_env, not both".to_owned(),
+            "give one of key_file and key_env, not both",
         )),
         (Some(path), None) => read_key_file(&format!("the key file of {owner}"), path)
             .map(|keys| Some(("key_file", keys)))
-            .map_err(|e| ("key_file", e.to_string())),
+            .map_err(|e| Invalid::new("key_file", e.to_string())),
         (None, Some(var)) => env(var)
             .map(|value| Some(("key_env", split_key_list(&value))))
             .ok_or_else(|| {
-                (
+                Invalid::new(
                     "key_env",
                     format!("environment variable {var} is not set (or not UTF-8)"),
                 )
