@@ -41,10 +41,19 @@ async fn lease_keys(server: &RedisServer) -> usize {
         .unwrap_or_else(|| panic!("unexpected KEYS reply {reply:?}"))
 }
 
+/// The ledger the instances under test use: a short timeout, as in production.
 fn redis(server: &RedisServer) -> RedisLedger {
     server
         .ledger("gavel:")
         .with_timeout(Duration::from_millis(200))
+}
+
+/// The test's own view of the books: generous, because a machine busy with other work must not
+/// turn the test's reads into failures.
+fn books(server: &RedisServer) -> RedisLedger {
+    server
+        .ledger("gavel:")
+        .with_timeout(Duration::from_secs(30))
 }
 
 fn limits(total: i64) -> Limits {
@@ -134,7 +143,7 @@ async fn instances_share_one_budget_and_never_overspend() {
         }
     }
     // While they spend, Redis never shows more than the budget.
-    let shared = redis(&server);
+    let shared = books(&server);
     let watch = tokio::spawn(async move {
         let mut peak = 0;
         for _ in 0..40 {
@@ -153,7 +162,7 @@ async fn instances_share_one_budget_and_never_overspend() {
     for ledger in &instances {
         ledger.shutdown().await.unwrap();
     }
-    let end = redis(&server)
+    let end = books(&server)
         .balance("c", Timestamp::now())
         .await
         .unwrap()
@@ -185,7 +194,7 @@ async fn instances_share_one_budget_and_never_overspend() {
     for l in &instances {
         assert_eq!(l.stats().uncharged, Nanos::ZERO);
     }
-    assert_eq!(redis(&server).check_invariants().await.unwrap(), Ok(()));
+    assert_eq!(books(&server).check_invariants().await.unwrap(), Ok(()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,7 +307,7 @@ async fn redis_down_fails_closed_then_recovers_by_itself() {
     })
     .await;
     ledger.shutdown().await.unwrap();
-    let shared = redis(&server)
+    let shared = books(&server)
         .balance("c", Timestamp::now())
         .await
         .unwrap()
@@ -309,7 +318,7 @@ async fn redis_down_fails_closed_then_recovers_by_itself() {
     assert_eq!(shared.spent.get(), phase3);
     assert_eq!(shared.reserved, Nanos::ZERO);
     assert!(ledger.redis_healthy());
-    assert_eq!(redis(&server).check_invariants().await.unwrap(), Ok(()));
+    assert_eq!(books(&server).check_invariants().await.unwrap(), Ok(()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,7 +387,7 @@ async fn a_crashed_instances_lease_comes_back_after_its_expiry() {
     );
     survivor.release("y", Timestamp::now()).unwrap();
     survivor.shutdown().await.unwrap();
-    let end = redis(&server)
+    let end = books(&server)
         .balance("c", Timestamp::now())
         .await
         .unwrap()
@@ -389,7 +398,7 @@ async fn a_crashed_instances_lease_comes_back_after_its_expiry() {
 #[tokio::test]
 async fn reloads_add_change_and_retire_campaigns() {
     let server = RedisServer::start().await;
-    let shared = redis(&server);
+    let shared = books(&server);
     let ledger = LeasedLedger::start(
         redis(&server),
         config("r", 10_000),
@@ -607,7 +616,7 @@ async fn only_spending_campaigns_take_leases_and_cost_calls() {
     ledger.shutdown().await.unwrap();
     let end = ledger.stats();
     assert_eq!(end.open_leases, 0);
-    let shared = redis(&server);
+    let shared = books(&server);
     let spent: i64 = shared
         .balances(&spenders, Timestamp::now())
         .await
@@ -625,7 +634,7 @@ async fn only_spending_campaigns_take_leases_and_cost_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_lease_is_extended_then_closed_and_its_budget_returned() {
     let server = RedisServer::start().await;
-    let shared = redis(&server);
+    let shared = books(&server);
     // Idle close after 1.5 s, longer than the 1 s TTL: the idle lease must be extended (without
     // new spend) before it is closed, or the sweep would reclaim it.
     let idle_close = Duration::from_millis(1_500);
@@ -783,7 +792,7 @@ async fn a_burst_on_a_new_campaign_gets_its_lease_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_redis_lost_is_not_grown_again_under_its_old_id() {
     let server = RedisServer::start().await;
-    let shared = redis(&server);
+    let shared = books(&server);
     let ledger = LeasedLedger::start(
         redis(&server),
         config("lost", 100_000),
