@@ -2,7 +2,6 @@
 //! fetch under its bidder, the request's outcome and time, the cache put. Nothing on the
 //! auction path counts as it goes.
 
-use crate::breaker::BreakerState;
 use crate::metrics::{BidderMetrics, Metrics};
 use crate::outcome::NoticeKind;
 use crate::outcome::{AuctionOutcome, BidderIx};
@@ -56,16 +55,8 @@ pub(crate) fn auction(metrics: &Metrics, roster: &Roster, outcome: &AuctionOutco
     }
 }
 
-/// The gauges that show a called bidder's state: its breaker and its typical answer time.
+/// The gauge of a called bidder's typical answer time (the breaker's gauges are set where the
+/// breaker changes, under its lock: fanout.rs).
 fn mirror_bidder_state(bidder: &crate::roster::Bidder, m: &BidderMetrics) {
     m.typical_answer_us.set(bidder.typical.micros());
-    let Ok(breaker) = bidder.breaker.lock() else {
-        return;
-    };
-    m.breaker_state.set(match breaker.state() {
-        BreakerState::Closed => 0,
-        BreakerState::Open => 1,
-        BreakerState::HalfOpen => 2,
-    });
-    m.breaker_trips.set(breaker.trips());
 }

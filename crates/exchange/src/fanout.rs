@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::breaker::{Health, pass_gates};
+use crate::breaker::{BreakerState, Health, pass_gates};
 use crate::outcome::{BidderIx, SkipReason};
 use crate::reply::{Called, Reply, interpret};
 use crate::roster::{Bidder, Roster};
@@ -31,11 +31,19 @@ fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipR
     Ok(call)
 }
 
-/// Tells the bidder's breaker how its call went.
+/// Tells the bidder's breaker how its call went, and its gauges what the breaker is now: under
+/// the one lock the call takes anyway (count.rs counts the call, not the breaker).
 fn record_health(bidder: &Bidder, health: Health, now: Instant) {
-    if let Ok(mut breaker) = bidder.breaker.lock() {
-        breaker.record(health, now);
-    }
+    let Ok(mut breaker) = bidder.breaker.lock() else {
+        return;
+    };
+    breaker.record(health, now);
+    bidder.metrics.breaker_state.set(match breaker.state() {
+        BreakerState::Closed => 0,
+        BreakerState::Open => 1,
+        BreakerState::HalfOpen => 2,
+    });
+    bidder.metrics.breaker_trips.set(breaker.trips());
 }
 
 /// One bidder of one auction.

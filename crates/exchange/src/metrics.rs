@@ -17,7 +17,7 @@ pub use crate::outcome::{
     BidderOutcome, CacheOutcome, NoticeKind, NoticeOutcome, ReloadOutcome, RequestOutcome,
     SkipReason,
 };
-pub use crate::sellers::KeyRefusalLabel;
+pub use crate::sellers::KeyRefusal;
 pub use telemetry::{ByLabel, Histogram};
 pub use upstream::outbound::NoticeRefusal;
 
@@ -168,7 +168,7 @@ pub struct Metrics {
     /// Notice attempts that failed and were queued again, by kind.
     pub notice_retries: Counters<NoticeKind>,
     /// Requests refused for a missing or unknown seller key, by reason.
-    pub unauthorized: Counters<KeyRefusalLabel>,
+    pub unauthorized: Counters<KeyRefusal>,
     /// Configuration reloads by outcome (the reason, when refused).
     pub config_reloads: Counters<ReloadOutcome>,
     /// The sellers configured now (name, requests taken); replaced whole by a reload.
@@ -304,7 +304,7 @@ impl Metrics {
         self.notices.get(kind, o)
     }
 
-    pub fn unauthorized_count(&self, why: KeyRefusalLabel) -> u64 {
+    pub fn unauthorized_count(&self, why: KeyRefusal) -> u64 {
         self.unauthorized.get(why)
     }
 

@@ -118,9 +118,6 @@ telemetry::labelled_counters! {
     }
 }
 
-/// The name the metrics knew [`KeyRefusal`] by.
-pub type KeyRefusalLabel = KeyRefusal;
-
 /// Every seller and its keys: what the auction route asks before reading a body.
 #[derive(Debug)]
 pub struct Sellers {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
-use exchange::metrics::{KeyRefusalLabel, NoticeKind, NoticeOutcome, RequestOutcome};
+use exchange::metrics::{KeyRefusal, NoticeKind, NoticeOutcome, RequestOutcome};
 use serde_json::json;
 use support::*;
 use testkit::TempDir;
@@ -88,12 +88,9 @@ async fn sellers_need_a_known_key_and_get_their_own_settings() {
     // No key, an unknown key, and a key with garbage after it: 401 before the body is read
     // (the body here is not even JSON), counted, and no bidder hears of it.
     for (key, label) in [
-        (None, KeyRefusalLabel::Missing),
-        (Some("not-a-key-of-anyone-000000"), KeyRefusalLabel::Unknown),
-        (
-            Some("seller-a-key-0123456789abcdeX"),
-            KeyRefusalLabel::Unknown,
-        ),
+        (None, KeyRefusal::Missing),
+        (Some("not-a-key-of-anyone-000000"), KeyRefusal::Unknown),
+        (Some("seller-a-key-0123456789abcdeX"), KeyRefusal::Unknown),
     ] {
         let before = ex.metrics.unauthorized_count(label);
         let (status, body) = auction_as(ex.addr, key, "{ not json").await;

@@ -40,8 +40,8 @@ pub use admin::{
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
 pub use serve::{
-    AnswerBody, ConnStats, DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpSection, Limits,
-    MIN_HEADER_BYTES, serve, serve_with_tls,
+    AnswerBody, ConnStats, DEFAULT_MAX_BODY_BYTES, HttpSection, Limits, MIN_HEADER_BYTES, serve,
+    serve_with_tls,
 };
 pub use sni::SniCerts;
 pub use tls::{ServerTls, Tls};

@@ -100,9 +100,6 @@ impl Default for HttpSection {
 /// The body limit of the exchange and the bidder when `http.max_body_bytes` is not set.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// The name the accept loop's settings had before `[http]` was shared.
-pub type HttpLimits = HttpSection;
-
 impl HttpSection {
     /// The body limit: `http.max_body_bytes`, else `default`.
     pub fn body_limit(&self, default: usize) -> usize {
