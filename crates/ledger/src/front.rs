@@ -32,8 +32,9 @@ const SWEEP_BATCHES_PER_CALL: usize = 100;
 pub enum ReserveError {
     #[error("refused: {0}")]
     Refused(Refusal),
+    /// The store did not answer usefully (the bid is not made: fail closed).
     #[error("ledger unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] LedgerError),
     #[error("ledger did not answer before the deadline")]
     Timeout,
 }
@@ -43,14 +44,17 @@ pub enum ReserveError {
 pub enum NoticeError {
     #[error("{0}")]
     Settle(SettleError),
+    /// The store did not answer usefully; the notice may be sent again (settling is
+    /// idempotent).
     #[error("ledger unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] LedgerError),
 }
 
-/// The ledger could not be read.
+/// The ledger could not be read. Like the `Unavailable` variants above, its message repeats
+/// its cause (logs print one level), which is also its `source`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("ledger unavailable: {0}")]
-pub struct Unavailable(pub String);
+pub struct Unavailable(#[source] pub LedgerError);
 
 enum Store {
     Memory(Box<Mutex<Book>>),
@@ -160,18 +164,15 @@ impl Ledger {
                 // another instance's admin call): adopt it before writing limits. Reopening
                 // never creates one.
                 if redis.ledger_missing() {
-                    redis
-                        .reopen()
-                        .await
-                        .map_err(|e| Unavailable(e.to_string()))?;
+                    redis.reopen().await.map_err(Unavailable)?;
                 }
                 // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
                 let answers = redis
                     .set_limits_many(limits, now)
                     .await
-                    .map_err(|e| Unavailable(e.to_string()))?;
+                    .map_err(Unavailable)?;
                 match answers.into_iter().find_map(Result::err) {
-                    Some(e) => Err(Unavailable(e.to_string())),
+                    Some(e) => Err(Unavailable(e)),
                     None => Ok(()),
                 }
             }
@@ -211,7 +212,7 @@ impl Ledger {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(refusal)) => Err(ReserveError::Refused(refusal)),
                     Err(LedgerError::Timeout) => Err(ReserveError::Timeout),
-                    Err(e) => Err(ReserveError::Unavailable(e.to_string())),
+                    Err(e) => Err(ReserveError::Unavailable(e)),
                 }
             }
         }
@@ -232,11 +233,11 @@ impl Ledger {
                 .map_err(NoticeError::Settle),
             Store::Leased(leased) => match leased.commit_notice(id, campaign, price, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
-                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+                Err(e) => Err(NoticeError::Unavailable(e)),
             },
             Store::PerBid(redis) => match redis.commit(id, price, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
-                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+                Err(e) => Err(NoticeError::Unavailable(e)),
             },
         }
     }
@@ -254,11 +255,11 @@ impl Ledger {
                 .map_err(NoticeError::Settle),
             Store::Leased(leased) => match leased.release_notice(id, campaign, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
-                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+                Err(e) => Err(NoticeError::Unavailable(e)),
             },
             Store::PerBid(redis) => match redis.release(id, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
-                Err(e) => Err(NoticeError::Unavailable(e.to_string())),
+                Err(e) => Err(NoticeError::Unavailable(e)),
             },
         }
     }
@@ -275,10 +276,7 @@ impl Ledger {
                 // up to a bound per call: a backlog of expiries is cleared, not left to grow.
                 let mut total = 0;
                 for _ in 0..SWEEP_BATCHES_PER_CALL {
-                    let swept = redis
-                        .expire(now)
-                        .await
-                        .map_err(|e| Unavailable(e.to_string()))?;
+                    let swept = redis.expire(now).await.map_err(Unavailable)?;
                     total += swept.total();
                     if !swept.more {
                         break;
@@ -300,20 +298,17 @@ impl Ledger {
                     .filter_map(|c| book.balance(c, now))
                     .collect())
             }
-            Store::PerBid(redis) => redis
-                .balances(campaigns, now)
-                .await
-                .map_err(|e| Unavailable(e.to_string())),
+            Store::PerBid(redis) => redis.balances(campaigns, now).await.map_err(Unavailable),
             Store::Leased(leased) => leased
                 .balances_of(campaigns, now)
                 .await
-                .map_err(|e| Unavailable(e.to_string())),
+                .map_err(Unavailable),
         }
     }
 
     /// Whether Redis holds no ledger for this instance (it lost its data, or none was created):
-    /// nothing is spent until an operator opens one ([`Ledger::open_ledger`]). Always false in
-    /// memory mode.
+    /// nothing is spent until an operator opens one ([`RedisLedger::open_ledger`], through
+    /// [`Ledger::redis`]). Always false in memory mode.
     pub fn ledger_missing(&self) -> bool {
         match &self.store {
             Store::Memory(_) => false,

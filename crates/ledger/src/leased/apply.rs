@@ -9,7 +9,8 @@ use units::{Limits, Nanos, Timestamp};
 use super::Inner;
 use super::local::{Lease, Local, clear_pending, lease_mut, update_lease};
 use super::plan::{GrantStep, Step};
-use crate::redis::per_bid::{Answer, DRAIN_MAX, LeaseState, SettleRequest};
+use crate::redis::script::Answer;
+use crate::redis::script::{DRAIN_MAX, LeaseState, SettleRequest};
 use crate::redis::{LeaseError, LedgerError};
 
 /// After a grant short of what was asked (the campaign is nearly out of budget, in total or
@@ -30,7 +31,7 @@ impl Inner {
             // Unknown: asked again next round (a grant reuses its id; reports are cumulative;
             // a claim is idempotent).
             match step {
-                Step::Grant { name, .. } => local.requeue(&name),
+                Step::Grant(g) => local.requeue(&g.name),
                 Step::Mark(mark) => self.mark(local, mark),
                 _ => {}
             }
@@ -41,7 +42,7 @@ impl Inner {
             return false;
         }
         match (step, answer) {
-            (Step::Limits { name, limits }, Ok(Answer::LimitsSet)) => {
+            (Step::Limits { name, limits }, Ok(Answer::LimitsSet(()))) => {
                 local.applied(&name, limits);
                 false
             }
@@ -115,31 +116,7 @@ impl Inner {
                 }
                 false
             }
-            (
-                Step::Grant {
-                    name,
-                    id,
-                    base,
-                    want,
-                    existing,
-                    with_limits,
-                    spent,
-                },
-                Ok(Answer::Grant(grant)),
-            ) => self.apply_grant(
-                local,
-                GrantStep {
-                    name,
-                    id,
-                    base,
-                    want,
-                    existing,
-                    with_limits,
-                    spent,
-                },
-                grant,
-                now,
-            ),
+            (Step::Grant(g), Ok(Answer::Grant(grant))) => self.apply_grant(local, g, grant, now),
             (Step::Sweep, Ok(Answer::Swept(swept))) => {
                 // Behind: sweep again at once rather than one batch per report interval.
                 self.sweep_behind.store(swept.more, Ordering::Relaxed);
@@ -152,8 +129,13 @@ impl Inner {
                 // A full inbox: drain the rest at once rather than a round later.
                 items.len() >= DRAIN_MAX
             }
-            (Step::Mark(_), Ok(Answer::Settled(_))) => false,
-            (Step::Grant { name, .. }, Err(e)) => {
+            (Step::Mark(mark), Ok(Answer::Settled(settled))) => {
+                // Claimed after the fact: the local book already settled it, whatever Redis
+                // says (a claim another instance made first is reported by its holder).
+                tracing::debug!(id = %mark.id, ?settled, "ledger: outcome settled offline claimed");
+                false
+            }
+            (Step::Grant(GrantStep { name, .. }), Err(e)) => {
                 // A script error (a bug, or an invariant guard): do not hammer it.
                 tracing::warn!(campaign = %name, error = %e, "ledger: top-up failed");
                 self.back_off(local, &name, now);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use units::{Limits, Nanos, Timestamp};
 
 use crate::book::Book;
-use crate::redis::per_bid::SettleRequest;
+use crate::redis::script::SettleRequest;
 
 #[derive(Debug)]
 pub(super) struct Local {

@@ -36,7 +36,8 @@ use local::{Camp, Local, lock, raise};
 
 use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 use crate::redis::LedgerError;
-use crate::redis::per_bid::{RedisLedger, SettleRequest, Settlement};
+use crate::redis::RedisLedger;
+use crate::redis::script::{SettleRequest, Settlement};
 
 /// Counters for metrics, since start (and one gauge, `open_leases`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,7 +9,10 @@ use units::{Limits, Nanos, Timestamp};
 
 use super::Inner;
 use super::local::{Lease, Local, lock};
-use crate::redis::per_bid::{Call, SettleRequest, Take};
+use crate::redis::script::Call;
+use crate::redis::script::{
+    CloseLease, Drain, Expire, ReportLease, SetLimits, SettleRequest, Take, TakeLease,
+};
 
 /// Most limits a round writes (a reload that changes many campaigns is spread over rounds, so
 /// that reports and top-ups are not held up behind it). [`LeasedLedger::start`] writes them all.
@@ -40,18 +43,7 @@ pub(super) enum Step {
         /// lease at once rather than refuse its next bid.
         renew: bool,
     },
-    Grant {
-        name: String,
-        id: String,
-        /// For a new lease: where its cumulative spend starts.
-        base: Nanos,
-        want: Nanos,
-        /// Growing a lease we hold (rather than creating or adopting a pending one).
-        existing: bool,
-        /// `set_limits` went just before, in the same pipeline.
-        with_limits: bool,
-        spent: Nanos,
-    },
+    Grant(GrantStep),
     Sweep,
     /// Settlements other instances made for our reservations.
     Drain,
@@ -59,13 +51,17 @@ pub(super) enum Step {
     Mark(SettleRequest),
 }
 
-/// A grant's step, unpacked.
+/// A top-up: what was asked, and what the answer is applied against.
+#[derive(Debug)]
 pub(super) struct GrantStep {
     pub(super) name: String,
     pub(super) id: String,
+    /// For a new lease: where its cumulative spend starts.
     pub(super) base: Nanos,
     pub(super) want: Nanos,
+    /// Growing a lease we hold (rather than creating or adopting a pending one).
     pub(super) existing: bool,
+    /// `set_limits` went just before, in the same pipeline.
     pub(super) with_limits: bool,
     pub(super) spent: Nanos,
 }
@@ -104,10 +100,10 @@ impl Inner {
             let new_day = lease.day != now.day();
             if (!camp.active && quiet) || new_day || (idle && quiet) {
                 steps.push((
-                    Call::CloseLease {
+                    Call::CloseLease(CloseLease {
                         id: lease.id.clone(),
                         cumulative,
-                    },
+                    }),
                     Step::Close {
                         name: name.clone(),
                         lease: lease.clone(),
@@ -118,11 +114,11 @@ impl Inner {
                 ));
             } else if cumulative != lease.reported || lease.expires_at <= extend_by {
                 steps.push((
-                    Call::ReportLease {
+                    Call::ReportLease(ReportLease {
                         id: lease.id.clone(),
                         cumulative,
                         expires_at: now.saturating_add(config.lease_ttl),
-                    },
+                    }),
                     Step::Report {
                         name: name.clone(),
                         lease: lease.clone(),
@@ -132,13 +128,13 @@ impl Inner {
             }
         }
         if full || self.sweep_behind.swap(false, Ordering::Relaxed) {
-            steps.push((Call::Expire, Step::Sweep));
+            steps.push((Call::Expire(Expire), Step::Sweep));
         }
         if full {
             steps.push((
-                Call::Drain {
+                Call::Drain(Drain {
                     node: config.instance_id.clone(),
-                },
+                }),
                 Step::Drain,
             ));
         }
@@ -193,10 +189,10 @@ impl Inner {
             let with_limits = !camp.applied;
             if with_limits {
                 steps.push((
-                    Call::SetLimits {
+                    Call::SetLimits(SetLimits {
                         campaign: name.clone(),
                         limits: camp.limits,
-                    },
+                    }),
                     Step::Limits {
                         name: name.clone(),
                         limits: camp.limits,
@@ -204,7 +200,7 @@ impl Inner {
                 ));
             }
             steps.push((
-                Call::TakeLease {
+                Call::TakeLease(TakeLease {
                     id: id.clone(),
                     campaign: name.clone(),
                     want,
@@ -215,8 +211,8 @@ impl Inner {
                         Take::CreateOnce
                     },
                     node: self.config.instance_id.clone(),
-                },
-                Step::Grant {
+                }),
+                Step::Grant(GrantStep {
                     name,
                     id,
                     base,
@@ -224,7 +220,7 @@ impl Inner {
                     existing,
                     with_limits,
                     spent,
-                },
+                }),
             ));
         }
         steps
@@ -243,10 +239,10 @@ pub(super) fn limits_steps(local: &Local, max: usize) -> Vec<(Call, Step)> {
         .iter()
         .filter_map(|name| {
             let camp = local.campaigns.get(name).filter(|c| c.active)?;
-            let call = Call::SetLimits {
+            let call = Call::SetLimits(SetLimits {
                 campaign: name.clone(),
                 limits: camp.limits,
-            };
+            });
             let step = Step::Limits {
                 name: name.clone(),
                 limits: camp.limits,

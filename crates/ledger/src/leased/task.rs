@@ -12,7 +12,9 @@ use super::Inner;
 use super::local::lock;
 use super::plan::{LIMITS_PER_ROUND, Step, limits_steps};
 use crate::redis::LedgerError;
-use crate::redis::per_bid::{Answer, Call, PIPELINE_MAX};
+use crate::redis::PIPELINE_MAX;
+use crate::redis::script::CloseLease;
+use crate::redis::script::{Answer, Call};
 
 /// The background task: a full round every `interval`, and a top-up round whenever a
 /// reservation wakes it (unless Redis failed last time: then it waits for the interval, so an
@@ -214,10 +216,10 @@ impl Inner {
                     let lease = local.campaigns.get(name)?.lease.clone()?;
                     let (spent, _) = local.used(name, now);
                     let cumulative = spent.saturating_sub(lease.base);
-                    let call = Call::CloseLease {
+                    let call = Call::CloseLease(CloseLease {
                         id: lease.id.clone(),
                         cumulative,
-                    };
+                    });
                     let step = Step::Close {
                         name: name.clone(),
                         lease,

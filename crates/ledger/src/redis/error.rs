@@ -2,6 +2,9 @@
 //! operation may or may not have been applied: retry with the same id, which is idempotent), and
 //! [`LeaseError`] for lease refusals (a definite answer: nothing changed).
 
+/// The answer of a ledger call: the outer error is the transport, the inner one the ledger's.
+pub(crate) type Reply<T, E> = Result<Result<T, E>, LedgerError>;
+
 /// Why a call to Redis did not produce a ledger answer. For a write, the script may still have
 /// run (a timeout can fire after Redis applied it): every operation is keyed by an id, so
 /// retrying with the same id is safe.

@@ -71,14 +71,26 @@
 //! Sentinel), or, on Redis Cluster, a prefix with a hash tag (`{gavel}:`) so every key shares a
 //! slot.
 //!
-//! # The scripts (`src/lua/`)
+//! # The scripts (`lua/`, one typed module each in `script/`)
 //! `common.lua` (prelude: loading a campaign with the lazy day rollover, the invariant guard,
 //! tombstones) is prepended to each of `set_limits`, `reserve`, `commit`, `release`, `expire`
 //! (sweep of the `exp` index, at most [`RedisConfig::sweep_batch`] items per call), `balances`
 //! (read only; [`RedisLedger::balances`] sends at most [`BALANCES_CHUNK`] campaigns per call, so
 //! reading 100,000 campaigns is 200 short calls, never one long one), `take_lease`,
-//! `report_lease`, `close_lease` and `check` (an O(n) audit). They run with `EVALSHA`, falling
-//! back to `EVAL` on `NOSCRIPT` (after a restart or a `SCRIPT FLUSH`).
+//! `report_lease`, `close_lease`, `settle`, `drain`, `open_ledger` and `check` (an O(n) audit).
+//! Each has a module in `script/`: a type whose fields are its arguments, which encodes them in
+//! the order the Lua reads them (refusing locally what the script would refuse) and decodes the
+//! reply into a typed answer; a reply of another shape is [`LedgerError::Protocol`]. A
+//! pipeline mixes them through `lease::Call`. They run with `EVALSHA`, falling back to `EVAL`
+//! on `NOSCRIPT` (after a restart or a `SCRIPT FLUSH`).
+//!
+//! | file | what |
+//! |---|---|
+//! | `handle.rs` | [`RedisLedger`], its settings, the ledger marker, sending one call or a pipeline |
+//! | `per_bid.rs` | reserve, commit, release, sweep, balances, limits, audit |
+//! | `lease.rs` | take, report and close leases, settle notices anywhere, the pipelined `Call` |
+//! | `script/` | one module per Lua script |
+//! | `client.rs`, `resp.rs`, `transport.rs`, `sha1.rs` | the RESP2 client (below) |
 //! Each script validates, computes in Lua locals, checks the result and only then writes:
 //! Redis does not roll a script back, so a script that fails has written nothing. `now` is the
 //! caller's clock; the day is `now`'s UTC day. Tombstone expiry runs on Redis's clock.
@@ -179,17 +191,18 @@
 
 mod client;
 mod error;
-pub mod per_bid;
+mod handle;
+mod lease;
+mod per_bid;
 mod resp;
-mod scripts;
+pub(crate) mod script;
 mod sha1;
 mod transport;
 
 pub use error::{LeaseError, LedgerError};
-pub use per_bid::{
-    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, LeaseClose, LeaseGrant, LeaseReport, LeaseState,
-    PIPELINE_MAX, RedisConfig, RedisLedger, Swept,
-};
+pub use handle::{EVIDENCE_SCAN_ROUNDS, KeyScan, PIPELINE_MAX, RedisConfig, RedisLedger};
+pub use per_bid::BALANCES_CHUNK;
+pub use script::{LeaseClose, LeaseGrant, LeaseReport, LeaseState, Swept};
 pub use transport::RedisTls;
 
 /// The largest amount of nanos the scripts compute exactly: 2^53 - 1 (about 9,007,199 currency

@@ -1,0 +1,27 @@
+//! `check`: an O(n) audit of every campaign's counters against its open reservations and
+//! leases, for tests and operators.
+
+use super::{Ctx, Encoded, LedgerScript, array, lua};
+use crate::redis::LedgerError;
+use crate::redis::resp::Value;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Check;
+
+impl LedgerScript for Check {
+    const NAME: &'static str = "check";
+    /// The problems found, in words (none: the invariants hold).
+    type Answer = Vec<String>;
+    lua!("check.lua");
+
+    fn encode(&self, _: &Ctx<'_>) -> Encoded<Vec<String>> {
+        Encoded::Send(Vec::new())
+    }
+
+    fn decode(&self, reply: Value) -> Result<Vec<String>, LedgerError> {
+        Ok(array(reply)?
+            .iter()
+            .map(|v| v.as_str().unwrap_or("(not text)").to_owned())
+            .collect())
+    }
+}

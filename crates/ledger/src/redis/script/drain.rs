@@ -1,0 +1,29 @@
+//! `drain`: takes the settlements other instances made for one node's reservations from its
+//! inbox (lease mode).
+
+use super::{Ctx, Encoded, LedgerScript, array, lua, texts};
+use crate::redis::LedgerError;
+use crate::redis::resp::Value;
+
+/// Most settlements one drain takes from an inbox.
+pub(crate) const DRAIN_MAX: usize = 1_000;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Drain {
+    pub(crate) node: String,
+}
+
+impl LedgerScript for Drain {
+    const NAME: &'static str = "drain";
+    /// The inbox entries, oldest first.
+    type Answer = Vec<String>;
+    lua!("drain.lua");
+
+    fn encode(&self, _: &Ctx<'_>) -> Encoded<Vec<String>> {
+        Encoded::Send(vec![self.node.clone(), DRAIN_MAX.to_string()])
+    }
+
+    fn decode(&self, reply: Value) -> Result<Vec<String>, LedgerError> {
+        texts(array(reply)?, "inbox item")
+    }
+}
