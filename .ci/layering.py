@@ -47,10 +47,13 @@ def architecture():
     if len(section) < 2:
         sys.exit("layering: ARCHITECTURE.md has no '## Layers' section")
     layers, pure_modules = {}, {}
+    in_pure_list = False
     for line in section[1].splitlines():
         if line.startswith("## "):
             break
-        if line.lower().startswith("pure modules"):
+        # The list is a paragraph: it goes on, wrapped, until a blank line.
+        in_pure_list = line.lower().startswith("pure modules") or (in_pure_list and line.strip() != "")
+        if in_pure_list:
             for krate, module in re.findall(r"`([a-z0-9_-]+)::([a-z0-9_:]+)`", line):
                 pure_modules.setdefault(krate, []).append(tuple(module.split("::")))
             continue
@@ -421,7 +424,7 @@ def check(root):
 SELFTEST = {
     "ARCHITECTURE.md": "## Layers\n| layer | kind | crates |\n| --- | --- | --- |\n"
     "| 0 | foundation, pure | `low`, `testkit` |\n| 1 | servers, impure | `high` |\n"
-    "Pure modules of other crates: `high::calc`.\n",
+    "Pure modules of other crates: `high::calc`,\n`high::wrapped`.\n",
     "crates/low/Cargo.toml": '[package]\nname = "low"\n[dependencies]\n'
     'hi = { path = "../high", package = "high" }\ntestkit = { path = "../testkit" }\n'
     "[target.'cfg(unix)'.dependencies]\ntokio = \"1\"\n",
@@ -437,13 +440,15 @@ SELFTEST = {
     "crates/high/src/lib.rs": "//! the bidder's \"answer\": `200 {\"id\":..,\"nbr\":8}`, a lone \" too\n"
     "/// it's\n/* a block's \"quote\" /* nested */ mod ghost; still a comment */\nmod calc;\nmod net;\n"
     "fn f<'a>(x: &'a str) -> &'a str {\n    let _ = ('\"', '\\'', b'\"', r#\"raw \"mod ghost;\" \"#, br\"//\", \"/*\");\n    x\n}\n"
-    "#[cfg(test)] pub(crate) mod q;\nmod r;\nmod outer {\n    mod inner;\n}\n// mod orphan;\n",
+    "#[cfg(test)] pub(crate) mod q;\nmod r;\nmod wrapped;\nmod outer {\n    mod inner;\n}\n// mod orphan;\n",
     "crates/high/src/q.rs": "use crate::r::R;\npub struct Q;\n",
     "crates/high/src/r.rs": "/// it's Q's \"other half\"\nuse crate::q::Q;\npub struct R;\n",
     "crates/high/src/outer/inner.rs": "pub struct I;\n",
     "crates/high/src/orphan.rs": "pub struct O;\n",
     "crates/high/src/bin/tool.rs": "fn main() {}\n",
     "crates/high/src/calc.rs": "pub fn f() { let _ = std::fs::read(\"x\"); }\n",
+    # Named on the pure list's second line.
+    "crates/high/src/wrapped.rs": "pub fn h() { let _ = std::fs::read(\"y\"); }\n",
     "crates/high/src/net.rs": "pub fn g() { let _ = std::net::TcpListener::bind(\"x\"); }\n",
     "crates/testkit/Cargo.toml": '[package]\nname = "testkit"\n',
     "crates/testkit/src/lib.rs": "",
@@ -455,6 +460,7 @@ SELFTEST_EXPECTED = [
     "low: files import each other in a cycle: crates/low/src/a.rs <-> crates/low/src/b.rs",
     "low: files import each other in a cycle: crates/low/src/p/c.rs <-> crates/low/src/p/d.rs",
     "crates/high/src/calc.rs: pure code names std::fs",
+    "crates/high/src/wrapped.rs: pure code names std::fs",
     "high: files import each other in a cycle: crates/high/src/q.rs <-> crates/high/src/r.rs",
     "crates/high/src/orphan.rs: not reached by the module walk",
 ]
@@ -463,11 +469,11 @@ SELFTEST_EXPECTED = [
 def selftest():
     """The checker on a made-up workspace: one violation of each rule (a renamed and a
     target-specific dependency, a cycle through a re-export, one through the parent's own
-    import, I/O in a named pure module, a cycle between modules declared after doc comments
+    import, I/O in a named pure module and in one named on the list's wrapped line, a cycle between modules declared after doc comments
     with quotes in them, a file no `mod` declares), and cases that must pass (a parent and its
     child, a test module, braces, paths and `mod` in literals and comments, lifetimes next to
     char literals, a file declared from an inline module, a binary under `src/bin/`, I/O in an
-    impure module): exactly those eight."""
+    impure module): exactly those nine."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

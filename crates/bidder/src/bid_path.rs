@@ -12,10 +12,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use units::{Nanos, Timestamp};
 
-use crate::metrics::SkipReason;
+use crate::decision::{Answer, Decision, ImpDecision, ImpOutcome, NoBid, Stop};
 use crate::notice::{BidNotice, notice_urls};
 use crate::state::State;
-use campaigns::{ImpFacts, Media, Proposal, RequestFacts, Snapshot, rank};
+use campaigns::{ImpFacts, Media, Proposal, Ranking, RequestFacts, Snapshot, rank};
 use ledger::ReserveError;
 
 /// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
@@ -50,52 +50,71 @@ fn ids_fit_notices(request: &BidRequest) -> Result<(), String> {
     }
 }
 
-/// Runs one request: `Ok(Some(body))` is a bid response, `Ok(None)` a no-bid, `Err` a message
-/// for a 400.
-pub(crate) async fn run(
-    state: &State,
-    body: &[u8],
-    read_at: Instant,
-) -> Result<Option<Vec<u8>>, String> {
-    // `from_slice`, not the generic `openrtb::decode`: only it takes the direct decoder.
-    let request = BidRequest::from_slice(body).map_err(|e| e.to_string())?;
-    let auction = openrtb::validate::auction_currency(&request, "USD");
-    openrtb::validate::validate(&request, auction).map_err(|e| e.to_string())?;
-    let currency = state.config.currency.as_str();
-    if !in_currency(&request, currency) {
-        state.metrics.other_currency.fetch_add(1, Relaxed);
-        return Ok(None);
+/// Runs one request to its decision: a bid response, a no-bid and why, or a 400's message.
+pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Decision {
+    let request = match admit(state, body, read_at) {
+        Ok(admitted) => admitted,
+        Err(early) => return early,
+    };
+    let (request, deadline) = request;
+    let now = Timestamp::now();
+    let snapshot = state.snapshot.load_full();
+    let rankings = rank_imps(state, &snapshot, &request, now);
+    let mut bids = Vec::new();
+    let mut imps = Vec::with_capacity(rankings.len());
+    for (imp_index, ranking) in rankings.into_iter().enumerate() {
+        let mut imp = ImpDecision::ranked(ranking.skips);
+        let tried = Tried {
+            request: &request,
+            imp_index,
+            deadline,
+            now,
+        };
+        if let Some(bid) =
+            reserve_first(state, &snapshot, &tried, &ranking.proposals, &mut imp).await
+        {
+            bids.push(bid);
+        }
+        imps.push(imp);
     }
-    ids_fit_notices(&request)?;
+    Decision {
+        answer: respond(state, &request, bids),
+        imps,
+    }
+}
+
+/// Decodes and checks a request and fixes its deadline; or the decision to stop there.
+fn admit(state: &State, body: &[u8], read_at: Instant) -> Result<(BidRequest, Instant), Decision> {
+    let invalid = |message: String| Decision::early(Answer::Invalid(message));
+    // `from_slice`, not the generic `openrtb::decode`: only it takes the direct decoder.
+    let request = BidRequest::from_slice(body).map_err(|e| invalid(e.to_string()))?;
+    let auction = openrtb::validate::auction_currency(&request, "USD");
+    openrtb::validate::validate(&request, auction).map_err(|e| invalid(e.to_string()))?;
+    if !in_currency(&request, state.config.currency.as_str()) {
+        return Err(Decision::early(Answer::NoBid(NoBid::OtherCurrency)));
+    }
+    ids_fit_notices(&request).map_err(invalid)?;
     let deadline = state
         .deadline
         .deadline(read_at, request.tmax.map(i64::from))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| invalid(e.to_string()))?
         .answer_by;
     if deadline.saturating_duration_since(Instant::now())
         < state.door.admission().config().min_time_left()
     {
         // Too little time to decide and answer usefully: a no-bid now, nothing reserved.
         state.door.admission().count_late();
-        return Ok(None);
+        return Err(Decision::early(Answer::NoBid(NoBid::NoTimeLeft)));
     }
-    let now = Timestamp::now();
-    let snapshot = state.snapshot.load_full();
-    let plans = plan(state, &snapshot, &request, now);
-    let mut bids = Vec::new();
-    for (imp_index, proposals) in plans.into_iter().enumerate() {
-        if let Some(bid) = reserve_first(
-            state, &snapshot, &request, imp_index, &proposals, deadline, now,
-        )
-        .await
-        {
-            bids.push(bid);
-        }
-    }
+    Ok((request, deadline))
+}
+
+/// The answer carrying `bids`, or a no-bid.
+fn respond(state: &State, request: &BidRequest, bids: Vec<Bid>) -> Answer {
     if bids.is_empty() {
-        return Ok(None);
+        return Answer::NoBid(NoBid::NothingWon);
     }
-    state.metrics.bids.fetch_add(bids.len() as u64, Relaxed);
+    let count = bids.len();
     let response = BidResponse {
         id: request.id.clone(),
         seatbid: Some(vec![SeatBid {
@@ -103,12 +122,15 @@ pub(crate) async fn run(
             seat: Some(state.config.seat.clone()),
             ..Default::default()
         }]),
-        cur: Some(currency.to_owned()),
+        cur: Some(state.config.currency.clone()),
         ..Default::default()
     };
     // Encoding owned strings and integers cannot fail; an empty body would read as garbage, so
     // answer no-bid instead.
-    Ok(response.to_vec().ok())
+    match response.to_vec() {
+        Ok(body) => Answer::Bid { body, bids: count },
+        Err(_) => Answer::NoBid(NoBid::Unencodable),
+    }
 }
 
 /// Whether `request` can be bid on in `currency`, the one of every budget and CPM: the request
@@ -129,12 +151,12 @@ fn in_currency(request: &BidRequest, currency: &str) -> bool {
 }
 
 /// Ranks every impression's candidates; synchronous, no await.
-fn plan(
+fn rank_imps(
     state: &State,
     snapshot: &Snapshot,
     request: &BidRequest,
     now: Timestamp,
-) -> Vec<Vec<Proposal>> {
+) -> Vec<Ranking> {
     let facts = RequestFacts::from_request(request, now);
     DRAWS.with(|cell| {
         let mut cell = cell.borrow_mut();
@@ -143,29 +165,31 @@ fn plan(
         request
             .imp
             .iter()
-            .map(|imp| {
-                let imp_facts = ImpFacts::from_imp(imp);
-                let ranking = rank(snapshot, &facts, &imp_facts, now, &mut draw);
-                state.metrics.skips_of(ranking.skips);
-                ranking.proposals
-            })
+            .map(|imp| rank(snapshot, &facts, &ImpFacts::from_imp(imp), now, &mut draw))
             .collect()
     })
 }
 
-/// Tries the proposals in order until one's maximum cost is reserved; builds its bid.
+/// The impression being bid on.
+struct Tried<'a> {
+    request: &'a BidRequest,
+    imp_index: usize,
+    deadline: Instant,
+    now: Timestamp,
+}
+
+/// Tries the proposals in order until one's maximum cost is reserved; builds its bid. What
+/// happened is written into `imp`.
 async fn reserve_first(
     state: &State,
     snapshot: &Snapshot,
-    request: &BidRequest,
-    imp_index: usize,
+    tried: &Tried<'_>,
     proposals: &[Proposal],
-    deadline: Instant,
-    now: Timestamp,
+    imp: &mut ImpDecision,
 ) -> Option<Bid> {
     for p in proposals {
-        if Instant::now() >= deadline {
-            state.metrics.skip(SkipReason::Deadline);
+        if Instant::now() >= tried.deadline {
+            imp.outcome = ImpOutcome::Stopped(Stop::Deadline);
             return None;
         }
         let campaign = snapshot.set.campaigns().get(p.campaign as usize)?;
@@ -175,15 +199,19 @@ async fn reserve_first(
         let amount = Nanos::of_impression(p.price);
         match state
             .ledger
-            .reserve(&id, campaign.id(), amount, deadline)
+            .reserve(&id, campaign.id(), amount, tried.deadline)
             .await
         {
             Ok(()) => {
                 campaign_state.bids.fetch_add(1, Relaxed);
-                return Some(build_bid(state, snapshot, request, imp_index, p, id, now));
+                imp.outcome = ImpOutcome::Bid {
+                    campaign: p.campaign,
+                    price: p.price,
+                };
+                return Some(build_bid(state, snapshot, tried, p, id));
             }
             Err(ReserveError::Refused(r)) => {
-                state.metrics.skip(SkipReason::Refused);
+                imp.refused += 1;
                 if r == Refusal::UnknownCampaign {
                     // The ledger lost its limits (a Redis restarted empty): the pacing tick
                     // writes them again.
@@ -194,16 +222,16 @@ async fn reserve_first(
                     Refusal::InsufficientBudget | Refusal::InsufficientDailyBudget
                 ) && !state.ledger.refusals_are_local()
                 {
-                    campaign_state.mark_exhausted(now, EXHAUSTED_BACKOFF);
+                    campaign_state.mark_exhausted(tried.now, EXHAUSTED_BACKOFF);
                 }
             }
             // The store is down or slow: fail closed for this impression.
             Err(ReserveError::Unavailable(_)) => {
-                state.metrics.skip(SkipReason::LedgerUnavailable);
+                imp.outcome = ImpOutcome::Stopped(Stop::LedgerUnavailable);
                 return None;
             }
             Err(ReserveError::Timeout) => {
-                state.metrics.skip(SkipReason::LedgerTimeout);
+                imp.outcome = ImpOutcome::Stopped(Stop::LedgerTimeout);
                 return None;
             }
         }
@@ -214,15 +242,14 @@ async fn reserve_first(
 fn build_bid(
     state: &State,
     snapshot: &Snapshot,
-    request: &BidRequest,
-    imp_index: usize,
+    tried: &Tried<'_>,
     p: &Proposal,
     reservation: String,
-    now: Timestamp,
 ) -> Bid {
+    let (request, now) = (tried.request, tried.now);
     let campaign = snapshot.set.campaigns().get(p.campaign as usize);
     let creative = campaign.and_then(|c| c.creatives().get(p.creative as usize));
-    let imp = request.imp.get(imp_index);
+    let imp = request.imp.get(tried.imp_index);
     let campaign_id = campaign.map_or("", |c| c.id());
     let impid = imp.map_or("", |i| i.id.as_str());
     // From the request's clock reading (taken just before the reservation), rounded up to the

@@ -25,6 +25,8 @@
 mod admin;
 mod bid_path;
 pub mod config;
+mod count;
+mod decision;
 pub mod ledger_open;
 pub mod metrics;
 pub mod notice;

@@ -1,9 +1,7 @@
 //! Every metric the bidder exports, in one place, rendered in the Prometheus text format. Label
 //! sets are bounded: outcomes and reasons are fixed enums.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-use telemetry::{ByLabel, Histogram, family, labelled_counters, sample, single};
+use telemetry::{Counter, Counters, Counters2, Gauge, Latency, Render, labelled_counters, single};
 
 labelled_counters! {
     /// How one bid request ended.
@@ -200,42 +198,108 @@ pub fn render_leases(out: &mut String, status: Option<(ledger::LeaseStats, bool)
     );
 }
 
-/// The bidder's counters.
-#[derive(Debug, Default)]
+/// The bidder's metrics, each declared once (name, help, label key) as a `telemetry` family.
+/// What a bid request did is counted from its [`Decision`](crate::decision::Decision) in
+/// `count.rs`; notices, reloads and the sweep count their typed results where they end.
+#[derive(Debug)]
 pub struct Metrics {
-    pub requests: ByLabel<{ RequestOutcome::COUNT }>,
-    pub skips: ByLabel<{ SkipReason::COUNT }>,
-    pub notices: [ByLabel<{ NoticeOutcome::COUNT }>; NoticeKind::COUNT],
-    pub reloads: ByLabel<{ ReloadOutcome::COUNT }>,
-    /// Reloads of the price key file, by outcome.
-    pub price_key_reloads: ByLabel<{ ReloadOutcome::COUNT }>,
-    /// Refused reloads by reason (their sum is the `failed` reloads).
-    pub reload_failures: ByLabel<{ ReloadFailure::COUNT }>,
-    pub bids: AtomicU64,
+    pub requests: Counters<RequestOutcome>,
+    /// Bids made (one per imp answered).
+    pub bids: Counter,
+    pub skips: Counters<SkipReason>,
+    pub notices: Counters2<NoticeKind, NoticeOutcome>,
     /// Notices refused before the ledger (403), by reason.
-    pub notice_refusals: ByLabel<{ NoticeRefusal::COUNT }>,
+    pub notice_refusals: Counters<NoticeRefusal>,
     /// Reservations released by the expiry sweep: no notice came within TTL plus grace.
-    pub reservations_expired: AtomicU64,
+    pub reservations_expired: Counter,
     /// Requests not bid on because they do not allow the budgets' currency.
-    pub other_currency: AtomicU64,
+    pub other_currency: Counter,
     /// Notices answered 503 because `max_notices_in_flight` were being handled.
-    pub notices_shed: AtomicU64,
-    pub decision_latency: Histogram,
+    pub notices_shed: Counter,
+    pub reloads: Counters<ReloadOutcome>,
+    /// Refused reloads by reason (their sum is the `failed` reloads).
+    pub reload_failures: Counters<ReloadFailure>,
+    /// Reloads of the price key file, by outcome.
+    pub price_key_reloads: Counters<ReloadOutcome>,
     /// Campaigns serving now.
-    pub campaigns: AtomicU64,
+    pub campaigns: Gauge,
+    pub decision_latency: Latency,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            requests: Counters::new(
+                "gavel_bidder_requests_total",
+                "Bid requests by outcome.",
+                "outcome",
+            ),
+            bids: Counter::new(
+                "gavel_bidder_bids_total",
+                "Bids made (one per imp answered).",
+            ),
+            skips: Counters::new(
+                "gavel_bidder_candidate_skips_total",
+                "Matching campaigns that did not bid, by reason.",
+                "reason",
+            ),
+            notices: Counters2::new(
+                "gavel_bidder_notices_total",
+                "Notices received, by kind and what they did.",
+                ("kind", "outcome"),
+            ),
+            notice_refusals: Counters::new(
+                "gavel_bidder_notices_refused_total",
+                "Notices refused with 403 before the ledger saw them, by reason.",
+                "reason",
+            ),
+            reservations_expired: Counter::new(
+                "gavel_bidder_reservations_expired_total",
+                "Reservations released because no notice came within their TTL and grace.",
+            ),
+            other_currency: Counter::new(
+                "gavel_bidder_no_bids_other_currency_total",
+                "Requests not bid on because they do not allow the currency of the budgets.",
+            ),
+            notices_shed: Counter::new(
+                "gavel_bidder_notices_shed_total",
+                "Notices answered 503 because max_notices_in_flight were being handled.",
+            ),
+            reloads: Counters::new(
+                "gavel_bidder_campaign_reloads_total",
+                "Campaign file reloads, by outcome.",
+                "outcome",
+            ),
+            reload_failures: Counters::new(
+                "gavel_bidder_campaign_reload_failures_total",
+                "Refused campaign file reloads, by reason; the last good campaigns keep serving.",
+                "reason",
+            ),
+            price_key_reloads: Counters::new(
+                "gavel_bidder_price_key_reloads_total",
+                "Price key file reloads, by outcome; a refused one keeps the keys in force.",
+                "outcome",
+            ),
+            campaigns: Gauge::new("gavel_bidder_campaigns", "Campaigns serving now."),
+            decision_latency: Latency::new(
+                "gavel_bidder_decision_seconds",
+                "Time from reading a request to its answer.",
+            ),
+        }
+    }
 }
 
 impl Metrics {
     pub fn request(&self, o: RequestOutcome) {
-        self.requests.inc(o as usize);
+        self.requests.inc(o);
     }
 
     pub fn request_count(&self, o: RequestOutcome) -> u64 {
-        self.requests.get(o as usize)
+        self.requests.get(o)
     }
 
     pub fn skip(&self, r: SkipReason) {
-        self.skips.inc(r as usize);
+        self.skips.inc(r);
     }
 
     /// Counts what one impression's ranking passed over.
@@ -245,176 +309,97 @@ impl Metrics {
             (SkipReason::Exhausted, skips.exhausted),
             (SkipReason::Paced, skips.paced),
         ] {
-            self.skips.add(reason as usize, u64::from(n));
+            self.skips.add(reason, u64::from(n));
         }
     }
 
     pub fn skip_count(&self, r: SkipReason) -> u64 {
-        self.skips.get(r as usize)
+        self.skips.get(r)
     }
 
     pub fn notice(&self, kind: NoticeKind, o: NoticeOutcome) {
-        if let Some(n) = self.notices.get(kind as usize) {
-            n.inc(o as usize);
-        }
+        self.notices.inc(kind, o);
     }
 
     pub fn notice_count(&self, kind: NoticeKind, o: NoticeOutcome) -> u64 {
-        self.notices
-            .get(kind as usize)
-            .map_or(0, |n| n.get(o as usize))
+        self.notices.get(kind, o)
     }
 
     /// Counts a notice refused before the ledger (403).
     pub fn notice_refused(&self, kind: NoticeKind, why: NoticeRefusal) {
         self.notice(kind, NoticeOutcome::Refused);
-        self.notice_refusals.inc(why as usize);
+        self.notice_refusals.inc(why);
     }
 
     pub fn notice_refusal_count(&self, why: NoticeRefusal) -> u64 {
-        self.notice_refusals.get(why as usize)
+        self.notice_refusals.get(why)
     }
 
     pub fn reload(&self, o: ReloadOutcome) {
-        self.reloads.inc(o as usize);
+        self.reloads.inc(o);
     }
 
     pub fn reload_count(&self, o: ReloadOutcome) -> u64 {
-        self.reloads.get(o as usize)
+        self.reloads.get(o)
     }
 
     /// Counts a refused reload and why.
     pub fn reload_failed(&self, why: ReloadFailure) {
         self.reload(ReloadOutcome::Failed);
-        self.reload_failures.inc(why as usize);
+        self.reload_failures.inc(why);
     }
 
     pub fn reload_failure_count(&self, why: ReloadFailure) -> u64 {
-        self.reload_failures.get(why as usize)
+        self.reload_failures.get(why)
     }
 
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut o = String::with_capacity(4096);
-        let requests = "gavel_bidder_requests_total";
-        family(&mut o, requests, "counter", "Bid requests by outcome.");
-        for r in RequestOutcome::ALL {
-            sample(
-                &mut o,
-                requests,
-                &[("outcome", r.label())],
-                self.request_count(*r),
-            );
+        for metric in [
+            &self.requests as &dyn Render,
+            &self.bids,
+            &self.skips,
+            &self.notices,
+            &self.notice_refusals,
+            &self.reservations_expired,
+            &self.other_currency,
+            &self.notices_shed,
+            &self.reloads,
+            &self.reload_failures,
+            &self.price_key_reloads,
+            &self.campaigns,
+            &self.decision_latency,
+        ] {
+            metric.render(&mut o);
         }
-        let bids = "gavel_bidder_bids_total";
-        family(&mut o, bids, "counter", "Bids made (one per imp answered).");
-        sample(&mut o, bids, &[], self.bids.load(Relaxed));
-        let skips = "gavel_bidder_candidate_skips_total";
-        family(
-            &mut o,
-            skips,
-            "counter",
-            "Matching campaigns that did not bid, by reason.",
-        );
-        for r in SkipReason::ALL {
-            sample(&mut o, skips, &[("reason", r.label())], self.skip_count(*r));
-        }
-        let notices = "gavel_bidder_notices_total";
-        family(
-            &mut o,
-            notices,
-            "counter",
-            "Notices received, by kind and what they did.",
-        );
-        for k in NoticeKind::ALL {
-            for n in NoticeOutcome::ALL {
-                let labels = [("kind", k.label()), ("outcome", n.label())];
-                sample(&mut o, notices, &labels, self.notice_count(*k, *n));
-            }
-        }
-        let refused = "gavel_bidder_notices_refused_total";
-        family(
-            &mut o,
-            refused,
-            "counter",
-            "Notices refused with 403 before the ledger saw them, by reason.",
-        );
-        for r in NoticeRefusal::ALL {
-            sample(
-                &mut o,
-                refused,
-                &[("reason", r.label())],
-                self.notice_refusal_count(*r),
-            );
-        }
-        let expired = "gavel_bidder_reservations_expired_total";
-        family(
-            &mut o,
-            expired,
-            "counter",
-            "Reservations released because no notice came within their TTL and grace.",
-        );
-        sample(
-            &mut o,
-            expired,
-            &[],
-            self.reservations_expired.load(Relaxed),
-        );
-        single(
-            &mut o,
-            "gavel_bidder_no_bids_other_currency_total",
-            "counter",
-            "Requests not bid on because they do not allow the currency of the budgets.",
-            self.other_currency.load(Relaxed),
-        );
-        single(
-            &mut o,
-            "gavel_bidder_notices_shed_total",
-            "counter",
-            "Notices answered 503 because max_notices_in_flight were being handled.",
-            self.notices_shed.load(Relaxed),
-        );
-        let reloads = "gavel_bidder_campaign_reloads_total";
-        family(
-            &mut o,
-            reloads,
-            "counter",
-            "Campaign file reloads, by outcome.",
-        );
-        for r in ReloadOutcome::ALL {
-            sample(
-                &mut o,
-                reloads,
-                &[("outcome", r.label())],
-                self.reload_count(*r),
-            );
-        }
-        let failures = "gavel_bidder_campaign_reload_failures_total";
-        family(
-            &mut o,
-            failures,
-            "counter",
-            "Refused campaign file reloads, by reason; the last good campaigns keep serving.",
-        );
-        for r in ReloadFailure::ALL {
-            sample(
-                &mut o,
-                failures,
-                &[("reason", r.label())],
-                self.reload_failure_count(*r),
-            );
-        }
-        let campaigns = "gavel_bidder_campaigns";
-        family(&mut o, campaigns, "gauge", "Campaigns serving now.");
-        sample(&mut o, campaigns, &[], self.campaigns.load(Relaxed));
-        let latency = "gavel_bidder_decision_seconds";
-        family(
-            &mut o,
-            latency,
-            "histogram",
-            "Time from reading a request to its answer.",
-        );
-        self.decision_latency.render(&mut o, latency, "");
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_rendered_once_with_its_labels() {
+        let m = Metrics::default();
+        m.notice(NoticeKind::Bill, NoticeOutcome::Duplicate);
+        m.price_key_reloads.inc(ReloadOutcome::Failed);
+        m.campaigns.set(3);
+        let text = m.render();
+        assert!(
+            text.contains("gavel_bidder_notices_total{kind=\"bill\",outcome=\"duplicate\"} 1\n")
+        );
+        assert!(text.contains("gavel_bidder_price_key_reloads_total{outcome=\"failed\"} 1\n"));
+        assert!(text.contains("gavel_bidder_campaigns 3\n"));
+        assert!(text.contains("gavel_bidder_decision_seconds_count{} 0\n"));
+        for name in ["gavel_bidder_requests_total", "gavel_bidder_bids_total"] {
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} ")).count(),
+                1,
+                "{name}"
+            );
+        }
     }
 }

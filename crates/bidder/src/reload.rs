@@ -81,18 +81,12 @@ pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, Stri
         Ok(keys) => {
             let ids = keys.ids();
             state.prices.store(Arc::new(keys));
-            state
-                .metrics
-                .price_key_reloads
-                .inc(ReloadOutcome::Applied as usize);
+            state.metrics.price_key_reloads.inc(ReloadOutcome::Applied);
             tracing::info!(keys = ?ids, "price keys reloaded");
             Ok(ids)
         }
         Err(e) => {
-            state
-                .metrics
-                .price_key_reloads
-                .inc(ReloadOutcome::Failed as usize);
+            state.metrics.price_key_reloads.inc(ReloadOutcome::Failed);
             tracing::error!(error = %e, "price key reload refused; the keys in force stay");
             Err(e)
         }
@@ -183,7 +177,7 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
         state.limits_pending.store(true, Relaxed);
     }
     let count = snapshot.states.len();
-    state.metrics.campaigns.store(count as u64, Relaxed);
+    state.metrics.campaigns.set(count as u64);
     state.snapshot.store(Arc::new(snapshot));
     state.metrics.reload(ReloadOutcome::Applied);
     tracing::info!(file = %path.display(), campaigns = count, "campaigns reloaded");

@@ -16,6 +16,7 @@ use http_front::{Refused, json, json_error, method_not_allowed, no_content, plai
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
+use crate::decision::{Answer, NoticeResult};
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome};
 use crate::state::{Bidder, State};
 
@@ -119,19 +120,30 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
     // A gate of their own, apart from the bids': a flood of notices never sheds a bid, and
     // one past the limit is refused at once (503: the sender retries), never queued.
-    let Some(_place) = NoticePlace::take(state) else {
-        state.metrics.notices_shed.fetch_add(1, Relaxed);
-        return json_error(
+    let result = match NoticePlace::take(state) {
+        Some(_place) => settle_notice(state, kind, query).await,
+        None => NoticeResult::Shed,
+    };
+    crate::count::notice(&state.metrics, kind, &result);
+    match result {
+        NoticeResult::Shed => json_error(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many notices in flight; retry",
-        );
-    };
+        ),
+        NoticeResult::Invalid(message) => json_error(StatusCode::BAD_REQUEST, &message),
+        NoticeResult::Refused(why) => json_error(StatusCode::FORBIDDEN, &why.to_string()),
+        NoticeResult::Settled(settled) => match settled.status() {
+            StatusCode::OK => no_content(),
+            status => json_error(status, settled.outcome.label()),
+        },
+    }
+}
+
+/// Parses and checks a notice, and settles it in the ledger.
+async fn settle_notice(state: &State, kind: NoticeKind, query: &str) -> NoticeResult {
     let parsed = match crate::notice::parse(kind, query) {
         Ok(n) => n,
-        Err(e) => {
-            state.metrics.notice(kind, NoticeOutcome::Invalid);
-            return json_error(StatusCode::BAD_REQUEST, &e.to_string());
-        }
+        Err(e) => return NoticeResult::Invalid(e.to_string()),
     };
     let now = units::Timestamp::now();
     let prices = state.prices.load();
@@ -142,14 +154,10 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
     };
     let price = match crate::notice::check(&checks, &parsed, now) {
         Ok(price) => price,
-        Err(why) => {
-            state.metrics.notice_refused(kind, why.metric());
-            return json_error(StatusCode::FORBIDDEN, &why.to_string());
-        }
+        Err(why) => return NoticeResult::Refused(why),
     };
     drop(prices);
     let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed, price).await;
-    state.metrics.notice(kind, settled.outcome);
     if let Some(earlier) = settled.earlier {
         // Anyone holding a URL can cause these: a few lines a second, the rest counted.
         static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
@@ -178,12 +186,7 @@ async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<B
             }
         }
     }
-    let status = settled.status();
-    if status == StatusCode::OK {
-        no_content()
-    } else {
-        json_error(status, settled.outcome.label())
-    }
+    NoticeResult::Settled(settled)
 }
 
 async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -200,22 +203,15 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
         .door
         .take_in(
             req,
-            &metrics.decision_latency,
+            metrics.decision_latency.histogram(),
             refused,
             |body, read_at| async move {
-                match crate::bid_path::run(state, &body, read_at).await {
-                    Ok(Some(encoded)) => {
-                        metrics.request(RequestOutcome::Bid);
-                        json(StatusCode::OK, encoded)
-                    }
-                    Ok(None) => {
-                        metrics.request(RequestOutcome::NoBid);
-                        no_content()
-                    }
-                    Err(message) => {
-                        metrics.request(RequestOutcome::BadRequest);
-                        json_error(StatusCode::BAD_REQUEST, &message)
-                    }
+                let decision = crate::bid_path::run(state, &body, read_at).await;
+                crate::count::count(metrics, &decision);
+                match decision.answer {
+                    Answer::Bid { body, .. } => json(StatusCode::OK, body),
+                    Answer::NoBid(_) => no_content(),
+                    Answer::Invalid(message) => json_error(StatusCode::BAD_REQUEST, &message),
                 }
             },
         )

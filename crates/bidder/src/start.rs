@@ -280,9 +280,7 @@ impl Bidder {
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
         let limits_pending = ledger.set_campaigns(&snapshot.limits()).await.is_err();
         let metrics = Arc::new(Metrics::default());
-        metrics
-            .campaigns
-            .store(snapshot.states.len() as u64, Relaxed);
+        metrics.campaigns.set(snapshot.states.len() as u64);
         let admission = Arc::new(admission::Admission::new(config.admission()));
         tokio::spawn(admission::Admission::run_controller(Arc::downgrade(
             &admission,
@@ -404,10 +402,7 @@ async fn expire(state: Weak<State>) {
         let Some(state) = state.upgrade() else { return };
         match state.ledger.expire().await {
             Ok(n) => {
-                state
-                    .metrics
-                    .reservations_expired
-                    .fetch_add(n as u64, Relaxed);
+                state.metrics.reservations_expired.add(n as u64);
             }
             Err(e) => tracing::debug!(error = %e, "reservation expiry deferred"),
         }
