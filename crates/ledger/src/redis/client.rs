@@ -8,8 +8,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::LedgerError;
-use super::resp::{Conn, Value};
-use super::sha1;
+use super::conn::{Conn, Dial};
+use super::error::classify_error;
+use super::resp::Value;
 use super::transport::RedisTls;
 
 /// A Lua script with its SHA-1, run with `EVALSHA` and re-sent with `EVAL` when Redis answers
@@ -24,7 +25,7 @@ impl Script {
     pub(crate) fn new(body: &'static str) -> Script {
         Script {
             body,
-            sha: sha1::hex_digest(body.as_bytes()),
+            sha: redis::Script::new(body).get_hash().to_owned(),
         }
     }
 
@@ -36,10 +37,7 @@ impl Script {
 
 #[derive(Debug)]
 pub(crate) struct Client {
-    addr: String,
-    auth: Option<(Option<String>, String)>,
-    db: u32,
-    tls: Option<RedisTls>,
+    dial: Dial,
     idle: Mutex<Vec<Conn>>,
     /// Caps open connections; a call waiting for one still counts against its deadline.
     permits: Semaphore,
@@ -56,10 +54,12 @@ impl Client {
     ) -> Client {
         let max = max_connections.max(1);
         Client {
-            addr,
-            auth,
-            db,
-            tls,
+            dial: Dial {
+                addr,
+                auth,
+                db,
+                tls,
+            },
             idle: Mutex::new(Vec::with_capacity(max)),
             permits: Semaphore::new(max),
             max_idle: max,
@@ -197,25 +197,7 @@ impl Client {
     }
 
     async fn dial(&self) -> Result<Conn, LedgerError> {
-        let mut conn = Conn::connect(&self.addr, self.tls.as_ref()).await?;
-        if let Some((user, password)) = &self.auth {
-            let reply = match user {
-                Some(user) => {
-                    conn.request(&[b"AUTH", user.as_bytes(), password.as_bytes()])
-                        .await?
-                }
-                None => conn.request(&[b"AUTH", password.as_bytes()]).await?,
-            };
-            if let Value::Error(msg) = reply {
-                // The password is never echoed: Redis's message names the problem.
-                return Err(LedgerError::Refused(msg));
-            }
-        }
-        if self.db != 0 {
-            let db = self.db.to_string();
-            expect_ok(conn.request(&[b"SELECT", db.as_bytes()]).await?)?;
-        }
-        Ok(conn)
+        Conn::connect(&self.dial).await
     }
 
     fn take_idle(&self) -> Option<Conn> {
@@ -236,41 +218,10 @@ impl Client {
     }
 }
 
-fn expect_ok(reply: Value) -> Result<(), LedgerError> {
-    match reply {
-        Value::Error(msg) => Err(classify_error(msg)),
-        _ => Ok(()),
-    }
-}
-
 /// Turns a script's error reply into a transport error; other replies pass through.
 fn script_reply(reply: Value) -> Result<Value, LedgerError> {
     match reply {
         Value::Error(msg) => Err(classify_error(msg)),
         other => Ok(other),
-    }
-}
-
-/// Error replies that mean "this Redis cannot serve now" (loading after a restart, a replica
-/// after failover, out of memory, a busy script) are `Unavailable`, worth retrying; anything
-/// else is a bug on one side: `Protocol`.
-pub(crate) fn classify_error(msg: String) -> LedgerError {
-    const TRANSIENT: [&str; 7] = [
-        "LOADING",
-        "READONLY",
-        "BUSY",
-        "OOM",
-        "MASTERDOWN",
-        "TRYAGAIN",
-        "CLUSTERDOWN",
-    ];
-    // Credentials or permissions: an operator must act.
-    const REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
-    if TRANSIENT.iter().any(|p| msg.starts_with(p)) {
-        LedgerError::Unavailable(msg)
-    } else if REFUSED.iter().any(|p| msg.starts_with(p)) {
-        LedgerError::Refused(msg)
-    } else {
-        LedgerError::Protocol(msg)
     }
 }

@@ -83,3 +83,27 @@ impl LeaseError {
         }
     }
 }
+
+/// Error replies that mean "this Redis cannot serve now" (loading after a restart, a replica
+/// after failover, out of memory, a busy script) are `Unavailable`, worth retrying; anything
+/// else is a bug on one side: `Protocol`.
+pub(crate) fn classify_error(msg: String) -> LedgerError {
+    const TRANSIENT: [&str; 7] = [
+        "LOADING",
+        "READONLY",
+        "BUSY",
+        "OOM",
+        "MASTERDOWN",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+    ];
+    // Credentials or permissions: an operator must act.
+    const REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
+    if TRANSIENT.iter().any(|p| msg.starts_with(p)) {
+        LedgerError::Unavailable(msg)
+    } else if REFUSED.iter().any(|p| msg.starts_with(p)) {
+        LedgerError::Refused(msg)
+    } else {
+        LedgerError::Protocol(msg)
+    }
+}

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use units::Timestamp;
 
-use super::client::{Client, classify_error};
+use super::client::Client;
+use super::error::classify_error;
 use super::resp::Value;
 use super::script::{Answer, Call, Ctx, Encoded, LedgerScript, OpenLedger, Ready, array, protocol};
 use super::{LedgerError, MAX_AMOUNT, RedisTls};

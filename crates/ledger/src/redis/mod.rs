@@ -90,7 +90,7 @@
 //! | `per_bid.rs` | reserve, commit, release, sweep, balances, limits, audit |
 //! | `lease.rs` | take, report and close leases, settle notices anywhere, the pipelined `Call` |
 //! | `script/` | one module per Lua script |
-//! | `client.rs`, `resp.rs`, `transport.rs`, `sha1.rs` | the RESP2 client (below) |
+//! | `client.rs`, `conn.rs`, `resp.rs`, `transport.rs` | the connections (below) |
 //! Each script validates, computes in Lua locals, checks the result and only then writes:
 //! Redis does not roll a script back, so a script that fails has written nothing. `now` is the
 //! caller's clock; the day is `now`'s UTC day. Tombstone expiry runs on Redis's clock.
@@ -179,24 +179,27 @@
 //!   grants (Redis replication is asynchronous).
 //!
 //! # The client
-//! A small RESP2 client over tokio (`resp.rs`, `client.rs`) rather than the `redis` crate: the
-//! ledger needs a handful of commands, and owning the connection lifecycle makes the two
-//! properties that matter easy to state. Every call is bounded by the caller's deadline end to
-//! end, and a connection is only returned to the pool after a complete exchange: one that
-//! failed, timed out or was cancelled is dropped, and the next call dials a new one, which is
-//! how the client reconnects after a Redis restart. Batches of script calls are pipelined on one
-//! connection (one write, the replies read in order), the whole batch bounded by the deadline;
-//! scripts answered `NOSCRIPT` are sent again with `EVAL`. Idle connections are checked for a closed
-//! peer before reuse. Replies are parsed with bounds on every length; nothing panics.
+//! The `redis` crate speaks RESP (codec, `AUTH`, `SELECT`, script hashes) over a stream we
+//! open ourselves (`transport.rs`: TCP, or TLS trusting only the operator's CA); `client.rs`
+//! owns the connection lifecycle, because the two properties that matter are ours to keep.
+//! Every call is bounded by the caller's deadline end to end (waiting for a connection,
+//! dialling, the round trip), and a connection is only returned to the pool (at most
+//! [`RedisConfig::max_connections`]) after a complete exchange: one that failed, timed out or
+//! was cancelled is dropped, closing its socket, and the next call dials a new one, which is how
+//! the client reconnects after a Redis restart. Idle connections whose peer closed are not
+//! reused. Batches of script calls are pipelined on one connection (one write, the replies in
+//! order), the whole batch bounded by the deadline; scripts answered `NOSCRIPT` did not run and
+//! are sent again with `EVAL` (two round trips, not the crate's three). The same-run comparison
+//! with the hand-written RESP client this replaced is in BENCHMARKS.md ("Redis clients").
 
 mod client;
+mod conn;
 mod error;
 mod handle;
 mod lease;
 mod per_bid;
 mod resp;
 pub(crate) mod script;
-mod sha1;
 mod transport;
 
 pub use error::{LeaseError, LedgerError};

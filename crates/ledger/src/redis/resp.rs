@@ -1,19 +1,5 @@
-//! A minimal RESP2 codec over one connection (TCP or TLS): commands out as arrays of bulk strings, replies
-//! in as [`Value`]s. Every length read from the wire is bounded, so a confused or hostile peer can
-//! cost a protocol error, never unbounded memory or a panic.
-
-use super::LedgerError;
-use super::transport::{RedisTls, Stream};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-
-/// Longest status, error or header line accepted (Lua error messages can be long-ish).
-const MAX_LINE: u64 = 64 * 1024;
-/// Largest bulk string accepted; the ledger's replies are a few hundred bytes.
-const MAX_BULK: usize = 16 * 1024 * 1024;
-/// Largest array accepted (`balances` over many campaigns is the biggest reply).
-const MAX_ARRAY: usize = 1 << 20;
-/// Deepest nesting accepted; the ledger's replies nest two levels.
-const MAX_DEPTH: usize = 8;
+//! A reply as the ledger reads it: RESP2's five kinds, an error reply kept as a value (it is a
+//! complete answer: the connection stays usable). Converted from the `redis` crate's replies.
 
 /// One RESP2 reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +9,7 @@ pub(crate) enum Value {
     Simple(String),
     Bulk(Vec<u8>),
     Array(Vec<Value>),
-    /// An error reply (`-ERR ...`): a complete answer, so the connection stays usable.
+    /// An error reply (`-ERR ...`): its code and message, as Redis wrote them.
     Error(String),
 }
 
@@ -45,193 +31,33 @@ impl Value {
             _ => None,
         }
     }
-}
 
-/// One open connection. It is only ever reused after a complete request/reply exchange, so a
-/// cancelled or failed exchange (timeout, reset) drops it instead of leaving it out of step.
-#[derive(Debug)]
-pub(crate) struct Conn {
-    stream: BufReader<Stream>,
-    out: Vec<u8>,
-    line: Vec<u8>,
-}
-
-impl Conn {
-    pub(crate) async fn connect(addr: &str, tls: Option<&RedisTls>) -> Result<Conn, LedgerError> {
-        let stream = Stream::connect(addr, tls).await?;
-        Ok(Conn {
-            stream: BufReader::new(stream),
-            out: Vec::with_capacity(512),
-            line: Vec::with_capacity(128),
-        })
-    }
-
-    /// False if the peer has closed the connection while it sat idle: typically Redis was
-    /// restarted. Checked before reuse so that the first call after a restart opens a fresh
-    /// connection instead of failing on a dead one.
-    pub(crate) fn looks_alive(&self) -> bool {
-        self.stream.buffer().is_empty() && self.stream.get_ref().looks_alive()
-    }
-
-    /// Sends one command and reads its reply.
-    pub(crate) async fn request(&mut self, args: &[&[u8]]) -> Result<Value, LedgerError> {
-        encode(&mut self.out, args);
-        self.stream
-            .get_mut()
-            .write_all(&self.out)
-            .await
-            .map_err(io_error)?;
-        // TLS buffers inside the session; plain TCP makes this a no-op.
-        self.stream.get_mut().flush().await.map_err(io_error)?;
-        self.read_value().await
-    }
-
-    /// Sends several commands in one write (a pipeline: Redis runs them in order) and reads
-    /// their replies, in the same order. One round trip instead of one per command.
-    pub(crate) async fn request_many(
-        &mut self,
-        commands: &[Vec<&[u8]>],
-    ) -> Result<Vec<Value>, LedgerError> {
-        self.out.clear();
-        for args in commands {
-            encode_into(&mut self.out, args);
-        }
-        self.stream
-            .get_mut()
-            .write_all(&self.out)
-            .await
-            .map_err(io_error)?;
-        // TLS buffers inside the session; plain TCP makes this a no-op.
-        self.stream.get_mut().flush().await.map_err(io_error)?;
-        let mut replies = Vec::with_capacity(commands.len());
-        for _ in commands {
-            replies.push(self.read_value().await?);
-        }
-        Ok(replies)
-    }
-
-    async fn read_value(&mut self) -> Result<Value, LedgerError> {
-        // Iterative rather than recursive: arrays push a frame, completed values pop into it.
-        let mut stack: Vec<(usize, Vec<Value>)> = Vec::new();
-        loop {
-            let mut value = match self.read_header().await? {
-                Header::Value(v) => v,
-                Header::Bulk(len) => {
-                    let mut buf = vec![0u8; len + 2];
-                    self.stream.read_exact(&mut buf).await.map_err(io_error)?;
-                    if buf.pop() != Some(b'\n') || buf.pop() != Some(b'\r') {
-                        return Err(protocol("bulk string not terminated by CRLF"));
-                    }
-                    Value::Bulk(buf)
-                }
-                Header::Array(0) => Value::Array(Vec::new()),
-                Header::Array(n) => {
-                    if stack.len() >= MAX_DEPTH {
-                        return Err(protocol("reply nested too deeply"));
-                    }
-                    stack.push((n, Vec::with_capacity(n.min(64))));
-                    continue;
-                }
-            };
-            loop {
-                let Some((remaining, items)) = stack.last_mut() else {
-                    return Ok(value);
-                };
-                items.push(value);
-                *remaining -= 1;
-                if *remaining > 0 {
-                    break;
-                }
-                match stack.pop() {
-                    Some((_, items)) => value = Value::Array(items),
-                    None => return Err(protocol("reply stack underflow")),
-                }
+    /// A reply of the `redis` crate. The ledger speaks RESP2, whose replies are the kinds
+    /// above; RESP3's others never reach it and read as an error reply.
+    pub(crate) fn from_redis(v: redis::Value) -> Value {
+        match v {
+            redis::Value::Nil => Value::Nil,
+            redis::Value::Int(n) => Value::Int(n),
+            redis::Value::BulkString(b) => Value::Bulk(b),
+            redis::Value::SimpleString(s) => Value::Simple(s),
+            redis::Value::Okay => Value::Simple("OK".to_owned()),
+            redis::Value::Array(items) => {
+                Value::Array(items.into_iter().map(Value::from_redis).collect())
             }
+            redis::Value::ServerError(e) => Value::Error(error_text(e.code(), e.details())),
+            other => Value::Error(format!(
+                "ERR a RESP3 reply the ledger does not read: {other:?}"
+            )),
         }
     }
+}
 
-    async fn read_header(&mut self) -> Result<Header, LedgerError> {
-        self.line.clear();
-        let n = (&mut self.stream)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut self.line)
-            .await
-            .map_err(io_error)?;
-        if n == 0 {
-            return Err(LedgerError::Unavailable(
-                "connection closed by Redis".into(),
-            ));
-        }
-        let Some(body) = self.line.strip_suffix(b"\r\n") else {
-            return Err(protocol("reply line not terminated by CRLF or too long"));
-        };
-        let Some((&kind, rest)) = body.split_first() else {
-            return Err(protocol("empty reply line"));
-        };
-        let text = || String::from_utf8_lossy(rest).into_owned();
-        let int = || -> Result<i64, LedgerError> {
-            std::str::from_utf8(rest)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
-                .ok_or_else(|| protocol("bad integer in reply"))
-        };
-        Ok(match kind {
-            b'+' => Header::Value(Value::Simple(text())),
-            b'-' => Header::Value(Value::Error(text())),
-            b':' => Header::Value(Value::Int(int()?)),
-            b'$' => match int()? {
-                -1 => Header::Value(Value::Nil),
-                n => match usize::try_from(n) {
-                    Ok(len) if len <= MAX_BULK => Header::Bulk(len),
-                    _ => return Err(protocol("bulk length out of bounds")),
-                },
-            },
-            b'*' => match int()? {
-                -1 => Header::Value(Value::Nil),
-                n => match usize::try_from(n) {
-                    Ok(len) if len <= MAX_ARRAY => Header::Array(len),
-                    _ => return Err(protocol("array length out of bounds")),
-                },
-            },
-            _ => return Err(protocol("unknown reply type")),
-        })
+/// An error reply's text as Redis wrote it: its code, then its message.
+pub(crate) fn error_text(code: &str, details: Option<&str>) -> String {
+    match details {
+        Some(d) => format!("{code} {d}"),
+        None => code.to_owned(),
     }
-}
-
-enum Header {
-    Value(Value),
-    Bulk(usize),
-    Array(usize),
-}
-
-/// Writes `args` as a RESP array of bulk strings into `out` (cleared first).
-fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.clear();
-    encode_into(out, args);
-}
-
-/// Appends `args` as a RESP array of bulk strings to `out`.
-fn encode_into(out: &mut Vec<u8>, args: &[&[u8]]) {
-    push_len(out, b'*', args.len());
-    for arg in args {
-        push_len(out, b'$', arg.len());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-fn push_len(out: &mut Vec<u8>, kind: u8, len: usize) {
-    out.push(kind);
-    out.extend_from_slice(len.to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-}
-
-fn io_error(e: std::io::Error) -> LedgerError {
-    LedgerError::Unavailable(format!("redis i/o: {e}"))
-}
-
-fn protocol(what: &str) -> LedgerError {
-    LedgerError::Protocol(what.to_owned())
 }
 
 #[cfg(test)]
@@ -239,48 +65,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_are_arrays_of_bulk_strings() {
-        let mut out = Vec::new();
-        encode(&mut out, &[b"GET", b"k\r\n"]);
-        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$3\r\nk\r\n\r\n");
-    }
-
-    #[tokio::test]
-    async fn replies_parse_and_bounds_hold() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let replies: [&[u8]; 3] = [
-                b"*3\r\n:5\r\n$2\r\nok\r\n*2\r\n$-1\r\n+x\r\n",
-                b"-NOSCRIPT nope\r\n",
-                b"$99999999999\r\n",
-            ];
-            let mut buf = [0u8; 256];
-            for reply in replies {
-                let _ = s.read(&mut buf).await.unwrap();
-                s.write_all(reply).await.unwrap();
-            }
-        });
-        let mut conn = Conn::connect(&addr, None).await.unwrap();
-        let v = conn.request(&[b"A"]).await.unwrap();
+    fn replies_convert_kind_for_kind() {
+        let v = redis::Value::Array(vec![
+            redis::Value::Nil,
+            redis::Value::Int(-3),
+            redis::Value::BulkString(b"ok".to_vec()),
+            redis::Value::Okay,
+        ]);
         assert_eq!(
-            v,
+            Value::from_redis(v),
             Value::Array(vec![
-                Value::Int(5),
+                Value::Nil,
+                Value::Int(-3),
                 Value::Bulk(b"ok".to_vec()),
-                Value::Array(vec![Value::Nil, Value::Simple("x".into())]),
+                Value::Simple("OK".into()),
             ])
         );
-        assert_eq!(
-            conn.request(&[b"B"]).await.unwrap(),
-            Value::Error("NOSCRIPT nope".into())
-        );
+        assert_eq!(Value::Bulk(b"42".to_vec()).as_i64(), Some(42));
+        assert_eq!(Value::Bulk(vec![0xff]).as_str(), None);
         assert!(matches!(
-            conn.request(&[b"C"]).await,
-            Err(LedgerError::Protocol(_))
+            Value::from_redis(redis::Value::Double(1.5)),
+            Value::Error(_)
         ));
-        drop(conn);
-        server.await.unwrap();
     }
 }

@@ -92,30 +92,6 @@ impl Stream {
             ))),
         }
     }
-
-    /// False if the peer has closed the connection (or, in plain TCP, sent bytes nobody asked
-    /// for) while it sat idle. In TLS, bytes waiting may be a session ticket: only the end of
-    /// the stream counts.
-    pub(crate) fn looks_alive(&self) -> bool {
-        let mut probe = [0u8; 1];
-        match self {
-            Stream::Plain(tcp) => match tcp.try_read(&mut probe) {
-                Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-                // Ok(0) is end of stream; Ok(n > 0) is an unsolicited reply: both unusable.
-                Ok(_) => false,
-            },
-            Stream::Tls(tls) => {
-                let (tcp, _) = tls.get_ref();
-                let mut buf = ReadBuf::new(&mut probe);
-                let mut cx = Context::from_waker(std::task::Waker::noop());
-                match tcp.poll_peek(&mut cx, &mut buf) {
-                    Poll::Pending => true,
-                    Poll::Ready(Ok(n)) => n > 0,
-                    Poll::Ready(Err(_)) => false,
-                }
-            }
-        }
-    }
 }
 
 impl AsyncRead for Stream {
