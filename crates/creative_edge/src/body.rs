@@ -3,7 +3,6 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -74,7 +73,7 @@ impl EdgeBody {
 
     fn count(&self, n: usize) {
         if let Some(m) = &self.served {
-            m.bytes_served.fetch_add(n as u64, Relaxed);
+            m.bytes_served.add(n as u64);
         }
     }
 }

@@ -80,13 +80,13 @@ impl DiskTier {
             for (_, name, size) in found {
                 evicted.extend(index.insert(name, (), size));
             }
-            stats.bytes.store(index.weight(), Relaxed);
-            stats.objects.store(index.len() as u64, Relaxed);
+            stats.bytes.set(index.weight());
+            stats.objects.set(index.len() as u64);
         }
         for (name, ()) in &evicted {
             let _ = std::fs::remove_file(tier.path_of(name));
         }
-        stats.evictions.fetch_add(evicted.len() as u64, Relaxed);
+        stats.evictions.add(evicted.len() as u64);
         Ok(tier)
     }
 
@@ -111,7 +111,7 @@ impl DiskTier {
             Ok(Ok(Ok(object))) => DiskRead::Found(Arc::new(object)),
             Ok(Ok(Err(e))) => {
                 tracing::warn!(file = %name, error = %e, "disk entry refused; fetching it again");
-                metrics.disk_corrupt.fetch_add(1, Relaxed);
+                metrics.disk_corrupt.inc();
                 self.forget(&name, &metrics.disk).await;
                 DiskRead::Corrupt
             }
@@ -144,26 +144,26 @@ impl DiskTier {
         })
         .await;
         if !matches!(written, Ok(Ok(()))) {
-            metrics.disk_write_failures.fetch_add(1, Relaxed);
+            metrics.disk_write_failures.inc();
             return;
         }
         let stats = &metrics.disk;
         let evicted = match self.index.lock() {
             Ok(mut index) => {
                 let evicted = index.insert(name.clone(), (), size);
-                stats.bytes.store(index.weight(), Relaxed);
-                stats.objects.store(index.len() as u64, Relaxed);
+                stats.bytes.set(index.weight());
+                stats.objects.set(index.len() as u64);
                 evicted
             }
             Err(_) => return,
         };
         let refused = evicted.iter().any(|(n, ())| *n == name);
         if !refused {
-            stats.inserts.fetch_add(1, Relaxed);
+            stats.inserts.inc();
         }
         stats
             .evictions
-            .fetch_add((evicted.len() - usize::from(refused)) as u64, Relaxed);
+            .add((evicted.len() - usize::from(refused)) as u64);
         let paths: Vec<PathBuf> = evicted.iter().map(|(n, ())| self.path_of(n)).collect();
         if !paths.is_empty() {
             let _ = tokio::task::spawn_blocking(move || {
@@ -179,8 +179,8 @@ impl DiskTier {
     async fn forget(&self, name: &str, stats: &TierStats) {
         if let Ok(mut index) = self.index.lock() {
             index.remove(name);
-            stats.bytes.store(index.weight(), Relaxed);
-            stats.objects.store(index.len() as u64, Relaxed);
+            stats.bytes.set(index.weight());
+            stats.objects.set(index.len() as u64);
         }
         let _ = tokio::fs::remove_file(self.path_of(name)).await;
     }

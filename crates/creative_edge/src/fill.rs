@@ -9,7 +9,6 @@
 //! second fetch.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -147,9 +146,7 @@ impl Fill {
             match fetched.chunk().await {
                 Ok(Some(chunk)) => {
                     received += chunk.len() as u64;
-                    metrics
-                        .bytes_from_origin
-                        .fetch_add(chunk.len() as u64, Relaxed);
+                    metrics.bytes_from_origin.add(chunk.len() as u64);
                     if received > assets.max_object_bytes {
                         self.origin.stats.fetched(Fetch::TooLarge);
                         self.remember(Failure::TooLarge);
@@ -170,7 +167,7 @@ impl Fill {
         assets.negative.clear(&self.key);
         self.flight.end(true);
         if lifetime_ms == 0 {
-            metrics.not_stored.fetch_add(1, Relaxed);
+            metrics.not_stored.inc();
             return;
         }
         let body = self.flight.body();
@@ -279,7 +276,7 @@ impl Fill {
         let metrics = &assets.common.metrics;
         let placement = self.placement(&object);
         if placement.nowhere() {
-            metrics.not_stored.fetch_add(1, Relaxed);
+            metrics.not_stored.inc();
             return;
         }
         if placement.memory {

@@ -158,6 +158,6 @@ impl Edge {
             .assets
             .origins
             .get(origin)
-            .map_or(0, |o| o.stats.fetches.get(outcome as usize))
+            .map_or(0, |o| o.stats.fetches.get(outcome))
     }
 }

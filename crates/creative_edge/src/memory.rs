@@ -1,7 +1,6 @@
 //! The memory tier: objects behind one lock in a byte-bounded LRU. Lookups are a hash probe
 //! and a pointer move under the lock; bodies are shared (`Arc`), never copied per hit.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use crate::lru::Lru;
@@ -37,12 +36,12 @@ impl MemoryTier {
         // A refused object (heavier than the tier) comes back under its own key.
         let refused = evicted.iter().any(|(k, _)| k == key);
         let evictions = evicted.len() - usize::from(refused);
-        stats.evictions.fetch_add(evictions as u64, Relaxed);
+        stats.evictions.add(evictions as u64);
         if !refused {
-            stats.inserts.fetch_add(1, Relaxed);
+            stats.inserts.inc();
         }
-        stats.bytes.store(lru.weight(), Relaxed);
-        stats.objects.store(lru.len() as u64, Relaxed);
+        stats.bytes.set(lru.weight());
+        stats.objects.set(lru.len() as u64);
         drop(lru);
         // The evicted objects are freed here, outside the lock.
         drop(evicted);
@@ -54,8 +53,8 @@ impl MemoryTier {
             return;
         };
         let removed = lru.remove(key);
-        stats.bytes.store(lru.weight(), Relaxed);
-        stats.objects.store(lru.len() as u64, Relaxed);
+        stats.bytes.set(lru.weight());
+        stats.objects.set(lru.len() as u64);
         drop(lru);
         drop(removed);
     }

@@ -210,9 +210,7 @@ impl Origin {
         tokio::spawn(async move {
             let _ = connection.await;
         });
-        self.stats
-            .connections_opened
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.stats.connections_opened.inc();
         Ok(Conn {
             sender,
             idle_since: Instant::now(),

@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 use crate::answer;
 use crate::assets::Assets;
 use crate::body::EdgeBody;
-use crate::metrics::{ORIGIN_CONNECTIONS, ORIGIN_FETCHES};
+use crate::metrics::OriginStats;
 use crate::store::{self, MarkupStore};
 use crate::writers::{PutRefusal, Writers};
 
@@ -173,7 +173,7 @@ fn put_refused(state: &State, why: PutRefusal) -> Response<EdgeBody> {
         PutRefusal::UnknownKey => crate::metrics::PutRefused::UnknownKey,
         PutRefusal::RateLimited { .. } => crate::metrics::PutRefused::RateLimited,
     };
-    metrics.store_puts_refused.inc(label as usize);
+    metrics.store_puts_refused.inc(label);
     match why {
         PutRefusal::RateLimited { retry_after_ms } => {
             let mut r = answer::refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string());
@@ -232,24 +232,13 @@ fn render_metrics(state: &State) -> String {
     state.assets.common.metrics.render(&mut out);
     let mut origins: Vec<_> = state.assets.origins.values().collect();
     origins.sort_by(|a, b| a.name.cmp(&b.name));
-    telemetry::family(
+    telemetry::render_each(
         &mut out,
-        ORIGIN_FETCHES,
-        "counter",
-        "Origin fetches by origin and outcome.",
+        "origin",
+        &OriginStats::default(),
+        origins.iter().map(|o| (o.name.as_str(), &o.stats)),
+        &OriginStats::FAMILIES,
     );
-    for o in &origins {
-        o.stats.render_fetches(&o.name, &mut out);
-    }
-    telemetry::family(
-        &mut out,
-        ORIGIN_CONNECTIONS,
-        "counter",
-        "Connections opened to each origin.",
-    );
-    for o in &origins {
-        o.stats.render_connections(&o.name, &mut out);
-    }
     telemetry::single(
         &mut out,
         "gavel_edge_fills_in_flight",

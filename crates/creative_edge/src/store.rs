@@ -115,7 +115,7 @@ impl MarkupStore {
         metrics: &Metrics,
     ) -> Result<Vec<String>, PutError> {
         let refuse = |why: String| {
-            metrics.store.inc(Op::Refused as usize);
+            metrics.store.inc(Op::Refused);
             PutError(why)
         };
         let request: PutRequest<'_> = serde_json::from_slice(body)
@@ -159,10 +159,8 @@ impl MarkupStore {
         share.count.store(entries.len() as u64, Relaxed);
         drop(entries);
         self.publish(metrics);
-        metrics.store.add(Op::Stored as usize, ids.len() as u64);
-        metrics
-            .store
-            .add(Op::Evicted as usize, evicted.len() as u64);
+        metrics.store.add(Op::Stored, ids.len() as u64);
+        metrics.store.add(Op::Evicted, evicted.len() as u64);
         Ok(ids)
     }
 
@@ -227,7 +225,7 @@ impl MarkupStore {
         } else {
             Op::NotFound
         };
-        metrics.store.inc(op as usize);
+        metrics.store.inc(op);
         found.map(|e| (e.content_type, e.value.clone()))
     }
 }
@@ -238,8 +236,8 @@ impl MarkupStore {
         let (bytes, count) = self.shares.iter().fold((0, 0), |(b, c), s| {
             (b + s.bytes.load(Relaxed), c + s.count.load(Relaxed))
         });
-        metrics.store_bytes.store(bytes, Relaxed);
-        metrics.store_entries.store(count, Relaxed);
+        metrics.store_bytes.set(bytes);
+        metrics.store_entries.set(count);
     }
 
     /// Each share's name, budget and bytes held now: `gavel_edge_store_share_bytes{writer}`.
@@ -378,7 +376,7 @@ mod tests {
                 .contains("the limit is 1000")
         );
         assert_eq!(
-            m.store_entries.load(Relaxed),
+            m.store_entries.get(),
             0,
             "nothing of a refused request is kept"
         );
@@ -396,8 +394,8 @@ mod tests {
             s.put(put.as_bytes(), ANON, 0, &m).expect("stored");
         }
         assert!(s.get(&first[0], 0, &m).is_none());
-        assert!(m.store.get(Op::Evicted as usize) > 0);
-        assert!(m.store_bytes.load(Relaxed) <= 10_000);
+        assert!(m.store.get(Op::Evicted) > 0);
+        assert!(m.store_bytes.get() <= 10_000);
     }
 
     #[test]
@@ -456,6 +454,6 @@ mod tests {
             shares[1].2 <= shares[1].1 && shares[1].1 == 5_000,
             "{shares:?}"
         );
-        assert_eq!(m.store_bytes.load(Relaxed), shares[0].2 + shares[1].2);
+        assert_eq!(m.store_bytes.get(), shares[0].2 + shares[1].2);
     }
 }

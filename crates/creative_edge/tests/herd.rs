@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use common::{Obj, TestOrigin, config, get_streaming, open_files, pattern, start_edge};
@@ -55,7 +54,7 @@ async fn a_thousand_concurrent_misses_make_one_origin_request_and_all_stream_bef
     }
     let metrics = edge.edge.metrics().clone();
     assert_eq!(origin.requests("/creatives/hero.mp4"), 1);
-    assert_eq!(metrics.fills.load(Relaxed), 0, "the fill has not ended yet");
+    assert_eq!(metrics.fills.get(), 0, "the fill has not ended yet");
     origin.release();
     for client in clients {
         let got = client.await.expect("client task");
@@ -71,11 +70,11 @@ async fn a_thousand_concurrent_misses_make_one_origin_request_and_all_stream_bef
         "exactly one origin request"
     );
     testkit::time::wait_until(Duration::from_secs(10), "the fill lands", || {
-        metrics.fills.load(Relaxed) == 1
+        metrics.fills.get() == 1
     })
     .await;
-    assert_eq!(metrics.fill_clients.load(Relaxed), CLIENTS as u64);
-    assert_eq!(metrics.largest_herd.load(Relaxed), CLIENTS as u64);
+    assert_eq!(metrics.fill_clients.get(), CLIENTS as u64);
+    assert_eq!(metrics.largest_herd.get(), CLIENTS as u64);
     assert_eq!(
         edge.edge
             .origin_fetches("cdn", creative_edge::metrics::Fetch::Ok),

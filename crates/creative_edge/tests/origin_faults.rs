@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use common::{Obj, TestOrigin, config, get, metric, pattern, request, start_edge};
@@ -23,7 +22,7 @@ const CONFIG: &str = r#"
 "#;
 
 fn served(edge: &common::Running, how: Served) -> u64 {
-    edge.edge.metrics().served.get(how as usize)
+    edge.edge.metrics().served.get(how)
 }
 
 #[tokio::test]
@@ -219,7 +218,7 @@ async fn the_origin_pool_is_bounded_and_its_connections_are_kept_alive() {
     );
     let metrics = edge.edge.metrics().clone();
     testkit::time::wait_until(Duration::from_secs(5), "eleven fills landed", || {
-        metrics.fills.load(Relaxed) == 11
+        metrics.fills.get() == 11
     })
     .await;
     edge.stop().await;

@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use common::{Obj, TestOrigin, config, get, pattern, start_edge};
@@ -96,7 +95,7 @@ async fn the_memory_tier_evicts_the_least_recently_used_to_stay_within_its_bytes
     }
     let metrics = edge.edge.metrics().clone();
     testkit::time::wait_until(Duration::from_secs(5), "three stored", || {
-        metrics.memory.objects.load(Relaxed) == 3
+        metrics.memory.objects.get() == 3
     })
     .await;
     // `a` is used again, so `b` is now the least recently used.
@@ -106,11 +105,11 @@ async fn the_memory_tier_evicts_the_least_recently_used_to_stay_within_its_bytes
     );
     get(edge.addr, "/assets/cdn/d").await;
     testkit::time::wait_until(Duration::from_secs(5), "d stored", || {
-        metrics.memory.inserts.load(Relaxed) == 4
+        metrics.memory.inserts.get() == 4
     })
     .await;
-    assert_eq!(metrics.memory.evictions.load(Relaxed), 1);
-    assert!(metrics.memory.bytes.load(Relaxed) <= 4_000);
+    assert_eq!(metrics.memory.evictions.get(), 1);
+    assert!(metrics.memory.bytes.get() <= 4_000);
     assert_eq!(
         get(edge.addr, "/assets/cdn/a").await.header("x-cache"),
         Some("hit_memory")
@@ -174,11 +173,11 @@ async fn the_policy_sends_video_to_disk_only_and_refuses_what_no_tier_takes() {
         );
     }
     testkit::time::wait_until(Duration::from_secs(5), "stored", || {
-        metrics.disk.inserts.load(Relaxed) == 2 && metrics.not_stored.load(Relaxed) == 2
+        metrics.disk.inserts.get() == 2 && metrics.not_stored.get() == 2
     })
     .await;
     assert_eq!(
-        metrics.memory.inserts.load(Relaxed),
+        metrics.memory.inserts.get(),
         1,
         "only the banner is in memory"
     );
@@ -238,7 +237,7 @@ async fn after_a_restart_the_disk_tier_serves_without_the_origin() {
     );
     let metrics = edge.edge.metrics().clone();
     testkit::time::wait_until(Duration::from_secs(5), "on disk", || {
-        metrics.disk.inserts.load(Relaxed) == 1
+        metrics.disk.inserts.get() == 1
     })
     .await;
     edge.stop().await;
@@ -246,7 +245,7 @@ async fn after_a_restart_the_disk_tier_serves_without_the_origin() {
 
     let edge = start_edge(&config, clock()).await;
     assert_eq!(
-        edge.edge.metrics().disk.objects.load(Relaxed),
+        edge.edge.metrics().disk.objects.get(),
         1,
         "indexed at start"
     );
@@ -281,7 +280,7 @@ async fn a_corrupted_disk_entry_is_never_served_but_dropped_and_fetched_again() 
     get(edge.addr, "/assets/cdn/v.mp4").await;
     let metrics = edge.edge.metrics().clone();
     testkit::time::wait_until(Duration::from_secs(5), "on disk", || {
-        metrics.disk.inserts.load(Relaxed) == 1
+        metrics.disk.inserts.get() == 1
     })
     .await;
     let file = edge.edge.disk_file_of("cdn/v.mp4").expect("a disk tier");
@@ -305,9 +304,9 @@ async fn a_corrupted_disk_entry_is_never_served_but_dropped_and_fetched_again() 
     );
     assert_eq!(origin.requests("/c/v.mp4"), 2);
     let metrics = edge.edge.metrics().clone();
-    assert_eq!(metrics.disk_corrupt.load(Relaxed), 1);
+    assert_eq!(metrics.disk_corrupt.get(), 1);
     testkit::time::wait_until(Duration::from_secs(5), "rewritten", || {
-        metrics.disk.inserts.load(Relaxed) == 1
+        metrics.disk.inserts.get() == 1
     })
     .await;
     let rewritten = std::fs::read(&file).expect("rewritten file");

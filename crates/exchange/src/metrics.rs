@@ -18,7 +18,7 @@ pub use crate::outcome::{
     SkipReason,
 };
 pub use crate::sellers::KeyRefusal;
-pub use telemetry::{ByLabel, Histogram};
+pub use telemetry::Histogram;
 pub use upstream::outbound::NoticeRefusal;
 
 /// Per-bidder figures; one family each over every bidder, labelled `bidder`.

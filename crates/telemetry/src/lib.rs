@@ -92,34 +92,6 @@ macro_rules! labelled_counters {
     };
 }
 
-/// A counter per `E` variant.
-#[derive(Debug)]
-pub struct ByLabel<const N: usize>([AtomicU64; N]);
-
-impl<const N: usize> Default for ByLabel<N> {
-    fn default() -> Self {
-        ByLabel(std::array::from_fn(|_| AtomicU64::new(0)))
-    }
-}
-
-impl<const N: usize> ByLabel<N> {
-    pub fn inc(&self, index: usize) {
-        if let Some(c) = self.0.get(index) {
-            c.fetch_add(1, Relaxed);
-        }
-    }
-    pub fn add(&self, index: usize, n: u64) {
-        if let Some(c) = self.0.get(index)
-            && n > 0
-        {
-            c.fetch_add(n, Relaxed);
-        }
-    }
-    pub fn get(&self, index: usize) -> u64 {
-        self.0.get(index).map_or(0, |c| c.load(Relaxed))
-    }
-}
-
 /// Writes the `# HELP` and `# TYPE` lines of a metric family.
 pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");

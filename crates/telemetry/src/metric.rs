@@ -110,6 +110,10 @@ impl Gauge {
     pub fn set(&self, n: u64) {
         self.value.store(n, Relaxed);
     }
+    /// Sets it to `n` if `n` is higher (a high-water mark).
+    pub fn raise_to(&self, n: u64) {
+        self.value.fetch_max(n, Relaxed);
+    }
     pub fn get(&self) -> u64 {
         self.value.load(Relaxed)
     }
