@@ -55,101 +55,11 @@ async fn cache(
     request: Request<Incoming>,
     peer: std::net::SocketAddr,
 ) -> Response<EdgeBody> {
-    let metrics = &state.assets.common.metrics;
-    let now = state.assets.clock.now_ms();
     let response = match *request.method() {
-        Method::GET => {
-            let id = request
-                .uri()
-                .query()
-                .unwrap_or("")
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("uuid="));
-            match id {
-                Some(id) if store::is_id(id) => match state.store.get(id, now, metrics) {
-                    Some((content_type, value)) => plain(StatusCode::OK, content_type, value),
-                    None => answer::refuse(
-                        StatusCode::NOT_FOUND,
-                        "no stored value under that uuid (never stored, or expired)",
-                    ),
-                },
-                Some(_) => {
-                    answer::refuse(StatusCode::BAD_REQUEST, "uuid: not an id this store makes")
-                }
-                None => {
-                    answer::refuse(StatusCode::BAD_REQUEST, "uuid: missing; GET /cache?uuid=ID")
-                }
-            }
-        }
-        Method::POST => {
-            // Who it is, before the body is read: a stranger costs a header parse.
-            let writer = match state
-                .writers
-                .authenticate(http_front::bearer_token(request.headers()))
-            {
-                Ok(w) => w,
-                Err(why) => return with_cors(put_refused(state, why), state),
-            };
-            let body =
-                match http_front::read_body(request, state.max_request_bytes, state.read_timeout)
-                    .await
-                {
-                    Ok(body) => body,
-                    Err(http_front::BodyError::TooLarge { limit }) => {
-                        return answer::refuse(
-                            StatusCode::PAYLOAD_TOO_LARGE,
-                            &format!("body exceeds the limit of {limit} bytes"),
-                        );
-                    }
-                    Err(http_front::BodyError::Timeout) => {
-                        return answer::refuse(
-                            StatusCode::REQUEST_TIMEOUT,
-                            "body not received in time",
-                        );
-                    }
-                    Err(http_front::BodyError::Read(_)) => {
-                        return answer::refuse(StatusCode::BAD_REQUEST, "reading the body failed");
-                    }
-                };
-            if let Err(why) = state
-                .writers
-                .admit(writer, peer.ip(), body.len() as u64, now)
-            {
-                return with_cors(put_refused(state, why), state);
-            }
-            match state
-                .store
-                .put(&body, state.writers.share_of(writer), now, metrics)
-            {
-                Ok(ids) => {
-                    let responses: Vec<_> = ids
-                        .iter()
-                        .map(|id| serde_json::json!({ "uuid": id }))
-                        .collect();
-                    let body = serde_json::json!({ "responses": responses }).to_string();
-                    plain(StatusCode::OK, "application/json", Bytes::from(body))
-                }
-                Err(e) => answer::refuse(StatusCode::BAD_REQUEST, &e.0),
-            }
-        }
+        Method::GET => cache_get(state, &request),
+        Method::POST => cache_put(state, request, peer).await,
         // The preflight of a browser's POST (Prebid.js writes VAST from the page).
-        Method::OPTIONS => {
-            let mut r = plain(StatusCode::NO_CONTENT, "text/plain", Bytes::new());
-            let h = r.headers_mut();
-            h.insert(
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                HeaderValue::from_static("GET, POST"),
-            );
-            h.insert(
-                header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static("Content-Type, Authorization"),
-            );
-            h.insert(
-                header::ACCESS_CONTROL_MAX_AGE,
-                HeaderValue::from_static("600"),
-            );
-            r
-        }
+        Method::OPTIONS => preflight(),
         _ => {
             let mut r = answer::refuse(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -163,6 +73,103 @@ async fn cache(
         }
     };
     with_cors(response, state)
+}
+
+/// `GET /cache?uuid=ID`: a stored value.
+fn cache_get(state: &State, request: &Request<Incoming>) -> Response<EdgeBody> {
+    let id = request
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("uuid="));
+    let now = state.assets.clock.now_ms();
+    match id {
+        Some(id) if store::is_id(id) => {
+            match state.store.get(id, now, &state.assets.common.metrics) {
+                Some((content_type, value)) => plain(StatusCode::OK, content_type, value),
+                None => answer::refuse(
+                    StatusCode::NOT_FOUND,
+                    "no stored value under that uuid (never stored, or expired)",
+                ),
+            }
+        }
+        Some(_) => answer::refuse(StatusCode::BAD_REQUEST, "uuid: not an id this store makes"),
+        None => answer::refuse(StatusCode::BAD_REQUEST, "uuid: missing; GET /cache?uuid=ID"),
+    }
+}
+
+/// `POST /cache`: a writer's values stored, their ids answered.
+async fn cache_put(
+    state: &State,
+    request: Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Response<EdgeBody> {
+    // Who it is, before the body is read: a stranger costs a header parse.
+    let writer = match state
+        .writers
+        .authenticate(http_front::bearer_token(request.headers()))
+    {
+        Ok(w) => w,
+        Err(why) => return put_refused(state, why),
+    };
+    let body =
+        match http_front::read_body(request, state.max_request_bytes, state.read_timeout).await {
+            Ok(body) => body,
+            Err(http_front::BodyError::TooLarge { limit }) => {
+                return answer::refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("body exceeds the limit of {limit} bytes"),
+                );
+            }
+            Err(http_front::BodyError::Timeout) => {
+                return answer::refuse(StatusCode::REQUEST_TIMEOUT, "body not received in time");
+            }
+            Err(http_front::BodyError::Read(_)) => {
+                return answer::refuse(StatusCode::BAD_REQUEST, "reading the body failed");
+            }
+        };
+    let now = state.assets.clock.now_ms();
+    if let Err(why) = state
+        .writers
+        .admit(writer, peer.ip(), body.len() as u64, now)
+    {
+        return put_refused(state, why);
+    }
+    let share = state.writers.share_of(writer);
+    match state
+        .store
+        .put(&body, share, now, &state.assets.common.metrics)
+    {
+        Ok(ids) => {
+            let responses: Vec<_> = ids
+                .iter()
+                .map(|id| serde_json::json!({ "uuid": id }))
+                .collect();
+            let body = serde_json::json!({ "responses": responses }).to_string();
+            plain(StatusCode::OK, "application/json", Bytes::from(body))
+        }
+        Err(e) => answer::refuse(StatusCode::BAD_REQUEST, &e.0),
+    }
+}
+
+/// The answer to a browser's CORS preflight.
+fn preflight() -> Response<EdgeBody> {
+    let mut r = plain(StatusCode::NO_CONTENT, "text/plain", Bytes::new());
+    let h = r.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Content-Type, Authorization"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    r
 }
 
 /// A refused put: 401 (with the scheme to use) or 429 (with when to come back); counted.

@@ -381,6 +381,17 @@ struct Activity {
 }
 
 impl Activity {
+    fn new() -> Activity {
+        Activity {
+            born: Instant::now(),
+            serving: AtomicU32::new(0),
+            served: AtomicU32::new(0),
+            quiet_since_ms: AtomicU64::new(0),
+            quiet: AtomicBool::new(true),
+            first_byte_ms: AtomicU64::new(0),
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -519,14 +530,7 @@ async fn connection<S, H, F, B>(
     F: Future<Output = Response<B>> + Send + 'static,
     B: AnswerBody,
 {
-    let activity = Arc::new(Activity {
-        born: Instant::now(),
-        serving: AtomicU32::new(0),
-        served: AtomicU32::new(0),
-        quiet_since_ms: AtomicU64::new(0),
-        quiet: AtomicBool::new(true),
-        first_byte_ms: AtomicU64::new(0),
-    });
+    let activity = Arc::new(Activity::new());
     let heads = Arc::new(std::sync::Mutex::new(crate::framing::HeadScanner::default()));
     let io = WatchedIo {
         inner: stream,
@@ -538,21 +542,7 @@ async fn connection<S, H, F, B>(
     let service = service_fn(move |req: Request<Incoming>| {
         let activity = service_activity.clone();
         activity.serving.fetch_add(1, Relaxed);
-        // Framing that a proxy in front might read otherwise never reaches a handler. A second
-        // Content-Length equal to the first is folded away by hyper: the bytes tell.
-        let head = heads
-            .lock()
-            .map_or(crate::framing::Head::Unknown, |mut h| h.next_head());
-        let framing = match (crate::framing::check(req.version(), req.headers()), head) {
-            (Ok(()), crate::framing::Head::RepeatedLength) => {
-                Err(crate::framing::FramingError::ContentLength)
-            }
-            (Ok(()), crate::framing::Head::Unknown) => {
-                Err(crate::framing::FramingError::Unfollowed)
-            }
-            (other, _) => other,
-        };
-        let answer = match framing {
+        let answer = match framing_of(&heads, &req) {
             Ok(()) => Either::Left(handler(req, peer)),
             Err(why) => {
                 service_stats.protocol_errors.fetch_add(1, Relaxed);
@@ -575,15 +565,7 @@ async fn connection<S, H, F, B>(
             Ok::<_, Infallible>(response)
         }
     });
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        // The watchdog below enforces header and idle timeouts.
-        .header_read_timeout(None)
-        .max_buf_size(limits.max_header_bytes.max(MIN_HEADER_BYTES))
-        .max_header_size(limits.max_header_bytes)
-        .keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(io), service);
+    let conn = builder(&limits).serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     let watchdog = tokio::time::sleep(limits.header_timeout.min(limits.idle_timeout));
     tokio::pin!(watchdog);
@@ -626,6 +608,37 @@ async fn connection<S, H, F, B>(
             }
         }
     }
+}
+
+/// Framing that a proxy in front might read otherwise never reaches a handler. A second
+/// Content-Length equal to the first is folded away by hyper: the bytes tell.
+fn framing_of(
+    heads: &std::sync::Mutex<crate::framing::HeadScanner>,
+    req: &Request<Incoming>,
+) -> Result<(), crate::framing::FramingError> {
+    let head = heads
+        .lock()
+        .map_or(crate::framing::Head::Unknown, |mut h| h.next_head());
+    match (crate::framing::check(req.version(), req.headers()), head) {
+        (Ok(()), crate::framing::Head::RepeatedLength) => {
+            Err(crate::framing::FramingError::ContentLength)
+        }
+        (Ok(()), crate::framing::Head::Unknown) => Err(crate::framing::FramingError::Unfollowed),
+        (other, _) => other,
+    }
+}
+
+/// hyper's HTTP/1.1 server settings for one connection.
+fn builder(limits: &Limits) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        // The connection's watchdog enforces header and idle timeouts.
+        .header_read_timeout(None)
+        .max_buf_size(limits.max_header_bytes.max(MIN_HEADER_BYTES))
+        .max_header_size(limits.max_header_bytes)
+        .keep_alive(true);
+    builder
 }
 
 /// A client stream (TCP or TLS) that notes when the first byte of a request arrives.
@@ -694,14 +707,7 @@ mod tests {
     use super::*;
 
     fn activity() -> Activity {
-        Activity {
-            born: Instant::now(),
-            serving: AtomicU32::new(0),
-            served: AtomicU32::new(0),
-            quiet_since_ms: AtomicU64::new(0),
-            quiet: AtomicBool::new(true),
-            first_byte_ms: AtomicU64::new(0),
-        }
+        Activity::new()
     }
 
     #[test]
