@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::config::Endpoint;
 use crate::outcome::CacheOutcome;
 use crate::settle::Won;
-use upstream::pool::{BidderPool, CallError};
+use upstream::pool::{BidderPool, CallError, PoolLimits};
 
 /// Largest answer read from the store.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -76,13 +76,12 @@ impl MarkupCache {
         key: Option<&settings::Secret>,
     ) -> MarkupCache {
         // A late answer is drained for up to a second so its connection is kept.
-        let mut pool = BidderPool::new(
-            endpoint,
-            config.max_connections,
-            MAX_ANSWER_BYTES,
-            Duration::from_secs(1),
-            Arc::default(),
-        );
+        let limits = PoolLimits {
+            max_connections: config.max_connections,
+            max_response_bytes: MAX_ANSWER_BYTES,
+            drain: Duration::from_secs(1),
+        };
+        let mut pool = BidderPool::new(endpoint, limits, Arc::default());
         if let Some(key) = key.map(|k| String::from_utf8_lossy(k.expose()).into_owned()) {
             pool = pool.authorized(&key);
         }

@@ -75,8 +75,8 @@ impl RosterChange {
 /// bidders count in.
 #[derive(Debug, Clone)]
 pub(crate) struct PoolSettings {
-    pub(crate) max_response_bytes: usize,
-    pub(crate) drain: Duration,
+    /// `[upstream]`, restart-only; each bidder's pool adds its `max_connections`.
+    pub(crate) upstream: upstream::UpstreamSection,
     pub(crate) breaker: BreakerConfig,
     pub(crate) metrics: Arc<Metrics>,
 }
@@ -88,8 +88,7 @@ impl PoolSettings {
         metrics: Arc<Metrics>,
     ) -> PoolSettings {
         PoolSettings {
-            max_response_bytes: upstream.max_response_bytes,
-            drain: Duration::from_millis(upstream.drain_ms),
+            upstream: *upstream,
             breaker: breaker.clone(),
             metrics,
         }
@@ -223,9 +222,7 @@ impl Bidder {
                 || {
                     Arc::new(BidderPool::new(
                         endpoint.clone(),
-                        config.max_connections,
-                        settings.max_response_bytes,
-                        settings.drain,
+                        settings.upstream.pool_limits(config.max_connections),
                         metrics.connections_busy.cell(),
                     ))
                 },

@@ -270,6 +270,11 @@ fn check_config_warns_about_what_would_silently_stop_billing() {
         stdout.contains("bidder hosts resolved now: local 127.0.0.1 -> 127.0.0.1; gone no-such-host.invalid -> UNRESOLVED"),
         "{stdout}"
     );
+    // A limit the file leaves unset is printed as the one in effect.
+    assert!(
+        stdout.contains("[http]\nmax_body_bytes = 262144\n"),
+        "{stdout}"
+    );
     for warning in [
         "warning: bidders[0] (\"local\"): endpoint 127.0.0.1 resolves to 127.0.0.1",
         "set notices.allow_private_addresses = true",
@@ -317,6 +322,7 @@ fn check_config_validates_a_bidder_file_with_its_campaigns() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("campaigns 1"), "{stdout}");
     assert!(stdout.contains("(shoes)"), "{stdout}");
+    assert!(stdout.contains("\nmax_body_bytes = 262144\n"), "{stdout}");
     assert!(stdout.contains("notices signed"), "{stdout}");
     // Redis is named, not called; its password is never printed.
     assert!(stdout.contains("127.0.0.1:9"), "{stdout}");
@@ -364,6 +370,8 @@ fn check_config_tells_the_kind_from_the_keys_or_asks_for_it() {
         stdout.contains("a valid edge configuration: origins 1"),
         "{stdout}"
     );
+    // Unset, the edge's body limit is what its store's limits make a put.
+    assert!(stdout.contains("\nmax_body_bytes = "), "{stdout}");
 
     // What the edge reads at start is checked too: its certificate directory.
     let no_certs = dir.file(

@@ -120,6 +120,18 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+/// How big a pool is and how it treats answers: its own settings, apart from the endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Open connections at most (idle and busy); a call beyond is refused, never queued.
+    pub max_connections: u32,
+    /// Largest answer read, in bytes; a larger one is the call's error.
+    pub max_response_bytes: usize,
+    /// How long after the caller's deadline a late answer is still read (and thrown away) so
+    /// that its connection can be reused.
+    pub drain: Duration,
+}
+
 /// The connection pool of one bidder.
 #[derive(Debug)]
 pub struct BidderPool {
@@ -139,15 +151,14 @@ pub struct BidderPool {
 }
 
 impl BidderPool {
-    /// A pool of at most `max_connections`; `busy` counts the calls holding one of them (it may
-    /// be shared with the pool this one replaces, whose calls still finish).
-    pub fn new(
-        endpoint: Endpoint,
-        max_connections: u32,
-        max_response_bytes: usize,
-        drain: Duration,
-        busy: Arc<AtomicU64>,
-    ) -> Self {
+    /// A pool of at most `limits.max_connections`; `busy` counts the calls holding one of them
+    /// (it may be shared with the pool this one replaces, whose calls still finish).
+    pub fn new(endpoint: Endpoint, limits: PoolLimits, busy: Arc<AtomicU64>) -> Self {
+        let PoolLimits {
+            max_connections,
+            max_response_bytes,
+            drain,
+        } = limits;
         let head = RequestHead::post(&endpoint.path, &endpoint.authority);
         BidderPool {
             addr: arc_swap::ArcSwapOption::from(endpoint.addr.map(Arc::new)),

@@ -30,6 +30,15 @@ impl Default for UpstreamSection {
 }
 
 impl UpstreamSection {
+    /// The limits of a pool of `max_connections` under these settings.
+    pub fn pool_limits(&self, max_connections: u32) -> crate::pool::PoolLimits {
+        crate::pool::PoolLimits {
+            max_connections,
+            max_response_bytes: self.max_response_bytes,
+            drain: std::time::Duration::from_millis(self.drain_ms),
+        }
+    }
+
     /// The keys that moved here from `[http]`, for `settings::FileRules::moved`.
     pub const MOVED_FROM_HTTP: [(&'static str, &'static str); 3] = [
         (

@@ -53,9 +53,7 @@ impl FanOut {
             .map(|(bidder, endpoint)| {
                 Arc::new(BidderPool::new(
                     endpoint.clone(),
-                    bidder.max_connections,
-                    upstream.max_response_bytes,
-                    Duration::from_millis(upstream.drain_ms),
+                    upstream.pool_limits(bidder.max_connections),
                     Arc::default(),
                 ))
             })

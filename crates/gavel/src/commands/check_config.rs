@@ -108,7 +108,9 @@ pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<
     for w in exchange::warnings::warnings(validated) {
         let _ = write!(headline, "\nwarning: {w}");
     }
-    print(&headline, c)
+    let mut shown = c.clone();
+    shown.http.max_body_bytes = Some(validated.max_body_bytes());
+    print(&headline, &shown)
 }
 
 /// A bidder configuration that loaded, checked with everything its start reads.
@@ -147,7 +149,9 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
     for w in &report.warnings {
         let _ = write!(headline, "\nwarning: {w}");
     }
-    print(&headline, config)
+    let mut shown = config.clone();
+    shown.http.max_body_bytes = Some(config.max_body_bytes());
+    print(&headline, &shown)
 }
 
 /// An edge configuration that loaded, with what its start reads: the certificate directory.
@@ -163,17 +167,20 @@ pub fn edge(file: &Path, config: &creative_edge::Config) -> anyhow::Result<()> {
     {
         bail!("disk.dir {} is not a directory", disk.dir.display());
     }
+    let mut shown = config.clone();
+    shown.http.max_body_bytes = Some(config.max_request_bytes());
     print(
         &format!(
             "{}: a valid edge configuration: origins {}",
             file.display(),
             config.origins.len()
         ),
-        config,
+        &shown,
     )
 }
 
-/// The headline, then the values in effect as TOML.
+/// The headline, then the values in effect as TOML (callers fill in what a default computes,
+/// such as the body limit).
 fn print(headline: &str, values: &impl serde::Serialize) -> anyhow::Result<()> {
     let text = toml::to_string(values).context("printing the values in effect")?;
     // Not println!: a reader that stops early (`| head`) must not turn the check into a panic.
