@@ -77,7 +77,7 @@ class Redis:
 
 def write_config(d, n, ledger, admission, signed=True):
     """campaigns.json (`n` campaigns) and bidder.toml in `d` (notices signed with a fresh key
-    unless `signed` is false); returns (config path, port)."""
+    unless `signed` is false); returns (config path, port, admin port)."""
     with open(os.path.join(d, "campaigns.json"), "w") as f:
         json.dump(campaigns(n), f)
     key = os.path.join(d, "notice.key")
@@ -99,7 +99,7 @@ def variant(name, n, label, ledger, args, capacity, signed=True):
     """Capacity of one bidder configuration; returns its figures."""
     with tempfile.TemporaryDirectory() as d:
         # The gate off: its shed answers are 204s, which the capacity search would count.
-        config, port = write_config(d, n, ledger, "off", signed)
+        config, port, _ = write_config(d, n, ledger, "off", signed)
         print(f"{name}: gavel bidder with {n} campaigns on core 0", flush=True)
         with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             url = f"http://127.0.0.1:{port}/openrtb2/bid"

@@ -11,11 +11,13 @@
 use std::time::Duration;
 
 use openrtb::Price;
+use serde::{Serialize, Serializer};
 use telemetry::labelled_counters;
 
 /// A bidder's place in the roster one auction read. Replies, winners and notices name their
 /// bidder by it; it means nothing in another roster (a reload builds a new one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
 pub struct BidderIx(u32);
 
 impl BidderIx {
@@ -35,6 +37,13 @@ impl BidderIx {
     }
     pub(crate) fn from_raw(raw: u32) -> BidderIx {
         BidderIx(raw)
+    }
+}
+
+fn micros<S: Serializer>(took: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match took {
+        Some(d) => s.serialize_some(&u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        None => s.serialize_none(),
     }
 }
 
@@ -116,7 +125,7 @@ labelled_counters! {
 }
 
 /// What one bidder did in one auction.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallOutcome {
     pub bidder: BidderIx,
     pub outcome: BidderOutcome,
@@ -125,14 +134,16 @@ pub struct CallOutcome {
     /// The finer reason of a no-bid, an invalid answer or a failure (`no_content`,
     /// `bad_json`, `refused`, ...).
     pub detail: Option<&'static str>,
-    /// From the start of the fan-out to its complete answer, when it answered.
+    /// From the start of the fan-out to its complete answer, when it answered (a record holds
+    /// it in microseconds, `took_us`).
+    #[serde(rename = "took_us", serialize_with = "micros")]
     pub took: Option<Duration>,
     /// Bids it sent (each bid of each seatbid).
     pub bids: u32,
 }
 
 /// A bid dropped before or by the auction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Rejected {
     pub bidder: BidderIx,
     /// `auction::Rejection`'s label, or `no_markup`.
@@ -140,14 +151,15 @@ pub struct Rejected {
 }
 
 /// A winning bid, as the seller got it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct WinOutcome {
     pub bidder: BidderIx,
     pub cleared: Price,
 }
 
-/// Everything one auction did, in the order it happened.
-#[derive(Clone, Debug, PartialEq)]
+/// Everything one auction did, in the order it happened. Serialized, it is the auction's
+/// record (the label enums as their labels, prices as CPM decimals).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AuctionOutcome {
     pub request: RequestOutcome,
     /// Answered at once: less time was left than the fastest bidder typically needs.
@@ -173,5 +185,61 @@ impl AuctionOutcome {
             markup: Vec::new(),
             cache: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An auction's record is its outcome serialized: labels as the metrics show them, prices
+    /// as CPM decimals, times in microseconds, bidders by their place in the roster.
+    #[test]
+    fn an_outcome_serializes_as_its_record() {
+        let (a, b) = (BidderIx(0), BidderIx(1));
+        let outcome = AuctionOutcome {
+            request: RequestOutcome::Bid,
+            no_time_left: false,
+            calls: vec![
+                CallOutcome {
+                    bidder: a,
+                    outcome: BidderOutcome::Bid,
+                    skip: None,
+                    detail: None,
+                    took: Some(Duration::from_micros(1_250)),
+                    bids: 2,
+                },
+                CallOutcome {
+                    bidder: b,
+                    outcome: BidderOutcome::Skipped,
+                    skip: Some(SkipReason::BreakerOpen),
+                    detail: None,
+                    took: None,
+                    bids: 0,
+                },
+            ],
+            rejected: vec![Rejected {
+                bidder: a,
+                reason: "below_floor",
+            }],
+            wins: vec![WinOutcome {
+                bidder: a,
+                cleared: Price::from_micros(2_345_678),
+            }],
+            markup: vec![(a, NoticeOutcome::Sent)],
+            cache: Some(CacheOutcome::Stored),
+        };
+        let record = serde_json::to_string(&outcome).unwrap_or_default();
+        assert_eq!(
+            record,
+            concat!(
+                r#"{"request":"bid","no_time_left":false,"calls":["#,
+                r#"{"bidder":0,"outcome":"bid","skip":null,"detail":null,"took_us":1250,"bids":2},"#,
+                r#"{"bidder":1,"outcome":"skipped","skip":"breaker_open","detail":null,"took_us":null,"bids":0}],"#,
+                r#""rejected":[{"bidder":0,"reason":"below_floor"}],"#,
+                r#""wins":[{"bidder":0,"cleared":2.345678}],"#,
+                r#""markup":[[0,"sent"]],"cache":"stored"}"#
+            )
+        );
     }
 }

@@ -5,6 +5,9 @@
 
 pub mod metric;
 
+#[doc(hidden)]
+pub use serde as __serde;
+
 pub use metric::{Counter, Counters, Counters2, Gauge, Label, Latency, Render, Tally, render_each};
 
 use std::fmt::Write as _;
@@ -75,6 +78,13 @@ macro_rules! labelled_counters {
             pub const COUNT: usize = [$($label,)*].len();
             pub fn label(self) -> &'static str {
                 match self { $($name::$variant => $label,)* }
+            }
+        }
+
+        // Serialized as its label: the value a record holds is the one the metrics show.
+        impl $crate::__serde::Serialize for $name {
+            fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.label())
             }
         }
 
