@@ -130,3 +130,44 @@ async fn the_client_reconnects_after_a_restart() {
         Some(Nanos(5))
     );
 }
+
+/// A peer that is not Redis (or an attacker on a plain-TCP path) announcing replies far larger
+/// than any ledger answer: the call ends within its deadline with an error, memory bounded,
+/// no panic. The announced bytes never come; nothing may be reserved for them up front.
+#[tokio::test]
+async fn a_reply_announcing_huge_lengths_costs_the_deadline_not_memory() {
+    for announced in [
+        &b"$9223372036854775807\r\n"[..],
+        b"*9223372036854775807\r\n",
+        b"*2147483647\r\n*2147483647\r\n",
+        b"$-7\r\n",
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(announced).await;
+                // Hold the connection open: the rest never arrives.
+                tokio::spawn(async move {
+                    let mut sink = [0u8; 4096];
+                    while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+                });
+            }
+        });
+        let l = ledger(addr, Duration::from_millis(300));
+        let err = l
+            .reserve("r", "c", Nanos(1), Timestamp(1), Timestamp(0))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LedgerError::Timeout | LedgerError::Protocol(_) | LedgerError::Unavailable(_)
+            ),
+            "{:?}: {err:?}",
+            String::from_utf8_lossy(announced)
+        );
+    }
+}
