@@ -38,6 +38,7 @@ mod object;
 
 pub mod codec;
 pub mod codes;
+pub mod convert;
 pub mod enums;
 pub mod macros;
 pub mod price;

@@ -30,6 +30,7 @@ mod context;
 mod media;
 mod native;
 mod path;
+pub mod repair;
 #[cfg(test)]
 mod tests;
 
