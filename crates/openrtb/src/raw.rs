@@ -6,6 +6,7 @@
 //! `serde_json::Value`, costs one copy of the bytes, preserves key order and number spelling,
 //! and re-emits them byte for byte.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
@@ -77,52 +78,198 @@ impl RawJson {
         value: V,
     ) -> Result<RawJson, RawJsonError> {
         let new_value = serde_json::value::to_raw_value(&value)?;
-        let members: Vec<(String, &RawValue)> = match ext {
+        RawJson::with_fields(ext.map(RawJson::as_raw_value), &[(key, &new_value)])
+    }
+
+    /// [`RawJson::with_field`] for several keys at once, in one rewrite of the object: each
+    /// `(key, value)` replaces the first member named `key` in place (dropping later duplicates)
+    /// or is appended, in the order given. `object` of `None` is taken as `{}`. If `fields`
+    /// names a key twice, the first value wins.
+    pub fn with_fields(
+        object: Option<&RawValue>,
+        fields: &[(&str, &RawValue)],
+    ) -> Result<RawJson, RawJsonError> {
+        let members = match object {
             None => Vec::new(),
-            Some(ext) => {
-                let text = ext.get().trim_start();
-                if !text.starts_with('{') {
-                    return Err(RawJsonError::NotAnObject);
-                }
-                serde_json::from_str::<OrderedMembers<'_>>(text)?.0
-            }
+            Some(object) => object_members(object.get())?,
         };
-        let mut out = String::with_capacity(
-            ext.map_or(0, |e| e.get().len()) + key.len() + new_value.get().len() + 8,
-        );
-        out.push('{');
-        let mut replaced = false;
-        let mut first = true;
-        let mut push_member = |out: &mut String, k: &str, v: &str| -> Result<(), RawJsonError> {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&serde_json::to_string(k)?);
-            out.push(':');
-            out.push_str(v);
-            Ok(())
-        };
-        for (k, v) in &members {
-            if k == key {
-                if !replaced {
-                    replaced = true;
-                    push_member(&mut out, k, new_value.get())?;
+        let mut out = ObjectWriter::with_capacity(members.len().saturating_add(fields.len()));
+        let is_member = |key: &str| members.iter().any(|(k, _)| k == key);
+        for (n, (key, value)) in members.iter().enumerate() {
+            match fields.iter().find(|(k, _)| *k == key.as_ref()) {
+                None => out.member(key, *value),
+                // In place of the first member of that name; later ones are dropped.
+                Some((_, new)) => {
+                    if !members.iter().take(n).any(|(k, _)| k == key) {
+                        out.member(key, *new);
+                    }
                 }
-            } else {
-                push_member(&mut out, k, v.get())?;
             }
         }
-        if !replaced {
-            push_member(&mut out, key, new_value.get())?;
+        for (i, (key, value)) in fields.iter().enumerate() {
+            let first_of_name = !fields.iter().take(i).any(|(k, _)| k == key);
+            if first_of_name && !is_member(key) {
+                out.member(key, *value);
+            }
         }
-        out.push('}');
-        Ok(RawJson(RawValue::from_string(out)?))
+        out.finish()
+    }
+
+    /// The value of the first member of `object` named `key`, borrowed from its text.
+    /// `object` that is not a JSON object is an error.
+    pub fn get_field<'a>(
+        object: &'a RawValue,
+        key: &str,
+    ) -> Result<Option<&'a RawValue>, RawJsonError> {
+        let text = object.get();
+        if !text.trim_start().starts_with('{') {
+            return Err(RawJsonError::NotAnObject);
+        }
+        if !may_hold_key(text, key) {
+            return Ok(None);
+        }
+        Ok(object_members(text)?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v))
+    }
+
+    /// Takes `keys` out of `object`: `Ok(None)` when none of them is a member (the object needs
+    /// no rewrite, and none is made), otherwise the object without them (`None` when nothing is
+    /// left) and the value of each key in the order of `keys` (its first occurrence; every
+    /// occurrence is removed). `object` that is not a JSON object is an error.
+    ///
+    /// Objects whose text cannot hold any of the keys (not even `\u`-escaped) are answered
+    /// without parsing them: the common case of an `ext` with nothing to take costs one scan.
+    pub fn without_fields<'a, const N: usize>(
+        object: &'a RawValue,
+        keys: [&str; N],
+    ) -> Result<Option<WithoutFields<'a, N>>, RawJsonError> {
+        let text = object.get();
+        if !text.trim_start().starts_with('{') {
+            return Err(RawJsonError::NotAnObject);
+        }
+        if !keys.iter().any(|key| may_hold_key(text, key)) {
+            return Ok(None);
+        }
+        let members = object_members(text)?;
+        let mut values: [Option<&'a RawValue>; N] = [None; N];
+        let mut found = false;
+        let mut out = ObjectWriter::with_capacity(members.len());
+        for (key, value) in &members {
+            match keys.iter().position(|k| *k == key.as_ref()) {
+                Some(i) => {
+                    found = true;
+                    if let Some(slot @ None) = values.get_mut(i) {
+                        *slot = Some(*value);
+                    }
+                }
+                None => out.member(key, *value),
+            }
+        }
+        if !found {
+            return Ok(None);
+        }
+        let rest = if out.is_empty() {
+            None
+        } else {
+            Some(out.finish()?)
+        };
+        Ok(Some(WithoutFields { rest, values }))
     }
 }
 
-/// Members of a JSON object in document order, values borrowed as raw text.
-struct OrderedMembers<'a>(Vec<(String, &'a RawValue)>);
+/// What [`RawJson::without_fields`] took out of an object.
+#[derive(Debug)]
+pub struct WithoutFields<'a, const N: usize> {
+    /// The object without the keys; `None` when no member is left.
+    pub rest: Option<RawJson>,
+    /// The value of each key asked for, in the order asked (`None`: not a member).
+    pub values: [Option<&'a RawValue>; N],
+}
+
+/// False only when `text` certainly has no member named `key`: the key's characters appear
+/// nowhere and there is no `\u` escape that could spell them. A quick substring scan that
+/// spares the parse of an object that cannot hold `key`.
+fn may_hold_key(text: &str, key: &str) -> bool {
+    text.contains(key) || text.contains("\\u")
+}
+
+/// The members of the JSON object `text` (surrounding whitespace allowed), in document order.
+fn object_members(text: &str) -> Result<Vec<(Cow<'_, str>, &RawValue)>, RawJsonError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(RawJsonError::NotAnObject);
+    }
+    Ok(serde_json::from_str::<OrderedMembers<'_>>(text)?.0)
+}
+
+/// Collects the members of a JSON object to write, borrowing keys and value text.
+struct ObjectWriter<'a> {
+    members: Vec<(&'a str, &'a RawValue)>,
+}
+
+impl<'a> ObjectWriter<'a> {
+    fn with_capacity(members: usize) -> Self {
+        ObjectWriter {
+            members: Vec::with_capacity(members),
+        }
+    }
+
+    fn member(&mut self, key: &'a str, value: &'a RawValue) {
+        self.members.push((key, value));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The object as compact JSON text. Goes through serde_json's serializer, which escapes
+    /// the keys and copies each value's text as is; `to_raw_value` does not re-validate what it
+    /// wrote (`RawValue::from_string` would scan it all again).
+    fn finish(self) -> Result<RawJson, RawJsonError> {
+        Ok(RawJson(serde_json::value::to_raw_value(&self)?))
+    }
+}
+
+impl Serialize for ObjectWriter<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.members.len()))?;
+        for (key, value) in &self.members {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Members of a JSON object in document order, keys and values borrowed from the text where
+/// they can be (a key with escapes is unescaped into an owned string).
+struct OrderedMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// An object key, borrowed from the text unless it had escapes.
+struct MemberKey<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for MemberKey<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = MemberKey<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+                Ok(MemberKey(Cow::Borrowed(key)))
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(MemberKey(Cow::Owned(key.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
+                Ok(MemberKey(Cow::Owned(key)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
 
 impl<'de> Deserialize<'de> for OrderedMembers<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -134,7 +281,7 @@ impl<'de> Deserialize<'de> for OrderedMembers<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some(key) = map.next_key::<String>()? {
+                while let Some(MemberKey(key)) = map.next_key::<MemberKey<'de>>()? {
                     members.push((key, map.next_value::<&'de RawValue>()?));
                 }
                 Ok(OrderedMembers(members))
@@ -311,6 +458,76 @@ mod tests {
         assert_eq!(created.get(), r#"{"gpid":"/1/home"}"#);
         let empty = RawJson::with_field(Some(&raw("{}")), "k", true).unwrap();
         assert_eq!(empty.get(), r#"{"k":true}"#);
+    }
+
+    fn raw_value(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn with_fields_sets_several_keys_in_one_rewrite() {
+        let one = raw_value("1");
+        let two = raw_value(r#"{"b":2}"#);
+        let ext = raw(r#"{"a":0, "k":"v","a":9,"x":[ ]}"#);
+        let set = |base: Option<&RawJson>, fields: &[(&str, &RawValue)]| {
+            RawJson::with_fields(base.map(RawJson::as_raw_value), fields)
+                .unwrap()
+                .get()
+                .to_owned()
+        };
+        // Replaced in place, later duplicates dropped, new keys appended in order.
+        assert_eq!(
+            set(Some(&ext), &[("n", &two), ("a", &one)]),
+            r#"{"a":1,"k":"v","x":[ ],"n":{"b":2}}"#
+        );
+        // The first of two equal keys in `fields` wins.
+        assert_eq!(set(None, &[("a", &one), ("a", &two)]), r#"{"a":1}"#);
+        assert_eq!(set(None, &[]), "{}");
+        // Keys that need escaping are escaped.
+        assert_eq!(set(None, &[("q\"", &one)]), r#"{"q\"":1}"#);
+        for text in ["[1]", "3", "\"{}\"", "null"] {
+            let err = RawJson::with_fields(Some(&raw_value(text)), &[("k", &one)]).unwrap_err();
+            assert!(matches!(err, RawJsonError::NotAnObject), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn get_field_finds_the_first_member() {
+        let ext = raw_value(r#"{"a":{"x":1},"pre\u0062id":true,"a":2}"#);
+        assert_eq!(RawJson::get_field(&ext, "a").unwrap().unwrap().get(), r#"{"x":1}"#);
+        assert_eq!(RawJson::get_field(&ext, "prebid").unwrap().unwrap().get(), "true");
+        assert!(RawJson::get_field(&ext, "zz").unwrap().is_none());
+        let err = RawJson::get_field(&raw_value("[]"), "a").unwrap_err();
+        assert!(matches!(err, RawJsonError::NotAnObject), "{err}");
+    }
+
+    #[test]
+    fn without_fields_takes_keys_out() {
+        let ext = raw_value(r#"{"gdpr":1,"dsa":{"x":"gdpr"},"us_privacy":"1YNN","gdpr":0}"#);
+        let taken = RawJson::without_fields(&ext, ["gdpr", "us_privacy", "none"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken.rest.unwrap().get(), r#"{"dsa":{"x":"gdpr"}}"#);
+        let values = taken.values.map(|v| v.map(RawValue::get));
+        assert_eq!(values, [Some("1"), Some(r#""1YNN""#), None]);
+
+        // Everything taken: no object left.
+        let only = raw_value(r#"{ "gdpr" : 1 }"#);
+        let taken = RawJson::without_fields(&only, ["gdpr"]).unwrap().unwrap();
+        assert!(taken.rest.is_none());
+
+        // A key that appears only inside a value, or not at all: nothing to rewrite.
+        assert!(RawJson::without_fields(&ext, ["x"]).unwrap().is_none());
+        assert!(RawJson::without_fields(&ext, ["eids"]).unwrap().is_none());
+        // An escaped key is still found.
+        let escaped = raw_value(r#"{"\u0067dpr":1,"k":2}"#);
+        let taken = RawJson::without_fields(&escaped, ["gdpr"]).unwrap().unwrap();
+        assert_eq!(taken.rest.unwrap().get(), r#"{"k":2}"#);
+        // Not an object: refused even when it could not hold the key.
+        for text in ["[1]", "\"gdpr\"", "null", "4"] {
+            let err = RawJson::without_fields(&raw_value(text), ["k"]).unwrap_err();
+            assert!(matches!(err, RawJsonError::NotAnObject), "{text}: {err}");
+        }
     }
 
     #[test]
