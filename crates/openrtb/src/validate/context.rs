@@ -106,12 +106,21 @@ fn device(d: &Device, at: Path<'_>) -> Check {
     Ok(())
 }
 
-/// 3.2.19: "Latitude from -90.0 to +90.0", "Longitude from -180.0 to +180.0".
+/// 3.2.19: "Latitude from -90.0 to +90.0" (false for NaN too).
+pub(super) fn latitude_in_range(lat: f64) -> bool {
+    (-90.0..=90.0).contains(&lat)
+}
+
+/// 3.2.19: "Longitude from -180.0 to +180.0" (false for NaN too).
+pub(super) fn longitude_in_range(lon: f64) -> bool {
+    (-180.0..=180.0).contains(&lon)
+}
+
 fn geo(g: &Geo, at: Path<'_>) -> Check {
-    if g.lat.is_some_and(|lat| !(-90.0..=90.0).contains(&lat)) {
+    if g.lat.is_some_and(|lat| !latitude_in_range(lat)) {
         return Err(fail(at.key("lat"), "must be between -90 and 90"));
     }
-    if g.lon.is_some_and(|lon| !(-180.0..=180.0).contains(&lon)) {
+    if g.lon.is_some_and(|lon| !longitude_in_range(lon)) {
         return Err(fail(at.key("lon"), "must be between -180 and 180"));
     }
     non_negative(g.accuracy, at.key("accuracy"))?;

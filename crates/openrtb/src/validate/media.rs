@@ -20,9 +20,7 @@ pub(super) fn imp(imp: &Imp, at: Path<'_>) -> Check {
     flag(imp.clickbrowser, at.key("clickbrowser"))?;
     flag(imp.secure, at.key("secure"))?;
     flag(imp.rwdd, at.key("rwdd"))?;
-    if !matches!(imp.ssai, None | Some(0..=3)) {
-        return Err(fail(at.key("ssai"), "must be 0, 1, 2 or 3"));
-    }
+    ssai(imp.ssai, at.key("ssai"))?;
     non_negative(imp.exp, at.key("exp"))?;
     if let Some(banner) = &imp.banner {
         self::banner(banner, at.key("banner"))?;
@@ -55,6 +53,14 @@ pub(super) fn imp(imp: &Imp, at: Path<'_>) -> Check {
     Ok(())
 }
 
+/// Server-side ad insertion: a closed list, 0 to 3.
+pub(super) fn ssai(value: Option<i32>, at: Path<'_>) -> Check {
+    match value {
+        None | Some(0..=3) => Ok(()),
+        Some(_) => Err(fail(at, "must be 0, 1, 2 or 3")),
+    }
+}
+
 /// Also a companion ad of a video or audio impression.
 fn banner(banner: &Banner, at: Path<'_>) -> Check {
     non_negative(banner.w, at.key("w"))?;
@@ -67,7 +73,7 @@ fn banner(banner: &Banner, at: Path<'_>) -> Check {
     flag(banner.vcm, at.key("vcm"))
 }
 
-fn format(format: &Format, at: Path<'_>) -> Check {
+pub(super) fn format(format: &Format, at: Path<'_>) -> Check {
     non_negative(format.w, at.key("w"))?;
     non_negative(format.h, at.key("h"))?;
     non_negative(format.wratio, at.key("wratio"))?;
@@ -85,7 +91,7 @@ fn mimes(mimes: Option<&[String]>, at: Path<'_>) -> Check {
 
 /// AdCOM List: Start Delay Modes: a delay in seconds, or -1 (generic mid-roll), -2 (generic
 /// post-roll).
-fn start_delay(value: Option<i32>, at: Path<'_>) -> Check {
+pub(super) fn start_delay(value: Option<i32>, at: Path<'_>) -> Check {
     match value {
         Some(v) if v < -2 => Err(fail(
             at,
@@ -96,7 +102,7 @@ fn start_delay(value: Option<i32>, at: Path<'_>) -> Check {
 }
 
 /// 3.2.7/3.2.8: "If -1, extension is allowed, and there is no time limit imposed."
-fn max_extended(value: Option<i32>, at: Path<'_>) -> Check {
+pub(super) fn max_extended(value: Option<i32>, at: Path<'_>) -> Check {
     match value {
         Some(v) if v < -1 => Err(fail(at, "must be -1 (no limit) or 0 or more seconds")),
         _ => Ok(()),

@@ -150,6 +150,32 @@ pub(super) fn request(text: &str, at: Path<'_>) -> Check {
     }
 }
 
+/// 7.1 Context Type IDs: 1 content, 2 social, 3 product.
+pub(super) fn is_context(v: i32) -> bool {
+    (1..=3).contains(&v)
+}
+
+/// 7.2 Context Sub Type IDs, by decade of their context (the listed ones and the rest of each
+/// decade, see [`context_subtype`]).
+pub(super) fn is_listed_subtype(v: i32) -> bool {
+    (10..=39).contains(&v)
+}
+
+/// 7.5 Image Asset Types: 1 icon, 3 main, and 2 (see the module documentation).
+pub(super) fn is_image_type(v: i32) -> bool {
+    (1..=3).contains(&v)
+}
+
+/// 7.6 Event Types: 1 impression, 2-4 viewability.
+pub(super) fn is_event(v: i32) -> bool {
+    (1..=4).contains(&v)
+}
+
+/// 7.7 Event Tracking Methods: 1 image pixel, 2 JavaScript.
+pub(super) fn is_method(v: i32) -> bool {
+    matches!(v, 1 | 2)
+}
+
 #[cold]
 fn json_error(e: &DecodeError, at: Path<'_>) -> InvalidRequest {
     // serde_path_to_error writes `?` for a key it did not get to read (a syntax error there).
@@ -171,7 +197,7 @@ fn markup<W>(m: &Markup<W>, at: Path<'_>) -> Check {
     // 7.1 Context Type IDs.
     listed_or_vendor(
         m.context,
-        |v| (1..=3).contains(&v),
+        is_context,
         at.key("context"),
         "must be 1 (content), 2 (social), 3 (product) or an exchange-specific 500 or more",
     )?;
@@ -198,14 +224,14 @@ fn markup<W>(m: &Markup<W>, at: Path<'_>) -> Check {
 /// context type of 1, only context subtypes that start with 1 are valid)". The listed subtypes
 /// are 10-15, 20-22 and 30-32; the rest of each decade is accepted with its context, since
 /// that is the rule the text states.
-fn context_subtype(context: Option<i32>, subtype: Option<i32>, at: Path<'_>) -> Check {
+pub(super) fn context_subtype(context: Option<i32>, subtype: Option<i32>, at: Path<'_>) -> Check {
     let Some(subtype) = subtype else {
         return Ok(());
     };
     if subtype >= 500 {
         return Ok(());
     }
-    if !(10..=39).contains(&subtype) {
+    if !is_listed_subtype(subtype) {
         return Err(fail(
             at,
             "must be 10-19 (content), 20-29 (social), 30-39 (product) or an exchange-specific 500 or more",
@@ -256,7 +282,7 @@ fn image(img: &Image, at: Path<'_>) -> Check {
     // 7.5 Image Asset Types: 1 icon, 3 main; 2 is accepted (see the module documentation).
     listed_or_vendor(
         img.kind,
-        |v| (1..=3).contains(&v),
+        is_image_type,
         at.key("type"),
         "must be 1 (icon), 3 (main), 2 (deprecated logo) or an exchange-specific 500 or more",
     )?;
@@ -297,7 +323,7 @@ fn event_tracker(t: &EventTracker, at: Path<'_>) -> Check {
     let event = required(t.event, at.key("event"))?;
     listed_or_vendor(
         Some(event),
-        |v| (1..=4).contains(&v),
+        is_event,
         at.key("event"),
         "must be 1 to 4 or an exchange-specific 500 or more",
     )?;
@@ -307,7 +333,7 @@ fn event_tracker(t: &EventTracker, at: Path<'_>) -> Check {
     for (i, &method) in methods.iter().enumerate() {
         listed_or_vendor(
             Some(method),
-            |v| matches!(v, 1 | 2),
+            is_method,
             methods_at.index(i),
             "must be 1 (image), 2 (JavaScript) or an exchange-specific 500 or more",
         )?;

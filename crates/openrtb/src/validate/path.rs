@@ -80,9 +80,14 @@ pub(super) type Check = Result<(), InvalidRequest>;
 /// A `0 = no, 1 = yes` flag, when present.
 pub(super) fn flag(value: Option<i32>, at: Path<'_>) -> Check {
     match value {
-        None | Some(0 | 1) => Ok(()),
-        Some(_) => Err(fail(at, "must be 0 or 1")),
+        Some(v) if !is_flag(v) => Err(fail(at, "must be 0 or 1")),
+        _ => Ok(()),
     }
+}
+
+/// The values of a `0 = no, 1 = yes` flag.
+pub(super) fn is_flag(value: i32) -> bool {
+    matches!(value, 0 | 1)
 }
 
 /// A count, size, duration or rate, when present.
@@ -115,9 +120,14 @@ pub(super) fn listed_or_vendor(
     problem: &'static str,
 ) -> Check {
     match value {
-        Some(v) if !listed(v) && v < 500 => Err(fail(at, problem)),
+        Some(v) if !is_listed_or_vendor(v, listed) => Err(fail(at, problem)),
         _ => Ok(()),
     }
+}
+
+/// Whether `value` is a `listed` code or an exchange-specific one (500 and above).
+pub(super) fn is_listed_or_vendor(value: i32, listed: impl Fn(i32) -> bool) -> bool {
+    listed(value) || value >= 500
 }
 
 #[cfg(test)]

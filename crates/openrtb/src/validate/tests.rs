@@ -1,5 +1,6 @@
 //! One row per rule: a small valid request that carries every object a rule looks at, mutated to
 //! break exactly that rule, and the path (and the gist of the problem) the message must name.
+//! `repair`'s tests reuse the request and the table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
@@ -9,7 +10,7 @@ use crate::BidRequest;
 
 /// A Native 1.2 request for an in-feed unit: title, main image, icon, sponsored-by, description,
 /// call to action, a video, impression and viewability trackers.
-fn native() -> Value {
+pub(super) fn native() -> Value {
     json!({
         "ver": "1.2", "context": 1, "contextsubtype": 11, "plcmttype": 1, "plcmtcnt": 1, "seq": 0,
         "aurlsupport": 0, "durlsupport": 0, "privacy": 1,
@@ -28,7 +29,7 @@ fn native() -> Value {
 
 /// Valid, with every object and field some rule reads. `imp[0].native.request` is kept as an
 /// object here and encoded to its string by [`build`].
-fn base() -> Value {
+pub(super) fn base() -> Value {
     json!({
         "id": "req-1",
         "imp": [{
@@ -78,7 +79,7 @@ fn base() -> Value {
     })
 }
 
-fn build(mut v: Value) -> BidRequest {
+pub(super) fn build(mut v: Value) -> BidRequest {
     for imp in v["imp"].as_array_mut().unwrap() {
         if let Some(request) = imp.pointer_mut("/native/request")
             && !request.is_string()
@@ -90,11 +91,11 @@ fn build(mut v: Value) -> BidRequest {
     BidRequest::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap()
 }
 
-type Mutation = Box<dyn Fn(&mut Value)>;
+pub(super) type Mutation = Box<dyn Fn(&mut Value)>;
 
 /// Sets the value at a JSON pointer whose parent exists (`null` removes an optional field: the
 /// codec reads it as absent).
-fn set(pointer: impl Into<String>, value: Value) -> Mutation {
+pub(super) fn set(pointer: impl Into<String>, value: Value) -> Mutation {
     let pointer = pointer.into();
     Box::new(move |v: &mut Value| {
         let (parent, key) = pointer.rsplit_once('/').unwrap();
@@ -118,7 +119,7 @@ fn remove_media() -> Mutation {
 }
 
 /// Moves `site` to `to` (`app` or `dooh`), then applies `then`.
-fn channel(to: &'static str, then: Mutation) -> Mutation {
+pub(super) fn channel(to: &'static str, then: Mutation) -> Mutation {
     Box::new(move |v: &mut Value| {
         let site = v.as_object_mut().unwrap().remove("site").unwrap();
         v[to] = json!({"id": "x", "content": site["content"].clone()});
@@ -127,7 +128,7 @@ fn channel(to: &'static str, then: Mutation) -> Mutation {
 }
 
 /// The JSON path a message uses for a JSON pointer: `/imp/0/banner/w` -> `imp[0].banner.w`.
-fn json_path(pointer: &str) -> String {
+pub(super) fn json_path(pointer: &str) -> String {
     let mut path = String::new();
     for step in pointer.split('/').skip(1) {
         if step.bytes().all(|b| b.is_ascii_digit()) {
@@ -142,16 +143,16 @@ fn json_path(pointer: &str) -> String {
     path
 }
 
-const NATIVE: &str = "/imp/0/native/request";
+pub(super) const NATIVE: &str = "/imp/0/native/request";
 const NEG: &str = "must not be negative";
 const FLAG: &str = "must be 0 or 1";
 const REQUIRED: &str = "required";
 
 /// One rule broken: the mutation, and the path and problem its message must name.
-struct Row {
-    mutate: Mutation,
-    path: String,
-    problem: &'static str,
+pub(super) struct Row {
+    pub(super) mutate: Mutation,
+    pub(super) path: String,
+    pub(super) problem: &'static str,
 }
 
 fn row(mutate: Mutation, path: &str, problem: &'static str) -> Row {
@@ -203,7 +204,7 @@ fn native_text(text: impl Into<String>, problem: &'static str) -> Row {
 }
 
 #[rustfmt::skip]
-fn rows() -> Vec<Row> {
+pub(super) fn rows() -> Vec<Row> {
     let not_a_code = "must be 1 (icon), 3 (main), 2 (deprecated logo)";
     vec![
         // Imp (3.2.4)
@@ -524,7 +525,7 @@ fn the_path_names_the_imp_at_fault() {
 /// The `native_request` fuzz target's property, on every test run: any string as the native
 /// request of an otherwise valid request is either accepted or refused with a message naming
 /// `imp[0].native.request`, never a panic.
-mod props {
+pub(super) mod props {
     use proptest::prelude::*;
     use serde_json::Value;
 
@@ -566,7 +567,7 @@ mod props {
     ];
 
     /// JSON shaped like a native request: its keys, small codes, nesting.
-    fn native_like() -> impl Strategy<Value = Value> {
+    pub(in crate::validate) fn native_like() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::from),

@@ -1,1 +1,0 @@
-//! Placeholder: filled in by issue 34's work (repair before validation).
