@@ -3,7 +3,7 @@
 fixed time, report what libFuzzer measured. Exits non-zero if any target crashed (or timed out
 on an input, or ran out of memory).
 
-    python3 bench/fuzz.py                          # 10 targets x 30 s, plus the builds
+    python3 bench/fuzz.py                          # 11 targets x 30 s, plus the builds
     python3 bench/fuzz.py --only notice_params --seconds 120 --json /tmp/fuzz.json
 
 Each target runs single-process (no -jobs/-workers) with -max_total_time, -max_len (its input
@@ -31,6 +31,7 @@ TARGETS = {
     "decode_differential": (OPENRTB, "openrtb.dict", 16384),
     "macro_substitute": (OPENRTB, None, 4096),
     "native_request": (OPENRTB, "openrtb.dict", 36864),
+    "convert": (OPENRTB, "openrtb.dict", 16384),
     "notice_params": (GAVEL, "notice.dict", 4096),
     "exchange_config": (GAVEL, "toml.dict", 8192),
     "bidder_config": (GAVEL, "toml.dict", 8192),
