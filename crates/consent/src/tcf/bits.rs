@@ -1,7 +1,8 @@
-//! The bits of one segment, read straight from its base64url characters: each character is six
-//! bits, most significant first, as IAB's decoder reads them. Nothing is copied into a byte
-//! buffer, and the length of a segment need not be a multiple of four characters (IAB's
-//! encoder pads to 24 bits, other encoders may not; bits after the last field are ignored).
+//! The bits of one segment. Its base64url characters (six bits each, most significant first,
+//! as IAB's decoder reads them) are unpacked once into bytes, with zero bytes after them, so
+//! that any read of up to 57 bits is one unaligned big-endian load and a shift. The length of a
+//! segment need not be a multiple of four characters (IAB's encoder pads to 24 bits, others may
+//! not); bits after the last field are ignored.
 
 use super::error::{Segment, TcfError};
 
@@ -25,11 +26,14 @@ pub(super) fn is_base64url(byte: u8) -> bool {
     SEXTETS[usize::from(byte)] != INVALID
 }
 
+/// Zero bytes after the unpacked characters: a 64-bit load at any bit inside them is in bounds.
+const SLACK: usize = 8;
+
 /// A cursor over the bits of one segment. The characters were checked to be base64url before
 /// (`TcString::decode` checks the whole string once), so every character has a value.
 #[derive(Debug, Clone)]
-pub(super) struct Bits<'a> {
-    chars: &'a [u8],
+pub(super) struct Bits {
+    bytes: Vec<u8>,
     /// Next bit to read.
     pos: usize,
     /// Bits in the segment: six per character. At most `MAX_TC_STRING_BYTES * 6`.
@@ -37,21 +41,40 @@ pub(super) struct Bits<'a> {
     segment: Segment,
 }
 
-impl<'a> Bits<'a> {
-    pub(super) fn new(chars: &'a [u8], segment: Segment) -> Self {
+impl Bits {
+    /// Unpacks `chars` (one allocation of three bytes per four characters, plus `SLACK`).
+    pub(super) fn new(chars: &[u8], segment: Segment) -> Self {
+        let len = chars.len().saturating_mul(6);
+        let mut bytes = Vec::with_capacity(len.div_ceil(8) + SLACK);
+        let mut quads = chars.chunks_exact(4);
+        for quad in &mut quads {
+            let v = quad
+                .iter()
+                .fold(0u32, |acc, &c| (acc << 6) | u32::from(sextet(c)));
+            bytes.extend_from_slice(&v.to_be_bytes()[1..]);
+        }
+        // One to three characters left: 6 to 18 bits, packed from the most significant bit.
+        let rest = quads.remainder();
+        if !rest.is_empty() {
+            let v = rest
+                .iter()
+                .fold(0u32, |acc, &c| (acc << 6) | u32::from(sextet(c)));
+            let v = v << (24 - 6 * rest.len());
+            let used = (6 * rest.len()).div_ceil(8);
+            bytes.extend_from_slice(v.to_be_bytes().get(1..1 + used).unwrap_or_default());
+        }
+        bytes.resize(bytes.len() + SLACK, 0);
         Bits {
-            chars,
+            bytes,
             pos: 0,
-            len: chars.len().saturating_mul(6),
+            len,
             segment,
         }
     }
 
     /// The 3-bit segment type of a segment: the top half of its first character.
     pub(super) fn segment_type(chars: &[u8]) -> u8 {
-        chars
-            .first()
-            .map_or(0, |&c| (SEXTETS[usize::from(c)] & 0x3f) >> 3)
+        chars.first().map_or(0, |&c| sextet(c) >> 3)
     }
 
     pub(super) fn segment(&self) -> Segment {
@@ -84,19 +107,30 @@ impl<'a> Bits<'a> {
     pub(super) fn read(&mut self, n: usize, field: &'static str) -> Result<u64, TcfError> {
         debug_assert!(n <= 64);
         self.ensure(n, field)?;
-        let end = self.pos + n;
-        let mut value: u64 = 0;
-        let mut at = self.pos;
-        while at < end {
-            let left_in_char = 6 - at % 6;
-            let take = left_in_char.min(end - at);
-            let sextet = u64::from(self.sextet(at / 6));
-            let bits = (sextet >> (left_in_char - take)) & ((1u64 << take) - 1);
-            value = (value << take) | bits;
-            at += take;
-        }
-        self.pos = end;
+        let value = if n > 32 {
+            let high = self.take(n - 32);
+            (high << 32) | self.take(32)
+        } else {
+            self.take(n)
+        };
         Ok(value)
+    }
+
+    /// `n` (at most 32) bits the caller checked are there: one 64-bit load from the byte
+    /// holding the first bit (the slack keeps it in bounds), shifted.
+    fn take(&mut self, n: usize) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let at = self.pos / 8;
+        let window = self
+            .bytes
+            .get(at..at + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_be_bytes);
+        self.pos += n;
+        // At most 7 + 32 bits from the top: the value is inside the window.
+        (window << ((self.pos - n) % 8)) >> (64 - n)
     }
 
     pub(super) fn read_bool(&mut self, field: &'static str) -> Result<bool, TcfError> {
@@ -136,10 +170,9 @@ impl<'a> Bits<'a> {
         }
         Ok(letters)
     }
+}
 
-    fn sextet(&self, index: usize) -> u8 {
-        self.chars
-            .get(index)
-            .map_or(0, |&c| SEXTETS[usize::from(c)] & 0x3f)
-    }
+/// The value of a base64url character (0 for any other byte, which `decode` refused before).
+fn sextet(c: u8) -> u8 {
+    SEXTETS[usize::from(c)] & 0x3f
 }

@@ -42,7 +42,7 @@ impl PublisherTc {
 }
 
 /// The segment after its 3-bit type.
-pub(super) fn read_publisher_tc(bits: &mut Bits<'_>) -> Result<PublisherTc, TcfError> {
+pub(super) fn read_publisher_tc(bits: &mut Bits) -> Result<PublisherTc, TcfError> {
     let purpose_consents = bits.read_u32(24, "PubPurposesConsent")?;
     let purpose_lis = bits.read_u32(24, "PubPurposesLITransparency")?;
     let num_custom_purposes = bits.read_u8(6, "NumCustomPurposes")?;

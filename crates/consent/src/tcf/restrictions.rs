@@ -77,7 +77,7 @@ impl PublisherRestrictions {
 }
 
 /// NumPubRestrictions, then each entry.
-pub(super) fn read_restrictions(bits: &mut Bits<'_>) -> Result<PublisherRestrictions, TcfError> {
+pub(super) fn read_restrictions(bits: &mut Bits) -> Result<PublisherRestrictions, TcfError> {
     let at = bits.position();
     let count = bits.read_u32(12, FIELD)?;
     if (count as usize).saturating_mul(MIN_ENTRY_BITS) > bits.remaining() {

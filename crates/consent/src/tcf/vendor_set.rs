@@ -113,7 +113,7 @@ impl Eq for VendorSet {}
 
 /// Reads MaxVendorId, IsRangeEncoding and then a bitfield or a range section.
 pub(super) fn read_vendor_section(
-    bits: &mut Bits<'_>,
+    bits: &mut Bits,
     field: &'static str,
 ) -> Result<VendorSet, TcfError> {
     let max = bits.read_u16(16, field)?;
@@ -125,11 +125,7 @@ pub(super) fn read_vendor_section(
     }
 }
 
-fn read_bitfield(
-    bits: &mut Bits<'_>,
-    field: &'static str,
-    max: u16,
-) -> Result<VendorSet, TcfError> {
+fn read_bitfield(bits: &mut Bits, field: &'static str, max: u16) -> Result<VendorSet, TcfError> {
     let count = usize::from(max);
     // Refused before allocating: the whole bitfield must be in the string.
     bits.ensure(count, field)?;
@@ -148,7 +144,7 @@ fn read_bitfield(
 }
 
 fn read_range_section(
-    bits: &mut Bits<'_>,
+    bits: &mut Bits,
     field: &'static str,
     max: u16,
 ) -> Result<VendorSet, TcfError> {
@@ -169,7 +165,7 @@ fn read_range_section(
 
 /// NumEntries (12 bits), refused when that many of the smallest entries cannot fit in the bits
 /// left: no loop or allocation is ever sized by a count the string cannot back.
-pub(super) fn read_entry_count(bits: &mut Bits<'_>, field: &'static str) -> Result<u32, TcfError> {
+pub(super) fn read_entry_count(bits: &mut Bits, field: &'static str) -> Result<u32, TcfError> {
     let at = bits.position();
     let count = bits.read_u32(12, field)?;
     let needed = (count as usize).saturating_mul(MIN_RANGE_ENTRY_BITS);
@@ -188,7 +184,7 @@ pub(super) fn read_entry_count(bits: &mut Bits<'_>, field: &'static str) -> Resu
 /// One range entry: IsARange, StartOrOnlyVendorId and, for a range, EndVendorId; in
 /// 1..=`max`, not reversed.
 pub(super) fn read_range_entry(
-    bits: &mut Bits<'_>,
+    bits: &mut Bits,
     field: &'static str,
     max: u16,
 ) -> Result<VendorRange, TcfError> {
