@@ -431,3 +431,74 @@ fn section_count_is_bounded() {
         Err(GppError::TooManySections { max: MAX_SECTIONS })
     );
 }
+
+/// The library's strings with a few random edits each (a character changed, removed or
+/// inserted, `~`, `.` and `=` among them; or a cut), from a fixed seed: decoding and every
+/// accessor never panic, and both outcomes, accepted and refused, are reached at every level.
+/// The fuzz target `consent_gpp` does the same without the fixed budget.
+#[test]
+fn edited_library_strings_never_panic() {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~.=";
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % 1_000_003).expect("small")
+    };
+    let (mut refused, mut accepted, mut us_ok, mut us_err) = (0, 0, 0, 0);
+    for case in cases() {
+        let original = case["string"].as_str().expect("string").as_bytes().to_vec();
+        for _ in 0..200 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + next() % 3 {
+                let at = next() % (bytes.len() + 1);
+                let c = ALPHABET[next() % ALPHABET.len()];
+                match next() % 8 {
+                    0..=2 if at < bytes.len() => bytes[at] = c,
+                    3..=4 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    7 => bytes.truncate(at),
+                    _ => bytes.insert(at, c),
+                }
+            }
+            let text = String::from_utf8(bytes).expect("ASCII edits");
+            let Ok(gpp) = GppString::decode(&text) else {
+                refused += 1;
+                continue;
+            };
+            accepted += 1;
+            for &id in gpp.section_ids() {
+                assert!(gpp.section(id).is_some_and(|s| !s.is_empty()), "{text}");
+            }
+            let _ = (gpp.tcf_eu_v2(), gpp.us_privacy());
+            for (_, section) in gpp.us_sections() {
+                match section {
+                    Ok(s) => {
+                        us_ok += 1;
+                        let entries = s.sensitive_data_processing.iter();
+                        assert!(
+                            entries
+                                .chain(&s.known_child_sensitive_data_consents)
+                                .all(|&v| v <= 2)
+                        );
+                    }
+                    Err(e) => {
+                        us_err += 1;
+                        assert!(!e.to_string().is_empty());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        refused > 1000 && accepted > 1000,
+        "{refused} refused, {accepted} accepted"
+    );
+    assert!(
+        us_ok > 1000 && us_err > 100,
+        "{us_ok} US sections decoded, {us_err} refused"
+    );
+}
