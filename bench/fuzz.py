@@ -37,6 +37,7 @@ TARGETS = {
     "bidder_config": (GAVEL, "toml.dict", 8192),
     "campaigns_json": (GAVEL, "campaigns_json.dict", 16384),
     "campaigns_toml": (GAVEL, "toml.dict", 16384),
+    "consent_gpp": (GAVEL, None, 4096),
 }
 
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/(\S+)")

@@ -6,7 +6,7 @@
 set -eu
 cd "$(dirname "$0")"
 root=..
-targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml"
+targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml consent_gpp"
 for t in $targets; do mkdir -p "corpus/$t"; done
 
 # put TARGET NAME: stdin to corpus/TARGET/seed-NAME-<hash>, skipped when empty.
@@ -108,6 +108,14 @@ for q in \
     'r=%61&c=%zz%&price=%31' \
     '&&=&r=&c=&price=' ; do
     printf '%s' "$q" | put notice_params hand
+done
+
+# GPP strings: those IAB's encoder wrote for the consent crate's tests (one per line of the
+# fixture's "string" fields), and a few written here.
+sed -n 's/^ *"string": "\(.*\)",$/\1/p' "$root/crates/consent/fixtures/gpp/gpp_cases.json" |
+    while IFS= read -r s; do printf '%s' "$s" | put consent_gpp fixture; done
+for s in 'DBAA' 'DBABTA~1YNN' 'DBABTA~1yn-' 'DBABMA~' 'DBABrw~CAA.QA~BAAAAABA.YA' '1NYY'; do
+    printf '%s' "$s" | put consent_gpp hand
 done
 
 for t in $targets; do
