@@ -228,12 +228,10 @@ enum Tracker {
 fn event_trackers(m: &mut Object<'_>, at: Path<'_>, log: &mut Log) {
     const TRACKER: &str = "imp.native.request.eventtrackers";
     const METHOD: &str = "imp.native.request.eventtrackers.methods";
+    // No count limit of their own: the work is linear in the string, at most 32 KiB.
     let Some(trackers) = m.array_mut("eventtrackers") else {
         return;
     };
-    if trackers.len() > MAX_NATIVE_ASSETS {
-        return;
-    }
     let mut kinds = Vec::with_capacity(trackers.len());
     for item in trackers.items_mut() {
         kinds.push(classify(item));

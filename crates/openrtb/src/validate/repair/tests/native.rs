@@ -121,6 +121,21 @@ fn escaped_names_are_written_as_the_same_name() {
     );
 }
 
+/// Trackers have no count limit of their own: a bad one among many is dropped.
+#[test]
+fn a_bad_tracker_among_many_is_dropped() {
+    let mut trackers: Vec<_> = (0..100)
+        .map(|_| json!({"event": 1, "methods": [1]}))
+        .collect();
+    trackers[70] = json!({"event": 0, "methods": [1]});
+    let sent = json!({"assets": [{"id": 1, "title": {"len": 5}}], "eventtrackers": trackers});
+    let (text, done) = repaired(&sent.to_string());
+    trackers.remove(70);
+    let want = json!({"assets": [{"id": 1, "title": {"len": 5}}], "eventtrackers": trackers});
+    assert_eq!(text, want.to_string());
+    assert_eq!(done, ["imp[0].native.request.eventtrackers[70]: dropped"]);
+}
+
 /// With a fault that cannot be fixed as well, the string stays as sent and so does the refusal.
 #[test]
 fn a_string_that_stays_invalid_is_left_as_sent() {
