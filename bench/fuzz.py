@@ -32,6 +32,7 @@ TARGETS = {
     "macro_substitute": (OPENRTB, None, 4096),
     "native_request": (OPENRTB, "openrtb.dict", 36864),
     "convert": (OPENRTB, "openrtb.dict", 16384),
+    "repair": (OPENRTB, "openrtb.dict", 36864),
     "notice_params": (GAVEL, "notice.dict", 4096),
     "exchange_config": (GAVEL, "toml.dict", 8192),
     "bidder_config": (GAVEL, "toml.dict", 8192),
