@@ -6,12 +6,14 @@
 //!   refused at once), calls driven by the caller's task, late answers drained aside.
 //! - [`h1`]: the lean HTTP/1.1 client under both: one request at a time on a kept-alive
 //!   stream, request head encoded once, `Content-Length`, chunked and close-delimited answers.
+//! - [`gzip`]: pure: request bodies compressed once, gzip answers inflated within a bound.
 //! - [`notice_client`]: kept-alive, pipelined GETs to checked addresses only.
 //! - [`outbound`]: pure: which URLs an upstream may name (its hosts and ports) and which
 //!   addresses are never called unless allowed (loopback, private, link-local, ...).
 //! - [`tls`]: rustls client side: the system's roots or a CA file, server names.
 
 pub mod endpoint;
+pub mod gzip;
 pub mod h1;
 pub mod notice_client;
 pub mod outbound;
