@@ -6,8 +6,10 @@
 //!
 //! What it speaks of HTTP/1.1 (RFC 9112): a status line and headers (`httparse`), a body framed
 //! by `Content-Length`, `chunked`, or the end of the connection; interim 1xx answers skipped;
-//! `Connection: close` and HTTP/1.0 honoured (the connection is not kept). Anything else is a
-//! protocol error and the connection is dropped. The parsing is pure and tested below.
+//! `Connection: close` and HTTP/1.0 honoured (the connection is not kept); `Content-Encoding`
+//! read as identity, gzip or other, and the body handed on as it came (decoding is the pool's).
+//! Anything else is a protocol error and the connection is dropped. The parsing is pure and
+//! tested below.
 
 use std::io::IoSlice;
 
@@ -45,22 +47,68 @@ pub enum H1Error {
 #[derive(Debug, Clone)]
 pub(crate) struct RequestHead(Bytes);
 
-impl RequestHead {
-    pub(crate) fn post(path: &str, authority: &str) -> RequestHead {
-        RequestHead::post_as(path, authority, None)
-    }
+/// The headers a pool adds to its POSTs beyond the fixed ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HeadFields<'a> {
+    /// `Authorization: Bearer {token}` (a checked secret: visible ASCII, so it cannot break the
+    /// head; any other token is left out).
+    pub(crate) token: Option<&'a str>,
+    /// `Accept-Encoding: gzip`: the peer may answer gzip-encoded.
+    pub(crate) accept_gzip: bool,
+    /// `Content-Encoding: gzip`: the body sent is gzip-encoded.
+    pub(crate) gzip_body: bool,
+}
 
-    /// [`RequestHead::post`] with `Authorization: Bearer {token}` (the token is a checked
-    /// secret: visible ASCII, so it cannot break the head).
-    pub(crate) fn post_as(path: &str, authority: &str, token: Option<&str>) -> RequestHead {
-        let auth = token
+impl RequestHead {
+    /// The head of a POST of JSON to `path` at `authority`, with the headers `fields` asks for.
+    pub(crate) fn post_with(path: &str, authority: &str, fields: HeadFields<'_>) -> RequestHead {
+        let auth = fields
+            .token
             .filter(|t| t.bytes().all(|b| b.is_ascii_graphic()))
             .map(|t| format!("authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
+        let accept = if fields.accept_gzip {
+            "accept-encoding: gzip\r\n"
+        } else {
+            ""
+        };
+        let coding = if fields.gzip_body {
+            "content-encoding: gzip\r\n"
+        } else {
+            ""
+        };
         RequestHead(Bytes::from(format!(
             "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\n\
-             {auth}x-openrtb-version: 2.6\r\ncontent-length: "
+             {coding}{accept}{auth}x-openrtb-version: 2.6\r\ncontent-length: "
         )))
+    }
+}
+
+/// How an answer's body is encoded (its `Content-Encoding`, RFC 9110 §8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentCoding {
+    /// None named, or only `identity`: the body as it is.
+    Identity,
+    /// `gzip` (or its old alias `x-gzip`), once.
+    Gzip,
+    /// Anything else (`br`, `deflate`, `zstd`, gzip twice, ...): not spoken here.
+    Unsupported,
+}
+
+impl ContentCoding {
+    /// The coding after one more comma-separated `token` of a `Content-Encoding` value (codings
+    /// are listed in the order they were applied, across repeated header lines).
+    fn then(self, token: &[u8]) -> ContentCoding {
+        let token = token.trim_ascii();
+        if token.is_empty() || token.eq_ignore_ascii_case(b"identity") {
+            self
+        } else if self == ContentCoding::Identity
+            && (token.eq_ignore_ascii_case(b"gzip") || token.eq_ignore_ascii_case(b"x-gzip"))
+        {
+            ContentCoding::Gzip
+        } else {
+            ContentCoding::Unsupported
+        }
     }
 }
 
@@ -68,7 +116,9 @@ impl RequestHead {
 #[derive(Debug)]
 pub struct Response {
     pub status: StatusCode,
+    /// As it came: still encoded when `coding` says so.
     pub body: Bytes,
+    pub coding: ContentCoding,
     /// Whether the connection may carry another request.
     pub keep_alive: bool,
 }
@@ -195,6 +245,7 @@ impl Conn {
         Ok(Response {
             status: head.status,
             body,
+            coding: head.coding,
             keep_alive,
         })
     }
@@ -295,6 +346,7 @@ struct Head {
     len: usize,
     framing: Framing,
     keep_alive: bool,
+    coding: ContentCoding,
 }
 
 /// The head at the start of `buf`, or `None` while it is incomplete.
@@ -314,6 +366,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, H1Error> {
     let mut keep_alive = response.version == Some(1);
     let mut length = None;
     let mut chunked = false;
+    let mut coding = ContentCoding::Identity;
     for h in response.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             let n = std::str::from_utf8(h.value)
@@ -331,6 +384,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, H1Error> {
                 return Err(H1Error::Protocol("unsupported transfer-encoding"));
             }
             chunked = true;
+        } else if h.name.eq_ignore_ascii_case("content-encoding") {
+            coding = h
+                .value
+                .split(|b| *b == b',')
+                .fold(coding, ContentCoding::then);
         } else if h.name.eq_ignore_ascii_case("connection") {
             for token in h.value.split(|b| *b == b',') {
                 let token = token.trim_ascii();
@@ -361,6 +419,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, H1Error> {
         len,
         framing,
         keep_alive,
+        coding,
     }))
 }
 
@@ -445,6 +504,91 @@ mod tests {
     }
 
     #[test]
+    fn the_content_coding_is_read_across_header_lines_in_order() {
+        use ContentCoding::{Gzip, Identity, Unsupported};
+        for (headers, want) in [
+            ("", Identity),
+            ("content-encoding: gzip\r\n", Gzip),
+            ("Content-Encoding: GZIP\r\n", Gzip),
+            ("content-encoding: x-gzip\r\n", Gzip),
+            ("content-encoding: identity\r\n", Identity),
+            ("content-encoding: \r\n", Identity),
+            ("content-encoding: identity, gzip\r\n", Gzip),
+            ("content-encoding: gzip ,identity\r\n", Gzip),
+            ("content-encoding: br\r\n", Unsupported),
+            ("content-encoding: deflate\r\n", Unsupported),
+            ("content-encoding: zstd\r\n", Unsupported),
+            ("content-encoding: gzip;q=1\r\n", Unsupported),
+            ("content-encoding: gzip, gzip\r\n", Unsupported),
+            ("content-encoding: br, gzip\r\n", Unsupported),
+            (
+                "content-encoding: gzip\r\ncontent-encoding: gzip\r\n",
+                Unsupported,
+            ),
+            (
+                "content-encoding: gzip\r\ncontent-encoding: br\r\n",
+                Unsupported,
+            ),
+            (
+                "content-encoding: identity\r\ncontent-encoding: gzip\r\n",
+                Gzip,
+            ),
+            (
+                "transfer-encoding: chunked\r\ncontent-encoding: gzip\r\n",
+                Gzip,
+            ),
+        ] {
+            let h = head(&format!(
+                "HTTP/1.1 200 OK\r\n{headers}content-length: 0\r\n\r\n"
+            ));
+            assert_eq!(h.coding, want, "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn request_heads_carry_the_headers_asked_for() {
+        let text = |fields| {
+            let head = RequestHead::post_with("/bid", "b.example", fields);
+            String::from_utf8(head.0.to_vec()).unwrap()
+        };
+        let plain = text(HeadFields::default());
+        assert_eq!(
+            plain,
+            "POST /bid HTTP/1.1\r\nhost: b.example\r\ncontent-type: application/json\r\n\
+             x-openrtb-version: 2.6\r\ncontent-length: "
+        );
+        let all = text(HeadFields {
+            token: Some("s3cret"),
+            accept_gzip: true,
+            gzip_body: true,
+        });
+        for line in [
+            "\r\ncontent-encoding: gzip\r\n",
+            "\r\naccept-encoding: gzip\r\n",
+            "\r\nauthorization: Bearer s3cret\r\n",
+        ] {
+            assert!(all.contains(line), "{line:?} in {all:?}");
+        }
+        assert!(all.ends_with("\r\ncontent-length: "));
+        let only_accept = text(HeadFields {
+            accept_gzip: true,
+            ..HeadFields::default()
+        });
+        assert!(
+            only_accept.contains("accept-encoding: gzip")
+                && !only_accept.contains("content-encoding")
+        );
+        let bad_token = text(HeadFields {
+            token: Some("a\r\nx-injected: 1"),
+            ..HeadFields::default()
+        });
+        assert_eq!(
+            bad_token, plain,
+            "a token that could break the head is left out"
+        );
+    }
+
+    #[test]
     fn an_incomplete_head_asks_for_more_and_a_bad_one_is_refused() {
         assert!(
             parse_head(b"HTTP/1.1 200 OK\r\ncontent-le")
@@ -509,7 +653,7 @@ mod tests {
             drop(server);
             got
         };
-        let head = RequestHead::post("/bid", "b.example:80");
+        let head = RequestHead::post_with("/bid", "b.example:80", HeadFields::default());
         let body = Bytes::from_static(b"{}");
         let (result, got) = tokio::join!(conn.post(&head, &body, max_body), serve);
         (result, got)

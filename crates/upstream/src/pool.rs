@@ -12,6 +12,12 @@
 //! permit, for up to `drain` longer. A bidder that answers a little late thus keeps its kept-alive
 //! connection instead of costing a new TCP handshake on every late answer; one that never answers
 //! loses the connection after `drain`, and its pool, not anyone else's, runs dry meanwhile.
+//!
+//! gzip: a body the caller compressed goes out with `Content-Encoding: gzip`
+//! ([`BidderPool::start_gzipped`]); a pool built `accept_gzip(true)` asks for gzip answers. Any
+//! gzip answer is inflated, asked for or not, within the same `max_response_bytes` as the body
+//! read; an answer in another coding is the call's error. The connection's fate is decided
+//! before decoding: a complete answer that cannot be inflated still leaves it in the pool.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -24,7 +30,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 use crate::endpoint::Endpoint;
-use crate::h1::{Conn, H1Error, RequestHead};
+use crate::gzip::{self, InflateError};
+use crate::h1::{Conn, ContentCoding, H1Error, HeadFields, RequestHead};
 use crate::tls::ClientTls;
 use rustls_pki_types::ServerName;
 
@@ -45,6 +52,12 @@ pub enum CallError {
     TooLarge(usize),
     #[error("reading the response body failed: {0}")]
     Body(String),
+    #[error("answer in a content-coding other than gzip or identity")]
+    BadEncoding,
+    #[error("gzip answer inflates to more than {0} bytes")]
+    InflatedTooLarge(usize),
+    #[error("gzip answer cannot be inflated: {0}")]
+    BadGzip(InflateError),
 }
 
 impl CallError {
@@ -58,6 +71,18 @@ impl CallError {
             CallError::Answer(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
+            CallError::BadEncoding => "bad_encoding",
+            CallError::InflatedTooLarge(_) => "inflated_too_large",
+            CallError::BadGzip(_) => "bad_gzip",
+        }
+    }
+}
+
+impl From<InflateError> for CallError {
+    fn from(e: InflateError) -> Self {
+        match e {
+            InflateError::TooLarge(max) => CallError::InflatedTooLarge(max),
+            other => CallError::BadGzip(other),
         }
     }
 }
@@ -113,7 +138,7 @@ impl Drop for Busy {
     }
 }
 
-/// A bidder's answer: status and complete body.
+/// A bidder's answer: status and complete body, inflated if it came gzip-encoded.
 #[derive(Debug)]
 pub struct Answer {
     pub status: StatusCode,
@@ -143,8 +168,11 @@ pub struct BidderPool {
     /// Calls holding a permit now, late ones draining included (a gauge the owner renders).
     busy: Arc<AtomicU64>,
     idle: Mutex<Vec<Conn>>,
-    /// The request line and fixed headers of every call, encoded once.
-    head: RequestHead,
+    /// The request line and fixed headers of every call, encoded once per body coding.
+    heads: Heads,
+    /// What the heads were built with, so that each builder keeps what the others set.
+    token: Option<Box<str>>,
+    accept_gzip: bool,
     /// Where new connections go: the host's latest address (`None` until it resolves).
     /// Followed by `resolver.rs`; idle connections to an old address are closed when it moves.
     addr: arc_swap::ArcSwapOption<SocketAddr>,
@@ -159,11 +187,13 @@ impl BidderPool {
             max_response_bytes,
             drain,
         } = limits;
-        let head = RequestHead::post(&endpoint.path, &endpoint.authority);
+        let heads = Heads::new(&endpoint, None, false);
         BidderPool {
             addr: arc_swap::ArcSwapOption::from(endpoint.addr.map(Arc::new)),
             endpoint,
-            head,
+            heads,
+            token: None,
+            accept_gzip: false,
             max_connections,
             max_response_bytes,
             drain,
@@ -200,14 +230,37 @@ impl BidderPool {
     /// The same pool, sending `Authorization: Bearer {token}` with every call (the markup
     /// store's writer key).
     pub fn authorized(mut self, token: &str) -> Self {
-        self.head =
-            RequestHead::post_as(&self.endpoint.path, &self.endpoint.authority, Some(token));
+        self.token = Some(token.into());
+        self.heads = Heads::new(&self.endpoint, self.token.as_deref(), self.accept_gzip);
         self
+    }
+
+    /// The same pool, sending `Accept-Encoding: gzip` with every call when `accept` (the
+    /// bidder may then answer gzip-encoded; it is inflated either way).
+    pub fn accept_gzip(mut self, accept: bool) -> Self {
+        self.accept_gzip = accept;
+        self.heads = Heads::new(&self.endpoint, self.token.as_deref(), self.accept_gzip);
+        self
+    }
+
+    /// Whether the pool asks for gzip answers (a reload that changes it needs a new pool).
+    pub fn accepts_gzip(&self) -> bool {
+        self.accept_gzip
     }
 
     /// Starts a POST of `body`: takes a connection permit now, or fails at once with
     /// `PoolExhausted` (never waits for one). The returned [`Call`] does the I/O when polled.
     pub fn start(self: &Arc<Self>, body: Bytes) -> Result<Call, CallError> {
+        self.start_with(body, BodyCoding::Identity)
+    }
+
+    /// [`BidderPool::start`] for a body already gzip-encoded (`gzip::compress`), sent with
+    /// `Content-Encoding: gzip`; the same bytes may go to every bidder that takes gzip.
+    pub fn start_gzipped(self: &Arc<Self>, gzipped_body: Bytes) -> Result<Call, CallError> {
+        self.start_with(gzipped_body, BodyCoding::Gzip)
+    }
+
+    fn start_with(self: &Arc<Self>, body: Bytes, coding: BodyCoding) -> Result<Call, CallError> {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(CallError::PoolExhausted(self.max_connections));
         };
@@ -218,7 +271,7 @@ impl BidderPool {
                 // Both let go when the call ends, after the connection went back to the idle
                 // stack.
                 let _permit = permit;
-                held.0.call(body).await
+                held.0.call(body, coding).await
             }),
             drain,
         })
@@ -226,18 +279,19 @@ impl BidderPool {
 
     /// One request on an idle or new connection; the connection returns to the pool only after a
     /// complete answer that lets it stay open (anything else may leave it mid-message).
-    async fn call(&self, body: Bytes) -> Result<Answer, CallError> {
+    async fn call(&self, body: Bytes, coding: BodyCoding) -> Result<Answer, CallError> {
         let (mut conn, reused) = match self.take_idle() {
             Some(conn) => (conn, true),
             None => (self.dial().await?, false),
         };
+        let head = self.heads.for_body(coding);
         let max = self.max_response_bytes;
-        let result = match conn.post(&self.head, &body, max).await {
+        let result = match conn.post(head, &body, max).await {
             // A kept-alive connection may have been closed by the bidder just before we used it;
             // the request never reached it, so one retry on a fresh connection is safe.
             Err(H1Error::ClosedBeforeAnswer) if reused => {
                 conn = self.dial().await?;
-                conn.post(&self.head, &body, max).await
+                conn.post(head, &body, max).await
             }
             other => other,
         };
@@ -248,7 +302,7 @@ impl BidderPool {
                 }
                 Ok(Answer {
                     status: answer.status,
-                    body: answer.body,
+                    body: decoded(answer.coding, answer.body, max)?,
                 })
             }
             Err(H1Error::TooLarge(n)) => Err(CallError::TooLarge(n)),
@@ -274,6 +328,56 @@ impl BidderPool {
             .map(|t| (&t.client, t.server_name.clone()));
         let addr = self.addr().ok_or(CallError::Unresolved)?;
         dial(addr, tls).await
+    }
+}
+
+/// How the body of a call is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyCoding {
+    Identity,
+    Gzip,
+}
+
+/// A pool's request heads, one per body coding, built with the pool.
+#[derive(Debug)]
+struct Heads {
+    identity: RequestHead,
+    gzip: RequestHead,
+}
+
+impl Heads {
+    fn new(endpoint: &Endpoint, token: Option<&str>, accept_gzip: bool) -> Heads {
+        let head = |gzip_body| {
+            let fields = HeadFields {
+                token,
+                accept_gzip,
+                gzip_body,
+            };
+            RequestHead::post_with(&endpoint.path, &endpoint.authority, fields)
+        };
+        Heads {
+            identity: head(false),
+            gzip: head(true),
+        }
+    }
+
+    fn for_body(&self, coding: BodyCoding) -> &RequestHead {
+        match coding {
+            BodyCoding::Identity => &self.identity,
+            BodyCoding::Gzip => &self.gzip,
+        }
+    }
+}
+
+/// An answer's body as the caller reads it: inflated from gzip (at most `max` bytes), as it
+/// is with no coding, refused in a coding not spoken here.
+fn decoded(coding: ContentCoding, body: Bytes, max: usize) -> Result<Bytes, CallError> {
+    match coding {
+        ContentCoding::Identity => Ok(body),
+        // An empty body (a 204 no-bid, say) has nothing to decode, whatever the header says.
+        _ if body.is_empty() => Ok(body),
+        ContentCoding::Gzip => Ok(Bytes::from(gzip::inflate(&body, max)?)),
+        ContentCoding::Unsupported => Err(CallError::BadEncoding),
     }
 }
 
