@@ -97,11 +97,11 @@ impl RawJson {
         let is_member = |key: &str| members.iter().any(|(k, _)| k == key);
         for (n, (key, value)) in members.iter().enumerate() {
             match fields.iter().find(|(k, _)| *k == key.as_ref()) {
-                None => out.member(key, *value),
+                None => out.member(key, value),
                 // In place of the first member of that name; later ones are dropped.
                 Some((_, new)) => {
                     if !members.iter().take(n).any(|(k, _)| k == key) {
-                        out.member(key, *new);
+                        out.member(key, new);
                     }
                 }
             }
@@ -109,7 +109,7 @@ impl RawJson {
         for (i, (key, value)) in fields.iter().enumerate() {
             let first_of_name = !fields.iter().take(i).any(|(k, _)| k == key);
             if first_of_name && !is_member(key) {
-                out.member(key, *value);
+                out.member(key, value);
             }
         }
         out.finish()
@@ -164,7 +164,7 @@ impl RawJson {
                         *slot = Some(*value);
                     }
                 }
-                None => out.member(key, *value),
+                None => out.member(key, value),
             }
         }
         if !found {
@@ -494,8 +494,14 @@ mod tests {
     #[test]
     fn get_field_finds_the_first_member() {
         let ext = raw_value(r#"{"a":{"x":1},"pre\u0062id":true,"a":2}"#);
-        assert_eq!(RawJson::get_field(&ext, "a").unwrap().unwrap().get(), r#"{"x":1}"#);
-        assert_eq!(RawJson::get_field(&ext, "prebid").unwrap().unwrap().get(), "true");
+        assert_eq!(
+            RawJson::get_field(&ext, "a").unwrap().unwrap().get(),
+            r#"{"x":1}"#
+        );
+        assert_eq!(
+            RawJson::get_field(&ext, "prebid").unwrap().unwrap().get(),
+            "true"
+        );
         assert!(RawJson::get_field(&ext, "zz").unwrap().is_none());
         let err = RawJson::get_field(&raw_value("[]"), "a").unwrap_err();
         assert!(matches!(err, RawJsonError::NotAnObject), "{err}");
@@ -521,7 +527,9 @@ mod tests {
         assert!(RawJson::without_fields(&ext, ["eids"]).unwrap().is_none());
         // An escaped key is still found.
         let escaped = raw_value(r#"{"\u0067dpr":1,"k":2}"#);
-        let taken = RawJson::without_fields(&escaped, ["gdpr"]).unwrap().unwrap();
+        let taken = RawJson::without_fields(&escaped, ["gdpr"])
+            .unwrap()
+            .unwrap();
         assert_eq!(taken.rest.unwrap().get(), r#"{"k":2}"#);
         // Not an object: refused even when it could not hold the key.
         for text in ["[1]", "\"gdpr\"", "null", "4"] {

@@ -68,7 +68,7 @@ impl Histogram {
 macro_rules! labelled_counters {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $label:literal,)* }) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum $name { $($variant,)* }
 
         impl $name {

@@ -60,7 +60,9 @@ const VIDEO: &[(Field, Dropper<Video>)] = &[
     (Field::VideoRqddurs, |v| v.rqddurs.take().is_some()),
     (Field::VideoPlcmt, |v| v.plcmt.take().is_some()),
     (Field::VideoSlotinpod, |v| v.slotinpod.take().is_some()),
-    (Field::VideoMincpmpersec, |v| v.mincpmpersec.take().is_some()),
+    (Field::VideoMincpmpersec, |v| {
+        v.mincpmpersec.take().is_some()
+    }),
     (Field::VideoPoddedupe, |v| v.poddedupe.take().is_some()),
     (Field::VideoDurfloors, |v| v.durfloors.take().is_some()),
 ];
@@ -72,7 +74,9 @@ const AUDIO: &[(Field, Dropper<Audio>)] = &[
     (Field::AudioPodseq, |a| a.podseq.take().is_some()),
     (Field::AudioRqddurs, |a| a.rqddurs.take().is_some()),
     (Field::AudioSlotinpod, |a| a.slotinpod.take().is_some()),
-    (Field::AudioMincpmpersec, |a| a.mincpmpersec.take().is_some()),
+    (Field::AudioMincpmpersec, |a| {
+        a.mincpmpersec.take().is_some()
+    }),
     (Field::AudioDurfloors, |a| a.durfloors.take().is_some()),
 ];
 
@@ -111,8 +115,12 @@ const CONTENT: &[(Field, Dropper<Content>)] = &[
     (Field::ContentNetwork, |c| c.network.take().is_some()),
     (Field::ContentChannel, |c| c.channel.take().is_some()),
     (Field::ContentGtax, |c| c.unknown.remove("gtax").is_some()),
-    (Field::ContentGenres, |c| c.unknown.remove("genres").is_some()),
-    (Field::ContentRealtime, |c| c.unknown.remove("realtime").is_some()),
+    (Field::ContentGenres, |c| {
+        c.unknown.remove("genres").is_some()
+    }),
+    (Field::ContentRealtime, |c| {
+        c.unknown.remove("realtime").is_some()
+    }),
     (Field::ContentFirstbroadcast, |c| {
         c.unknown.remove("firstbroadcast").is_some()
     }),
@@ -125,7 +133,8 @@ const DEVICE: &[(Field, Dropper<Device>)] = &[
 
 const USER: &[(Field, Dropper<User>)] = &[(Field::UserKwarray, |u| u.kwarray.take().is_some())];
 
-const DATA: &[(Field, Dropper<Data>)] = &[(Field::DataCids, |d| d.unknown.remove("cids").is_some())];
+const DATA: &[(Field, Dropper<Data>)] =
+    &[(Field::DataCids, |d| d.unknown.remove("cids").is_some())];
 
 /// Applies every dropper of `table` to `object`, noting what was there in `dropped`.
 fn drop_fields<T>(object: &mut T, table: &[(Field, Dropper<T>)], dropped: &mut FieldSet) {
@@ -189,8 +198,15 @@ fn move_source(source: &mut Source, done: &mut Converted) -> Result<(), ConvertE
 fn move_regs(regs: &mut Regs, done: &mut Converted) -> Result<(), ConvertError> {
     let path = JsonPath::top("regs.ext");
     let gdpr = regs.gdpr.map(|v| encode(&v, path)).transpose()?;
-    let us_privacy = regs.us_privacy.as_ref().map(|v| encode(v, path)).transpose()?;
-    let fields = present([("gdpr", gdpr.as_deref()), ("us_privacy", us_privacy.as_deref())]);
+    let us_privacy = regs
+        .us_privacy
+        .as_ref()
+        .map(|v| encode(v, path))
+        .transpose()?;
+    let fields = present([
+        ("gdpr", gdpr.as_deref()),
+        ("us_privacy", us_privacy.as_deref()),
+    ]);
     if fields.is_empty() {
         return Ok(());
     }

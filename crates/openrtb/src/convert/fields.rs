@@ -136,7 +136,10 @@ impl FieldSet {
 
     /// The members in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Field> {
-        Field::ALL.iter().copied().filter(move |f| self.contains(*f))
+        Field::ALL
+            .iter()
+            .copied()
+            .filter(move |f| self.contains(*f))
     }
 
     /// The labels of the members, in declaration order.

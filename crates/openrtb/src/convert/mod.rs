@@ -24,9 +24,9 @@ mod down;
 mod error;
 mod ext;
 mod fields;
-mod up;
 #[cfg(test)]
 mod tests;
+mod up;
 
 use std::fmt;
 use std::str::FromStr;

@@ -93,7 +93,12 @@ fn down_moves_each_field_to_its_2_5_home() {
 
 /// Where each 2.6-only field sits (a dotted path, numbers index arrays), its key and a value.
 const DROPS: &[(Field, &str, &str, &str)] = &[
-    (Field::Dooh, "", "dooh", r#"{"id":"d","venuetype":["airport"]}"#),
+    (
+        Field::Dooh,
+        "",
+        "dooh",
+        r#"{"id":"d","venuetype":["airport"]}"#,
+    ),
     (Field::Wlangb, "", "wlangb", r#"["en-GB"]"#),
     (Field::Acat, "", "acat", r#"["IAB1"]"#),
     (Field::Cattax, "", "cattax", "2"),
@@ -110,36 +115,96 @@ const DROPS: &[(Field, &str, &str, &str)] = &[
     (Field::VideoRqddurs, "imp.0.video", "rqddurs", "[15,30]"),
     (Field::VideoPlcmt, "imp.0.video", "plcmt", "1"),
     (Field::VideoSlotinpod, "imp.0.video", "slotinpod", "1"),
-    (Field::VideoMincpmpersec, "imp.0.video", "mincpmpersec", "0.5"),
+    (
+        Field::VideoMincpmpersec,
+        "imp.0.video",
+        "mincpmpersec",
+        "0.5",
+    ),
     (Field::VideoPoddedupe, "imp.0.video", "poddedupe", "[1,2]"),
-    (Field::VideoDurfloors, "imp.0.video", "durfloors", r#"[{"mindur":1,"maxdur":15,"bidfloor":2}]"#),
+    (
+        Field::VideoDurfloors,
+        "imp.0.video",
+        "durfloors",
+        r#"[{"mindur":1,"maxdur":15,"bidfloor":2}]"#,
+    ),
     (Field::AudioPoddur, "imp.1.audio", "poddur", "60"),
     (Field::AudioPodid, "imp.1.audio", "podid", r#""p2""#),
     (Field::AudioPodseq, "imp.1.audio", "podseq", "-1"),
     (Field::AudioRqddurs, "imp.1.audio", "rqddurs", "[30]"),
     (Field::AudioSlotinpod, "imp.1.audio", "slotinpod", "2"),
-    (Field::AudioMincpmpersec, "imp.1.audio", "mincpmpersec", "0.2"),
-    (Field::AudioDurfloors, "imp.1.audio", "durfloors", r#"[{"bidfloor":1}]"#),
+    (
+        Field::AudioMincpmpersec,
+        "imp.1.audio",
+        "mincpmpersec",
+        "0.2",
+    ),
+    (
+        Field::AudioDurfloors,
+        "imp.1.audio",
+        "durfloors",
+        r#"[{"bidfloor":1}]"#,
+    ),
     (Field::DealGuar, "imp.0.pmp.deals.1", "guar", "1"),
-    (Field::DealMincpmpersec, "imp.0.pmp.deals.0", "mincpmpersec", "0.1"),
-    (Field::DealDurfloors, "imp.0.pmp.deals.1", "durfloors", r#"[{"maxdur":30,"bidfloor":3}]"#),
+    (
+        Field::DealMincpmpersec,
+        "imp.0.pmp.deals.0",
+        "mincpmpersec",
+        "0.1",
+    ),
+    (
+        Field::DealDurfloors,
+        "imp.0.pmp.deals.1",
+        "durfloors",
+        r#"[{"maxdur":30,"bidfloor":3}]"#,
+    ),
     (Field::SiteCattax, "site", "cattax", "6"),
     (Field::SiteKwarray, "site", "kwarray", r#"["news"]"#),
-    (Field::SiteInventorypartnerdomain, "site", "inventorypartnerdomain", r#""p.com""#),
+    (
+        Field::SiteInventorypartnerdomain,
+        "site",
+        "inventorypartnerdomain",
+        r#""p.com""#,
+    ),
     (Field::AppCattax, "app", "cattax", "6"),
     (Field::AppKwarray, "app", "kwarray", r#"["game"]"#),
-    (Field::AppInventorypartnerdomain, "app", "inventorypartnerdomain", r#""q.com""#),
+    (
+        Field::AppInventorypartnerdomain,
+        "app",
+        "inventorypartnerdomain",
+        r#""q.com""#,
+    ),
     (Field::PublisherCattax, "app.publisher", "cattax", "6"),
-    (Field::ProducerCattax, "site.content.producer", "cattax", "6"),
+    (
+        Field::ProducerCattax,
+        "site.content.producer",
+        "cattax",
+        "6",
+    ),
     (Field::ContentCattax, "app.content", "cattax", "6"),
     (Field::ContentKwarray, "site.content", "kwarray", r#"["k"]"#),
     (Field::ContentLangb, "site.content", "langb", r#""en-GB""#),
-    (Field::ContentNetwork, "app.content", "network", r#"{"id":"n"}"#),
-    (Field::ContentChannel, "app.content", "channel", r#"{"id":"c"}"#),
+    (
+        Field::ContentNetwork,
+        "app.content",
+        "network",
+        r#"{"id":"n"}"#,
+    ),
+    (
+        Field::ContentChannel,
+        "app.content",
+        "channel",
+        r#"{"id":"c"}"#,
+    ),
     (Field::ContentGtax, "site.content", "gtax", "9"),
     (Field::ContentGenres, "site.content", "genres", "[1,2]"),
     (Field::ContentRealtime, "app.content", "realtime", "1"),
-    (Field::ContentFirstbroadcast, "app.content", "firstbroadcast", "1"),
+    (
+        Field::ContentFirstbroadcast,
+        "app.content",
+        "firstbroadcast",
+        "1",
+    ),
     (Field::DeviceSua, "device", "sua", r#"{"mobile":1}"#),
     (Field::DeviceLangb, "device", "langb", r#""fr-CA""#),
     (Field::UserKwarray, "user", "kwarray", r#"["a"]"#),
@@ -195,11 +260,20 @@ fn down_reports_each_field_once_across_imps_and_deals() {
     let done = down_to_2_5(&mut request).expect("down");
     assert_eq!(done.moved, set(&[Field::ImpRwdd]));
     assert_eq!(done.dropped, set(&[Field::ImpSsai, Field::DealGuar]));
-    assert_eq!(done.to_string(), "moved=imp.rwdd dropped=imp.ssai,imp.pmp.deals.guar");
+    assert_eq!(
+        done.to_string(),
+        "moved=imp.rwdd dropped=imp.ssai,imp.pmp.deals.guar"
+    );
 }
 
 /// `(name, 2.5 input, exact 2.6 encoding, moved, dropped)`.
-type UpCase = (&'static str, &'static str, &'static str, &'static [Field], &'static [Field]);
+type UpCase = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [Field],
+    &'static [Field],
+);
 
 const UP_MOVES: &[UpCase] = &[
     (
@@ -377,7 +451,11 @@ fn errors_name_the_path() {
 fn down_ignores_an_ext_it_does_not_write_into() {
     let input = r#"{"id":"r","imp":[{"id":"1","ext":7}],"user":{"ext":[1]},"regs":{"ext":"x"}}"#;
     let mut request = decode(input);
-    assert!(down_to_2_5(&mut request).expect("nothing to move").is_empty());
+    assert!(
+        down_to_2_5(&mut request)
+            .expect("nothing to move")
+            .is_empty()
+    );
     assert_eq!(encode(&request), input);
 }
 
@@ -419,7 +497,10 @@ fn version_parses_displays_and_deserializes() {
         assert_eq!(text.parse::<Version>(), Ok(version));
         assert_eq!(version.to_string(), text);
         let json = format!("\"{text}\"");
-        assert_eq!(serde_json::from_str::<Version>(&json).expect("json"), version);
+        assert_eq!(
+            serde_json::from_str::<Version>(&json).expect("json"),
+            version
+        );
         assert_eq!(serde_json::to_string(&version).expect("json"), json);
     }
     for bad in ["", "2", "2.4", "3.0", " 2.5", "2.6-202303", "2.5.0"] {
@@ -434,7 +515,11 @@ fn version_parses_displays_and_deserializes() {
 fn for_version_converts_only_for_2_5() {
     let input = r#"{"id":"r","imp":[{"id":"1","rwdd":1}],"device":{"sua":{"mobile":1}}}"#;
     let mut request = decode(input);
-    assert!(for_version(&mut request, Version::V2_6).expect("2.6").is_empty());
+    assert!(
+        for_version(&mut request, Version::V2_6)
+            .expect("2.6")
+            .is_empty()
+    );
     assert_eq!(encode(&request), input);
     let done = for_version(&mut request, Version::V2_5).expect("2.5");
     assert_eq!(done.to_string(), "moved=imp.rwdd dropped=device.sua");
@@ -450,8 +535,14 @@ fn field_set_and_converted_display() {
     done.moved.insert(Field::RegsGdpr);
     done.moved.insert(Field::RegsGdpr);
     assert_eq!(done.moved.len(), 2);
-    assert_eq!(done.to_string(), "moved=regs.gdpr,user.consent dropped=device.sua");
-    assert_eq!(format!("{:?}", done.moved), r#"{"regs.gdpr", "user.consent"}"#);
+    assert_eq!(
+        done.to_string(),
+        "moved=regs.gdpr,user.consent dropped=device.sua"
+    );
+    assert_eq!(
+        format!("{:?}", done.moved),
+        r#"{"regs.gdpr", "user.consent"}"#
+    );
     let labels: Vec<_> = Field::ALL.iter().map(|f| f.label()).collect();
     let mut unique = labels.clone();
     unique.sort_unstable();

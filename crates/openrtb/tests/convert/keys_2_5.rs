@@ -52,7 +52,12 @@ const OBJECTS_2_5: &[(&str, &[(&str, Kind)])] = &[
     ),
     (
         "Source",
-        &[("fd", Scalar), ("tid", Scalar), ("pchain", Scalar), ("ext", Ext)],
+        &[
+            ("fd", Scalar),
+            ("tid", Scalar),
+            ("pchain", Scalar),
+            ("ext", Ext),
+        ],
     ),
     ("Regs", &[("coppa", Scalar), ("ext", Ext)]),
     (
@@ -80,7 +85,12 @@ const OBJECTS_2_5: &[(&str, &[(&str, Kind)])] = &[
     ),
     (
         "Metric",
-        &[("type", Scalar), ("value", Scalar), ("vendor", Scalar), ("ext", Ext)],
+        &[
+            ("type", Scalar),
+            ("value", Scalar),
+            ("vendor", Scalar),
+            ("ext", Ext),
+        ],
     ),
     (
         "Banner",
@@ -372,7 +382,12 @@ const OBJECTS_2_5: &[(&str, &[(&str, Kind)])] = &[
     ),
     (
         "Segment",
-        &[("id", Scalar), ("name", Scalar), ("value", Scalar), ("ext", Ext)],
+        &[
+            ("id", Scalar),
+            ("name", Scalar),
+            ("value", Scalar),
+            ("ext", Ext),
+        ],
     ),
 ];
 

@@ -65,7 +65,10 @@ fn assert_strict_2_5(name: &str, encoded: &str) {
             .iter()
             .any(|(file, slip)| name.ends_with(file) && key == slip)
     });
-    assert!(unknown.is_empty(), "{name}: keys unknown to 2.5: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "{name}: keys unknown to 2.5: {unknown:?}"
+    );
 }
 
 #[test]
@@ -73,7 +76,10 @@ fn a_2_6_bidder_gets_the_request_unchanged() {
     let input = read("convert/request-2.6.json");
     let mut request = decode(&input);
     assert!(for_version(&mut request, Version::V2_6).unwrap().is_empty());
-    assert!(encode(&request) == input, "2.6 encoding differs from the input");
+    assert!(
+        encode(&request) == input,
+        "2.6 encoding differs from the input"
+    );
 }
 
 #[test]
@@ -175,7 +181,10 @@ fn spec_examples_convert_both_ways() {
     inputs.sort();
     assert_eq!(inputs.len(), 5, "the five spec request examples");
     inputs.push(("realistic-2.5k".into(), read("realistic-2.5k.json")));
-    inputs.push(("convert/request-2.6".into(), read("convert/request-2.6.json")));
+    inputs.push((
+        "convert/request-2.6".into(),
+        read("convert/request-2.6.json"),
+    ));
     for (name, text) in &inputs {
         let original = decode(text);
 
@@ -193,7 +202,10 @@ fn spec_examples_convert_both_ways() {
         let up = up_from_2_5(&mut request).unwrap_or_else(|e| panic!("{name}: up: {e}"));
         assert_eq!(up.moved, down.moved, "{name}");
         assert_eq!(moved_fields(&request), moved_fields(&original), "{name}");
-        assert!(up_from_2_5(&mut request).unwrap().is_empty(), "{name}: idempotent");
+        assert!(
+            up_from_2_5(&mut request).unwrap().is_empty(),
+            "{name}: idempotent"
+        );
     }
 }
 
@@ -222,7 +234,10 @@ fn with_stale(ext: Option<Value>, stale: bool, key: &str, value: Value) -> Optio
 
 fn insert_opt(object: &mut Value, key: &str, value: Option<Value>) {
     if let Some(value) = value {
-        object.as_object_mut().unwrap().insert(key.to_owned(), value);
+        object
+            .as_object_mut()
+            .unwrap()
+            .insert(key.to_owned(), value);
     }
 }
 
