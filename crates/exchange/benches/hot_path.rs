@@ -112,6 +112,8 @@ fn settle_ten_bidders(c: &mut Criterion) {
     // Every bidder with a price key: each winner's price sealed into a token.
     let keyed: Vec<BidderView<'_>> = (0..10).map(|i| view(i, keys.get(i))).collect();
     let config = AuctionConfig::default();
+    // No rate tables: every bid is in the auction currency, as before issue 34.
+    let converter = currency::Converter::new(&[]);
     let ctx = AuctionCtx {
         request: &request,
         auction_id,
@@ -121,6 +123,10 @@ fn settle_ten_bidders(c: &mut Criterion) {
         loss_notices: true,
         price_token_ttl_s: 3600,
         now_ms: 1_700_000_000_000,
+        rates: exchange::money::Rates {
+            converter: &converter,
+            stale: false,
+        },
     };
     let sealed = AuctionCtx {
         bidders: &keyed,

@@ -18,9 +18,13 @@ use http_front::json_error;
 use crate::count;
 use crate::enrich::enrich;
 use crate::fanout;
+use crate::intake::{self, Amended};
 use crate::notice_plan::{self, Firer};
 use crate::outcome::{AuctionOutcome, BidderIx, RequestOutcome, WinOutcome};
 use crate::outcome::{NoticeKind, NoticeOutcome};
+use crate::outgoing;
+use crate::privacy::Signals;
+use crate::rates::Snapshot;
 use crate::reply::Called;
 use crate::roster::{Bidder, Roster};
 use crate::sellers::Seller;
@@ -87,6 +91,9 @@ pub(crate) async fn run(state: &State, seller: &Seller, body: &[u8], read_at: In
 struct Admitted<'s> {
     request: BidRequest,
     currency: String,
+    amended: Amended,
+    /// The exchange rates of this auction.
+    rates: Snapshot,
     deadline: Deadline,
     /// Held until the answer is built: the work ahead of later requests (admission::starter).
     _started: admission::Started<'s>,
@@ -115,31 +122,40 @@ async fn auction(
         tmax_ms,
         &state.config.config.schain,
     );
-    let outgoing = match admitted.request.to_vec() {
-        Ok(v) => Bytes::from(v),
-        Err(e) => return Ended::internal_error("encoding an enriched request", &e),
-    };
-    let replies = fanout::fan_out(
-        roster,
-        |b| seller.allows(&b.name),
-        &outgoing,
-        &auction_id,
-        admitted.deadline.answer_by,
-    )
-    .await;
+    let privacy = state.privacy.load();
+    let signals = Signals::read(
+        &admitted.request,
+        seller.gdpr_default.unwrap_or(privacy.gdpr_default),
+        privacy.gvl.is_some(),
+    );
+    let outgoing = admitted.rates.with(|rates| {
+        let inputs = outgoing::Inputs {
+            request: &admitted.request,
+            auction_currency: &admitted.currency,
+            signals: &signals,
+            gvl: privacy.gvl.as_deref(),
+            rates,
+        };
+        outgoing::prepare(roster, |b| seller.allows(&b.name), &inputs)
+    });
+    let replies =
+        fanout::fan_out(roster, &outgoing, &auction_id, admitted.deadline.answer_by).await;
     let calls = replies.iter().map(Called::outcome).collect();
     let n = &state.config.config.notices;
-    let ctx = AuctionCtx {
-        request: &admitted.request,
-        auction_id: &auction_id,
-        currency: &admitted.currency,
-        config: &state.auction,
-        bidders: roster,
-        loss_notices: n.fire_lurl,
-        price_token_ttl_s: n.price_token_ttl_s,
-        now_ms: wall_clock_ms(),
-    };
-    let settlement = settle::settle(&ctx, &replies);
+    let settlement = admitted.rates.with(|rates| {
+        let ctx = AuctionCtx {
+            request: &admitted.request,
+            auction_id: &auction_id,
+            currency: &admitted.currency,
+            config: &state.auction,
+            bidders: roster,
+            loss_notices: n.fire_lurl,
+            price_token_ttl_s: n.price_token_ttl_s,
+            now_ms: wall_clock_ms(),
+            rates,
+        };
+        settle::settle(&ctx, &replies)
+    });
     drop(replies);
     let mut ended = deliver(
         state,
@@ -152,6 +168,17 @@ async fn auction(
     )
     .await;
     ended.outcome.calls = calls;
+    ended.outcome.privacy = outgoing
+        .privacy
+        .iter()
+        .flat_map(|(bidder, actions)| actions.taken().map(move |a| (*bidder, a)))
+        .collect();
+    ended.outcome.not_called = outgoing.not_called;
+    let amended = std::mem::take(&mut admitted.amended);
+    name_repairs(&mut ended.response, &amended.repaired_paths);
+    ended.outcome.repaired = amended.repaired;
+    ended.outcome.imps_dropped = amended.imps_dropped;
+    ended.outcome.upgraded = amended.upgraded;
     ended
 }
 
@@ -164,10 +191,24 @@ async fn admit<'s>(
     body: &[u8],
     read_at: Instant,
 ) -> Result<Admitted<'s>, Ended> {
-    let request = BidRequest::from_slice(body)
+    let mut request = BidRequest::from_slice(body)
         .map_err(|e| Ended::bad_request(&format!("invalid bid request: {e}")))?;
     let currency =
         auction_currency(&request, &state.config.config.auction.default_currency).to_owned();
+    let rates = state.rates.snapshot(&request, seller.trusted_rates);
+    let auction = &state.config.config.auction;
+    let amended = rates
+        .with(|rates| {
+            let rules = intake::Rules {
+                validation: seller.validation,
+                max_imps: auction.max_imps,
+                overflow: auction.imp_overflow,
+                currency: &currency,
+                rates,
+            };
+            intake::amend(&mut request, &rules)
+        })
+        .map_err(|e| Ended::bad_request(&format!("invalid bid request: {e}")))?;
     validate(&request, &currency)
         .map_err(|e| Ended::bad_request(&format!("invalid bid request: {e}")))?;
     let tmax = seller_tmax(
@@ -191,6 +232,8 @@ async fn admit<'s>(
         Ok(started) => Ok(Admitted {
             request,
             currency,
+            amended,
+            rates,
             deadline,
             _started: started,
         }),
@@ -269,6 +312,31 @@ async fn deliver(
         .body(Full::new(Bytes::from(body)))
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())));
     Ended { response, outcome }
+}
+
+/// Longest `x-gavel-repaired` header: the paths of a request's repairs, cut at a path.
+const MAX_REPAIRED_HEADER: usize = 1024;
+
+/// Names what was repaired in the seller's answer (`x-gavel-repaired: imp[0].native.request,
+/// device.geo.lat`), so the seller can fix its side.
+fn name_repairs(response: &mut Answer, paths: &[String]) {
+    if paths.is_empty() {
+        return;
+    }
+    let mut value = String::new();
+    for path in paths {
+        if value.len() + path.len() + 2 > MAX_REPAIRED_HEADER {
+            value.push_str(", ...");
+            break;
+        }
+        if !value.is_empty() {
+            value.push_str(", ");
+        }
+        value.push_str(path);
+    }
+    if let Ok(v) = http::HeaderValue::from_str(&value) {
+        response.headers_mut().insert("x-gavel-repaired", v);
+    }
 }
 
 /// Queues a winner's notices the exchange fires (`notice_plan`), and strips those nobody may.

@@ -97,6 +97,12 @@ pub struct Config {
     /// answering (docs/edge.md). Default: none.
     #[serde(default)]
     pub cache: Option<crate::cache_config::CacheConfig>,
+    /// Privacy law per bidder: the Global Vendor List and the GDPR default (docs/privacy.md).
+    #[serde(default)]
+    pub privacy: crate::privacy_config::PrivacySection,
+    /// Exchange rates for bids and floors in other currencies.
+    #[serde(default)]
+    pub currency: crate::currency_config::CurrencySection,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -121,6 +127,20 @@ pub struct AuctionSection {
     pub second_price_increment: f64,
     /// Auction currency when a request names none (`cur` absent). Default "USD", as the spec says.
     pub default_currency: String,
+    /// Most imps one request may carry. Default 64 (`openrtb::validate::MAX_IMPS`, also the
+    /// most this may be). Bots send 30-150.
+    pub max_imps: usize,
+    /// What a request with more imps gets: `drop` (the first `max_imps` go to auction, the
+    /// rest are dropped and counted) or `refuse` (400). Default `drop`.
+    pub imp_overflow: ImpOverflow,
+}
+
+/// What becomes of the imps past `auction.max_imps`.
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ImpOverflow {
+    Drop,
+    Refuse,
 }
 
 impl Default for AuctionSection {
@@ -128,6 +148,8 @@ impl Default for AuctionSection {
         AuctionSection {
             second_price_increment: 0.01,
             default_currency: "USD".to_owned(),
+            max_imps: openrtb::validate::MAX_IMPS,
+            imp_overflow: ImpOverflow::Drop,
         }
     }
 }
@@ -261,6 +283,33 @@ pub struct BidderConfig {
     /// Environment variable holding that key, instead of a file.
     #[serde(default)]
     pub price_key_env: Option<String>,
+    /// The OpenRTB version it speaks: `"2.6"` (default) or `"2.5"`, which gets the request
+    /// converted down (consent, `gdpr`, `us_privacy`, `schain`, `eids` under `ext`; 2.6-only
+    /// fields dropped) and its answer read as 2.5.
+    #[serde(default)]
+    pub openrtb_version: OpenRtbVersion,
+    /// Send it gzip-compressed requests and ask for compressed answers. Default false.
+    /// Compressed answers are accepted from every bidder (inflated within the answer limit).
+    #[serde(default)]
+    pub gzip: bool,
+    /// Its vendor id in the Global Vendor List: where GDPR applies and TCF is enforced, a
+    /// bidder without one is not called (docs/privacy.md).
+    #[serde(default)]
+    pub gvl_vendor_id: Option<u16>,
+    /// The currency it bids in and wants floors in (ISO-4217). Default: the auction's. Floors
+    /// are converted to it, rounded up; its bids may still name any currency with a rate.
+    #[serde(default)]
+    pub currency: Option<String>,
+}
+
+/// An OpenRTB version a bidder speaks.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
+pub enum OpenRtbVersion {
+    #[serde(rename = "2.5")]
+    V2_5,
+    #[default]
+    #[serde(rename = "2.6")]
+    V2_6,
 }
 
 fn default_listen() -> SocketAddr {
@@ -354,6 +403,10 @@ pub struct Validated {
     pub cache_endpoint: Option<Endpoint>,
     /// The writer key sent to the `[cache]` store, read at load.
     pub cache_key: Option<settings::Secret>,
+    /// The Global Vendor List (`privacy.gvl_file`), read at load: TCF is enforced with it.
+    pub gvl: Option<Arc<consent::gvl::VendorList>>,
+    /// The rates of `currency.rates_file`, read at load.
+    pub rates: Option<Arc<currency::Rates>>,
 }
 
 impl Validated {
@@ -394,6 +447,8 @@ impl Validated {
                     .filter_map(|b| b.price_key_file.as_ref())
                     .map(at),
             )
+            .chain(c.privacy.gvl_file.as_ref().map(at))
+            .chain(c.currency.rates_file.as_ref().map(at))
             .collect()
     }
     /// What the server accepts from client connections.
@@ -509,6 +564,13 @@ impl Config {
         if self.schain.asi.is_empty() {
             return Err(invalid("schain.asi", "must not be empty"));
         }
+        if a.max_imps == 0 || a.max_imps > openrtb::validate::MAX_IMPS {
+            return Err(invalid(
+                "auction.max_imps",
+                format!("must be 1..={}", openrtb::validate::MAX_IMPS),
+            ));
+        }
+        self.currency.check()?;
         if self.bidders.len() > MAX_BIDDERS {
             return Err(invalid("bidders", format!("at most {MAX_BIDDERS} bidders")));
         }
@@ -541,6 +603,13 @@ impl Config {
             }
             if b.max_qps.is_some_and(|q| q == 0 || q > 1_000_000) {
                 return Err(invalid(key("max_qps"), "must be 1..=1000000"));
+            }
+            if b.gvl_vendor_id == Some(0) {
+                return Err(invalid(key("gvl_vendor_id"), "must be 1..=65535"));
+            }
+            if let Some(c) = &b.currency {
+                currency::Currency::parse(c)
+                    .map_err(|e| invalid(key("currency"), e.to_string()))?;
             }
             let mut endpoint =
                 parse_endpoint(&b.endpoint).map_err(|e| invalid(key("endpoint"), e))?;
@@ -619,7 +688,11 @@ impl Config {
                 (Some(endpoint), key)
             }
         };
+        let gvl = self.privacy.load_gvl(dir)?;
+        let rates = self.currency.load_rates(dir)?;
         Ok(Validated {
+            gvl,
+            rates,
             listener_tls,
             cache_endpoint,
             cache_key,

@@ -47,6 +47,23 @@ pub(crate) fn auction(metrics: &Metrics, roster: &Roster, outcome: &AuctionOutco
                 .add(w.cleared.micros().max(0).unsigned_abs());
         }
     }
+    for r in &outcome.repaired {
+        metrics.repairs.inc(r);
+    }
+    metrics.imps_dropped.add(u64::from(outcome.imps_dropped));
+    if outcome.upgraded {
+        metrics.upgraded.inc();
+    }
+    for &(bidder, action) in &outcome.privacy {
+        if let Some((_, m)) = of(bidder) {
+            m.privacy.inc(action);
+        }
+    }
+    for &(bidder, reason) in &outcome.not_called {
+        if let Some((_, m)) = of(bidder) {
+            m.not_called.inc(reason);
+        }
+    }
     for &(bidder, fetched) in &outcome.markup {
         metrics.notice(NoticeKind::Markup, fetched);
         if let Some((_, m)) = of(bidder) {

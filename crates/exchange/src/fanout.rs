@@ -1,5 +1,5 @@
-//! Calls every enabled bidder at once with the same encoded request and turns whatever comes
-//! back, or doesn't, into a [`Reply`]. A bidder's failure is an outcome, never an error of the
+//! Calls every enabled bidder at once with its encoded request (`outgoing`) and turns whatever
+//! comes back, or doesn't, into a [`Reply`]. A bidder's failure is an outcome, never an error of the
 //! auction.
 
 use std::future::Future;
@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use crate::breaker::{BreakerState, Health, pass_gates};
 use crate::outcome::{BidderIx, SkipReason};
+use crate::outgoing::{Outgoing, Route};
 use crate::reply::{Called, Reply, interpret};
 use crate::roster::{Bidder, Roster};
 use crate::typical::clock_ms_at;
@@ -19,14 +20,20 @@ use upstream::pool::Call;
 /// Starts a call to `bidder` unless its host has not resolved, its pool is full, its rate cap
 /// is reached or its breaker is open. The breaker is asked last, so that a call it allows (perhaps a half-open probe) is
 /// surely made and its outcome recorded.
-fn start_call(bidder: &Bidder, body: &Bytes, now: Instant) -> Result<Call, SkipReason> {
+fn start_call(
+    bidder: &Bidder,
+    (body, gzipped): (Bytes, bool),
+    now: Instant,
+) -> Result<Call, SkipReason> {
     if bidder.pool.addr().is_none() {
         return Err(SkipReason::Unresolved);
     }
-    let call = bidder
-        .pool
-        .start(body.clone())
-        .map_err(|_| SkipReason::PoolFull)?;
+    let call = if gzipped {
+        bidder.pool.start_gzipped(body)
+    } else {
+        bidder.pool.start(body)
+    }
+    .map_err(|_| SkipReason::PoolFull)?;
     pass_gates(bidder.rate_cap.as_deref(), &bidder.breaker, now)?;
     Ok(call)
 }
@@ -55,18 +62,17 @@ struct Slot<'a> {
     took: Option<Duration>,
 }
 
-/// Calls every enabled bidder the seller allows at once with the same body and waits until all have answered or
-/// `answer_by` has come, whichever is first. One task and one timer serve the whole fan-out;
+/// Calls every bidder `outgoing` routes a body to, at once, and waits until all have answered
+/// or `answer_by` has come, whichever is first. One task and one timer serve the whole fan-out;
 /// calls still in flight at the deadline are detached to drain (see `pool`).
 pub(crate) async fn fan_out(
     roster: &Roster,
-    allowed: impl Fn(&Bidder) -> bool,
-    body: &Bytes,
+    outgoing: &Outgoing,
     auction_id: &str,
     answer_by: Instant,
 ) -> Vec<Called> {
     let started = Instant::now();
-    let mut slots = start_calls(roster, allowed, body, started);
+    let mut slots = start_calls(roster, outgoing, started);
     let deadline = tokio::time::sleep_until(answer_by.into());
     tokio::pin!(deadline);
     std::future::poll_fn(|cx| {
@@ -105,18 +111,20 @@ pub(crate) async fn fan_out(
     finish(slots, answer_by)
 }
 
-/// A slot per bidder the seller allows and the roster serves: its call started, or why not.
-fn start_calls<'r>(
-    roster: &'r Roster,
-    allowed: impl Fn(&Bidder) -> bool,
-    body: &Bytes,
-    started: Instant,
-) -> Vec<Slot<'r>> {
+/// A slot per bidder `outgoing` routes: its call started, or why not.
+fn start_calls<'r>(roster: &'r Roster, outgoing: &Outgoing, started: Instant) -> Vec<Slot<'r>> {
     roster
         .iter()
-        .filter(|(_, b)| b.serving() && allowed(b))
-        .map(|(index, bidder)| {
-            let (call, reply) = match start_call(bidder, body, started) {
+        .filter_map(|(index, bidder)| Some((index, bidder, outgoing.route(index)?)))
+        .map(|(index, bidder, route)| {
+            let started_call = match route {
+                Route::Skip(reason) => Err(reason),
+                Route::Send(_) => outgoing
+                    .body_for(index, bidder.wants.gzip)
+                    .ok_or(SkipReason::Unconvertible)
+                    .and_then(|body| start_call(bidder, body, started)),
+            };
+            let (call, reply) = match started_call {
                 Ok(call) => (Some(call), None),
                 Err(reason) => (None, Some(Reply::Skipped(reason))),
             };

@@ -14,8 +14,8 @@ use telemetry::{
 
 pub use crate::notices::NoticeTally;
 pub use crate::outcome::{
-    BidderOutcome, CacheOutcome, NoticeKind, NoticeOutcome, ReloadOutcome, RequestOutcome,
-    SkipReason,
+    BidderOutcome, CacheOutcome, NotCalled, NoticeKind, NoticeOutcome, PrivacyAction,
+    ReloadOutcome, RequestOutcome, SkipReason,
 };
 pub use crate::sellers::KeyRefusal;
 pub use telemetry::Histogram;
@@ -49,6 +49,10 @@ pub struct BidderMetrics {
     pub notice_refusals: Counters<NoticeRefusal>,
     /// Sum of clearing prices of won imps, CPM micros.
     pub cleared_micros: Counter,
+    /// What privacy enforcement did to its copies of requests, by action.
+    pub privacy: Counters<PrivacyAction>,
+    /// Auctions privacy law left it out of, by reason.
+    pub not_called: Counters<NotCalled>,
 }
 
 impl Default for BidderMetrics {
@@ -110,13 +114,23 @@ impl Default for BidderMetrics {
                 "gavel_exchange_cleared_cpm_micros_total",
                 "Sum of clearing prices (CPM micros) per bidder.",
             ),
+            privacy: Counters::new(
+                "gavel_exchange_privacy_actions_total",
+                "What privacy enforcement did to a bidder's copy of a request (docs/privacy.md), by action.",
+                "action",
+            ),
+            not_called: Counters::new(
+                "gavel_exchange_privacy_not_called_total",
+                "Auctions privacy law left a bidder out of, by reason.",
+                "reason",
+            ),
         }
     }
 }
 
 impl BidderMetrics {
     /// The families, in the order `/metrics` shows them.
-    const FAMILIES: [fn(&BidderMetrics) -> &dyn Render; 14] = [
+    const FAMILIES: [fn(&BidderMetrics) -> &dyn Render; 16] = [
         |b| &b.requests,
         |b| &b.outcomes,
         |b| &b.skips,
@@ -131,6 +145,8 @@ impl BidderMetrics {
         |b| &b.notices,
         |b| &b.notice_refusals,
         |b| &b.cleared_micros,
+        |b| &b.privacy,
+        |b| &b.not_called,
     ];
 
     pub fn outcome_count(&self, o: BidderOutcome) -> u64 {
@@ -171,6 +187,12 @@ pub struct Metrics {
     pub unauthorized: Counters<KeyRefusal>,
     /// Configuration reloads by outcome (the reason, when refused).
     pub config_reloads: Counters<ReloadOutcome>,
+    /// Request fields repaired before validation, by field (`validate::repair`'s labels).
+    pub repairs: Tally,
+    /// Imps dropped past `auction.max_imps`.
+    pub imps_dropped: Counter,
+    /// Requests that arrived in OpenRTB 2.5 shape and were converted up.
+    pub upgraded: Counter,
     /// The sellers configured now (name, requests taken); replaced whole by a reload.
     sellers: ArcSwap<crate::sellers::Sellers>,
     /// The bidders configured now; replaced whole by a reload.
@@ -250,6 +272,19 @@ impl Metrics {
                 "gavel_exchange_config_reloads_total",
                 "Configuration reloads: applied, or refused (the last good configuration stays) and why.",
                 "outcome",
+            ),
+            repairs: Tally::new(
+                "gavel_exchange_request_repairs_total",
+                "Request fields repaired before validation (sellers with validation = \"repair\"), by field.",
+                "field",
+            ),
+            imps_dropped: Counter::new(
+                "gavel_exchange_imps_dropped_total",
+                "Imps dropped from requests past auction.max_imps.",
+            ),
+            upgraded: Counter::new(
+                "gavel_exchange_requests_upgraded_total",
+                "Requests that arrived in OpenRTB 2.5 shape and were converted to 2.6.",
             ),
             sellers: ArcSwap::from_pointee(crate::sellers::Sellers::empty()),
             bidders: ArcSwap::from_pointee(BidderTable::new(bidder_names)),
@@ -344,6 +379,9 @@ impl Metrics {
             &self.notices,
             &self.notice_retries,
             &self.unauthorized,
+            &self.repairs,
+            &self.imps_dropped,
+            &self.upgraded,
         ] {
             metric.render(o);
         }

@@ -75,12 +75,43 @@ labelled_counters! {
 }
 
 labelled_counters! {
-    /// Why a bidder was not called for an auction.
+    /// Why a bidder was not called for an auction: its pool was full, its breaker open, its
+    /// rate cap reached, its host unresolved; privacy law left it out (the reason is counted
+    /// apart, `NotCalled`); its floors had no rate into its currency; its copy could not be
+    /// converted to its OpenRTB version.
     SkipReason {
         PoolFull => "pool_full",
         BreakerOpen => "breaker_open",
         QpsCap => "qps_cap",
         Unresolved => "unresolved",
+        Privacy => "privacy",
+        NoRate => "no_rate",
+        Unconvertible => "unconvertible",
+    }
+}
+
+labelled_counters! {
+    /// What privacy enforcement did to one bidder's copy of a request (`privacy`).
+    PrivacyAction {
+        NotCalled => "not_called",
+        IdsRemoved => "ids_removed",
+        EidsRemoved => "eids_removed",
+        DemographicsRemoved => "demographics_removed",
+        GeoCoarsened => "geo_coarsened",
+        IpMasked => "ip_masked",
+    }
+}
+
+labelled_counters! {
+    /// Why privacy enforcement left a bidder out of an auction: where GDPR applies and TCF is
+    /// enforced, it has no `gvl_vendor_id`; the consent string is missing or does not decode;
+    /// its vendor is not in the Global Vendor List or is deleted; it has no legal basis for
+    /// purpose 2 (basic advertising).
+    NotCalled {
+        NoVendorId => "no_vendor_id",
+        NoConsent => "no_consent",
+        UnknownVendor => "unknown_vendor",
+        NoBasis => "no_basis",
     }
 }
 
@@ -171,6 +202,16 @@ pub struct AuctionOutcome {
     pub markup: Vec<(BidderIx, NoticeOutcome)>,
     /// The winners' markup put to the `[cache]` store, when there was one to make.
     pub cache: Option<CacheOutcome>,
+    /// What privacy enforcement did, per bidder and action.
+    pub privacy: Vec<(BidderIx, PrivacyAction)>,
+    /// Bidders privacy law left out, and why.
+    pub not_called: Vec<(BidderIx, NotCalled)>,
+    /// Fields of the request repaired before validation (`validate::repair`'s labels).
+    pub repaired: Vec<&'static str>,
+    /// Imps past `auction.max_imps`, dropped.
+    pub imps_dropped: u32,
+    /// The request came in OpenRTB 2.5 shape and was converted up.
+    pub upgraded: bool,
 }
 
 impl AuctionOutcome {
@@ -184,6 +225,11 @@ impl AuctionOutcome {
             wins: Vec::new(),
             markup: Vec::new(),
             cache: None,
+            privacy: Vec::new(),
+            not_called: Vec::new(),
+            repaired: Vec::new(),
+            imps_dropped: 0,
+            upgraded: false,
         }
     }
 }
@@ -228,6 +274,11 @@ mod tests {
             }],
             markup: vec![(a, NoticeOutcome::Sent)],
             cache: Some(CacheOutcome::Stored),
+            privacy: vec![(b, PrivacyAction::IdsRemoved)],
+            not_called: vec![(b, NotCalled::NoConsent)],
+            repaired: vec!["device.geo.lat"],
+            imps_dropped: 1,
+            upgraded: true,
         };
         let record = serde_json::to_string(&outcome).unwrap_or_default();
         assert_eq!(
@@ -238,7 +289,9 @@ mod tests {
                 r#"{"bidder":1,"outcome":"skipped","skip":"breaker_open","detail":null,"took_us":null,"bids":0}],"#,
                 r#""rejected":[{"bidder":0,"reason":"below_floor"}],"#,
                 r#""wins":[{"bidder":0,"cleared":2.345678}],"#,
-                r#""markup":[[0,"sent"]],"cache":"stored"}"#
+                r#""markup":[[0,"sent"]],"cache":"stored","#,
+                r#""privacy":[[1,"ids_removed"]],"not_called":[[1,"no_consent"]],"#,
+                r#""repaired":["device.geo.lat"],"imps_dropped":1,"upgraded":true}"#
             )
         );
     }

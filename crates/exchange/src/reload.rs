@@ -110,6 +110,12 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.tls != new.tls {
         sections.push("[tls]");
     }
+    // The rates file and maximum age reload; the feed is started once.
+    if running.currency.rates_url != new.currency.rates_url
+        || running.currency.refresh_s != new.currency.refresh_s
+    {
+        sections.push("currency.rates_url");
+    }
     sections
 }
 
@@ -215,6 +221,18 @@ fn apply(state: &State, new: &Validated) -> ReloadReport {
     carry_seller_counts(&state.sellers.load(), &new.sellers);
     state.metrics.set_sellers(new.sellers.clone());
     state.sellers.store(new.sellers.clone());
+    state
+        .privacy
+        .store(Arc::new(crate::state::PrivacyNow::of(new)));
+    state.rates.file.store(
+        new.rates
+            .clone()
+            .map(|r| Arc::new(crate::rates::Dated::now(r))),
+    );
+    state.rates.max_age_s.store(
+        new.config.currency.max_age_s,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     ReloadReport {
         bidders: change,
         restart_needed: restart_only_changes(&state.config.config, &new.config),

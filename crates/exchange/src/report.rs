@@ -5,7 +5,8 @@
 use openrtb::Price;
 
 use crate::metrics::{
-    BidderMetrics, BidderOutcome, Metrics, NoticeKind, NoticeOutcome, RequestOutcome, SkipReason,
+    BidderMetrics, BidderOutcome, Metrics, NoticeKind, NoticeOutcome, PrivacyAction,
+    RequestOutcome, SkipReason,
 };
 use crate::state::Exchange;
 
@@ -56,6 +57,11 @@ pub struct BidderReport {
     pub skipped_qps_cap: u64,
     /// Sum of its clearing prices (CPM): a thousandth of it is what it spent.
     pub cleared: Price,
+    /// Auctions privacy law left it out of, and copies it got without user ids or with coarse
+    /// geo (docs/privacy.md).
+    pub privacy_not_called: u64,
+    pub privacy_ids_removed: u64,
+    pub privacy_geo_coarsened: u64,
 }
 
 impl ExchangeReport {
@@ -107,6 +113,9 @@ impl BidderReport {
             skipped_breaker_open: b.skip_count(SkipReason::BreakerOpen),
             skipped_qps_cap: b.skip_count(SkipReason::QpsCap),
             cleared: Price::from_micros(i64::try_from(b.cleared_micros.get()).unwrap_or(i64::MAX)),
+            privacy_not_called: b.privacy.get(PrivacyAction::NotCalled),
+            privacy_ids_removed: b.privacy.get(PrivacyAction::IdsRemoved),
+            privacy_geo_coarsened: b.privacy.get(PrivacyAction::GeoCoarsened),
         }
     }
 }

@@ -44,6 +44,29 @@ pub(crate) struct Bidder {
     pub(crate) fetch_markup: bool,
     /// The key its clearing prices are sealed with (`price_key_file`), if it has one.
     pub(crate) price_key: Option<price_token::PriceKey>,
+    /// How it wants its requests: version, encoding, vendor id, currency.
+    pub(crate) wants: Wants,
+}
+
+/// What shapes the request a bidder is sent (its `openrtb_version`, `gzip`, `gvl_vendor_id`
+/// and `currency`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Wants {
+    pub(crate) version: crate::config::OpenRtbVersion,
+    pub(crate) gzip: bool,
+    pub(crate) vendor_id: Option<u16>,
+    pub(crate) currency: Option<String>,
+}
+
+impl Wants {
+    fn of(config: &BidderConfig) -> Wants {
+        Wants {
+            version: config.openrtb_version,
+            gzip: config.gzip,
+            vendor_id: config.gvl_vendor_id,
+            currency: config.currency.clone(),
+        }
+    }
 }
 
 /// The bidders of one configuration, in file order. An auction names each by its
@@ -217,14 +240,17 @@ impl Bidder {
         let metrics: Arc<BidderMetrics> = old.map_or_else(Arc::default, |o| o.metrics.clone());
         let same_endpoint = old.filter(|o| o.pool.endpoint() == endpoint);
         let pool = same_endpoint
-            .filter(|o| o.max_connections == config.max_connections)
+            .filter(|o| o.max_connections == config.max_connections && o.wants.gzip == config.gzip)
             .map_or_else(
                 || {
-                    Arc::new(BidderPool::new(
-                        endpoint.clone(),
-                        settings.upstream.pool_limits(config.max_connections),
-                        metrics.connections_busy.cell(),
-                    ))
+                    Arc::new(
+                        BidderPool::new(
+                            endpoint.clone(),
+                            settings.upstream.pool_limits(config.max_connections),
+                            metrics.connections_busy.cell(),
+                        )
+                        .accept_gzip(config.gzip),
+                    )
                 },
                 |o| o.pool.clone(),
             );
@@ -249,6 +275,7 @@ impl Bidder {
             typical: old.map_or_else(Arc::default, |o| o.typical.clone()),
             fetch_markup: config.fetch_markup,
             price_key: None,
+            wants: Wants::of(config),
             name: config.name.clone(),
             enabled: config.enabled,
             paused: old.map_or_else(Arc::default, |o| o.paused.clone()),
@@ -267,6 +294,7 @@ impl Bidder {
             && self.max_qps == other.max_qps
             && self.pool.endpoint() == other.pool.endpoint()
             && self.fetch_markup == other.fetch_markup
+            && self.wants == other.wants
             && self.price_key == other.price_key
             && self.notices.hosts == other.notices.hosts
             && self.notices.tls == other.notices.tls

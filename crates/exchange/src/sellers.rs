@@ -60,6 +60,28 @@ pub struct SellerConfig {
     /// and the exchange fires none of them. Default false.
     #[serde(default)]
     pub fires_notices: bool,
+    /// `repair` (default): what breaks an OpenRTB rule but can be fixed without guessing the
+    /// seller's intent (native asset ids missing, an out-of-range coordinate, an invalid
+    /// optional field) is fixed and counted; `strict`: refused with 400 like the rest.
+    #[serde(default)]
+    pub validation: Validation,
+    /// Whether GDPR applies to this seller's requests without `regs.gdpr`. Default:
+    /// `privacy.gdpr_default`.
+    #[serde(default)]
+    pub gdpr_default: Option<bool>,
+    /// Honour the exchange rates a request carries (`ext.prebid.currency.rates`) before the
+    /// exchange's own. Default false: a seller could otherwise set the price of every bid.
+    #[serde(default)]
+    pub trusted_rates: bool,
+}
+
+/// How strictly a seller's requests are held to the OpenRTB rules.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Validation {
+    #[default]
+    Repair,
+    Strict,
 }
 
 /// A seller's settings as an auction reads them.
@@ -75,6 +97,11 @@ pub struct Seller {
     pub fires_notices: bool,
     /// One of its keys is an example key from the repository ([`EXAMPLE_KEY_PREFIX`]).
     pub example_key: bool,
+    pub validation: Validation,
+    /// Whether GDPR applies without `regs.gdpr`; `None`: the host's default.
+    pub gdpr_default: Option<bool>,
+    /// Its requests' own exchange rates are honoured.
+    pub trusted_rates: bool,
     /// Requests taken from this seller (authenticated).
     pub requests: AtomicU64,
 }
@@ -90,6 +117,9 @@ impl Seller {
             bill_on_win,
             fires_notices: false,
             example_key: false,
+            validation: Validation::Repair,
+            gdpr_default: None,
+            trusted_rates: false,
             requests: AtomicU64::new(0),
         }
     }
@@ -261,6 +291,9 @@ impl Sellers {
                 bill_on_win,
                 fires_notices: c.fires_notices,
                 example_key,
+                validation: c.validation,
+                gdpr_default: c.gdpr_default,
+                trusted_rates: c.trusted_rates,
                 requests: AtomicU64::new(0),
             }));
         }
@@ -355,6 +388,9 @@ mod tests {
             max_tmax_ms: None,
             bill_on_win: None,
             fires_notices: false,
+            validation: Validation::Repair,
+            gdpr_default: None,
+            trusted_rates: false,
         }
     }
 

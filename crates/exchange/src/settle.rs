@@ -5,10 +5,12 @@
 use std::borrow::Cow;
 
 use auction::{AuctionConfig, Candidate, DealRules, ImpRules, PriceRule, Rules};
+use currency::Round;
 use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
 use price_token::{Binding, PriceKey};
 
+use crate::money::Rates;
 use crate::outcome::{BidderIx, Rejected};
 use crate::reply::{Called, Reply};
 use upstream::outbound::NoticeHosts;
@@ -53,6 +55,9 @@ pub struct AuctionCtx<'a> {
     pub price_token_ttl_s: u64,
     /// Wall-clock milliseconds since the epoch, for `${AUCTION_IMP_TS}` and token expiries.
     pub now_ms: i64,
+    /// Bids in another currency are converted to `currency` with these (rounded down), and
+    /// a winner's clearing price back to its bid's currency for its notices (rounded down).
+    pub rates: Rates<'a>,
 }
 
 /// A winning bid, rewritten for the seller.
@@ -121,7 +126,15 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
 /// here, before the auction.
 struct Pool<'a> {
     candidates: Vec<Candidate<'a>>,
-    sources: Vec<(&'a BidResponse, &'a Bid)>,
+    sources: Vec<Source<'a>>,
+}
+
+/// Where a candidate came from: its response, its bid, and the bid's own currency.
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    response: &'a BidResponse,
+    bid: &'a Bid,
+    currency: &'a str,
 }
 
 /// Runs the auction over every bid of `replies` and rewrites the winners.
@@ -184,6 +197,7 @@ fn candidates<'a>(
         let view = ctx.bidders.view(bidder);
         let bidder_name = view.map_or("", |v| v.name);
         let markup_hosts = view.and_then(|v| v.markup_hosts);
+        // A bid's currency is its response's; absent, USD (the spec's default).
         let currency = response.cur.as_deref().unwrap_or("USD");
         for seatbid in response.seatbid.as_deref().unwrap_or(&[]) {
             let seat = seatbid.seat.as_deref().unwrap_or(bidder_name);
@@ -199,18 +213,35 @@ fn candidates<'a>(
                     });
                     continue;
                 }
+                let price = match ctx
+                    .rates
+                    .convert(bid.price, currency, ctx.currency, Round::Down)
+                {
+                    Ok(price) => price,
+                    Err(e) => {
+                        rejected.push(Rejected {
+                            bidder,
+                            reason: e.label(),
+                        });
+                        continue;
+                    }
+                };
                 pool.candidates.push(Candidate {
                     bidder: bidder.raw(),
                     seat,
                     bid_id: bid.id.as_str(),
                     imp_id: bid.impid.as_str(),
-                    price: bid.price,
-                    currency,
+                    price,
+                    currency: ctx.currency,
                     deal_id: bid.dealid.as_deref(),
                     adomain: bid.adomain.as_deref().unwrap_or(empty()),
                     cat: bid.cat.as_deref().unwrap_or(empty()),
                 });
-                pool.sources.push((response, bid));
+                pool.sources.push(Source {
+                    response,
+                    bid,
+                    currency,
+                });
             }
         }
     }
@@ -224,10 +255,11 @@ fn loss_url(
     i: usize,
     (reason, min_to_win): (LossReason, Option<Price>),
 ) -> Option<(BidderIx, String)> {
-    let (response, bid) = pool.sources[i];
-    let lurl = bid.lurl.as_ref()?;
+    let source = pool.sources[i];
+    let lurl = source.bid.lurl.as_ref()?;
     let cand = &pool.candidates[i];
-    let values = macro_values(ctx, response, cand, bid, None, reason, min_to_win);
+    let min_to_win = min_to_win.map(|p| in_bid_currency(ctx, p, source.currency));
+    let values = macro_values(ctx, source, cand, None, reason, min_to_win);
     Some((
         BidderIx::from_raw(cand.bidder),
         substitute(lurl, &values).into_owned(),
@@ -238,18 +270,20 @@ fn loss_url(
 /// macros replaced, the bid price kept in `ext.origbidprice`.
 fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) -> Won {
     let cand = &pool.candidates[winner.candidate];
-    let (response, bid) = pool.sources[winner.candidate];
+    let source = pool.sources[winner.candidate];
+    let bid = source.bid;
     let clearing = winner.clearing_price;
+    // The bidder is told, and charged, in its bid's currency.
+    let charged = in_bid_currency(ctx, clearing, source.currency);
     let bidder = BidderIx::from_raw(cand.bidder);
-    let token = sealed_price(ctx, bidder, bid, clearing);
+    let token = sealed_price(ctx, bidder, bid, charged, source.currency);
     let mut values = macro_values(
         ctx,
-        response,
+        source,
         cand,
-        bid,
-        Some(clearing),
+        Some(charged),
         LossReason::BID_WON,
-        Some(winner.min_to_win),
+        Some(in_bid_currency(ctx, winner.min_to_win, source.currency)),
     );
     values.price_token = token.as_deref();
     let mut won = bid.clone();
@@ -261,6 +295,11 @@ fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) 
     // A bid whose ext is not an object keeps its ext; the original price is then only in
     // the exchange's metrics and logs.
     if let Ok(ext) = RawJson::with_field(bid.ext.as_ref(), "origbidprice", bid.price) {
+        won.ext = Some(ext);
+    }
+    if source.currency != ctx.currency
+        && let Ok(ext) = RawJson::with_field(won.ext.as_ref(), "origbidcur", source.currency)
+    {
         won.ext = Some(ext);
     }
     Won {
@@ -277,6 +316,7 @@ fn sealed_price(
     bidder: BidderIx,
     bid: &Bid,
     clearing: Price,
+    currency: &str,
 ) -> Option<String> {
     let key = ctx.bidders.view(bidder)?.price_key?;
     let now_s = u64::try_from(ctx.now_ms / 1000).unwrap_or(0);
@@ -284,7 +324,7 @@ fn sealed_price(
         auction: ctx.auction_id,
         imp: bid.impid.as_str(),
         bid: bid.id.as_str(),
-        currency: ctx.currency,
+        currency,
     };
     Some(key.seal(
         clearing,
@@ -303,14 +343,18 @@ fn replace(field: &mut Option<String>, values: &MacroValues<'_>) {
 
 fn macro_values<'a>(
     ctx: &'a AuctionCtx<'a>,
-    response: &'a BidResponse,
+    source: Source<'a>,
     cand: &'a Candidate<'a>,
-    bid: &'a Bid,
     price: Option<Price>,
     loss: LossReason,
     min_to_win: Option<Price>,
 ) -> MacroValues<'a> {
-    // "Market bid ratio": clearing price over bid price.
+    let Source {
+        response,
+        bid,
+        currency,
+    } = source;
+    // "Market bid ratio": clearing price over bid price (both in the bid's currency).
     let mbr = price
         .filter(|_| bid.price.is_positive())
         .map(|p| p.micros() as f64 / bid.price.micros() as f64);
@@ -323,12 +367,21 @@ fn macro_values<'a>(
         ad_id: bid.adid.as_deref().unwrap_or(""),
         price,
         price_token: None,
-        currency: ctx.currency,
+        currency,
         mbr,
         loss: Some(loss),
         min_to_win,
         imp_ts_ms: Some(ctx.now_ms),
     }
+}
+
+/// `price`, in the auction currency, in `bid_currency`, rounded down. The bid was converted
+/// forward with the same tables, so the way back exists (rates are invertible); were it
+/// missing, the price stays as it is.
+fn in_bid_currency(ctx: &AuctionCtx<'_>, price: Price, bid_currency: &str) -> Price {
+    ctx.rates
+        .convert(price, ctx.currency, bid_currency, Round::Down)
+        .unwrap_or(price)
 }
 
 /// Groups winning bids into the seller's BidResponse.

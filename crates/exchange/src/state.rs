@@ -14,6 +14,7 @@ use http_front::{ConnStats, Door};
 use crate::config::Validated;
 use crate::metrics::Metrics;
 use crate::notices::{Notifier, QueueSettings};
+use crate::rates::RateBook;
 use crate::roster::{PoolSettings, Roster};
 use crate::sellers::Sellers;
 use upstream::notice_client::{ClientSettings, NoticeClient};
@@ -42,9 +43,30 @@ pub(crate) struct State {
     /// Auction requests come in through it.
     pub(crate) door: Door,
     pub(crate) connections: Arc<ConnStats>,
+    /// The vendor list and GDPR default now (a reload replaces them).
+    pub(crate) privacy: ArcSwap<PrivacyNow>,
+    /// The exchange rates now.
+    pub(crate) rates: Arc<RateBook>,
     auction_seq: AtomicU64,
     /// Makes auction ids unique across restarts of the same node.
     id_prefix: String,
+}
+
+/// What privacy enforcement reads besides the request: replaced as a whole by a reload.
+#[derive(Debug)]
+pub(crate) struct PrivacyNow {
+    /// With it, TCF is enforced.
+    pub(crate) gvl: Option<Arc<consent::gvl::VendorList>>,
+    pub(crate) gdpr_default: bool,
+}
+
+impl PrivacyNow {
+    pub(crate) fn of(config: &Validated) -> PrivacyNow {
+        PrivacyNow {
+            gvl: config.gvl.clone(),
+            gdpr_default: config.config.privacy.gdpr_default,
+        }
+    }
 }
 
 impl State {
@@ -107,7 +129,21 @@ impl Exchange {
             )),
             _ => None,
         };
+        let rates = Arc::new(RateBook::new(
+            config.rates.clone(),
+            config.config.currency.max_age_s,
+        ));
+        if let Some(url) = &config.config.currency.rates_url {
+            tokio::spawn(crate::rates::follow_url(
+                Arc::downgrade(&rates),
+                notice_client.clone(),
+                url.clone(),
+                Duration::from_secs(config.config.currency.refresh_s),
+            ));
+        }
         let state = State {
+            privacy: ArcSwap::from_pointee(PrivacyNow::of(&config)),
+            rates,
             markup_cache,
             policy: config.config.deadline.policy(),
             auction: AuctionConfig {

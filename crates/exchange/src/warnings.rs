@@ -7,6 +7,8 @@
 //! | a bidder's endpoint host does not resolve | the bidder is skipped until it does (`skips_total{reason="unresolved"}`) |
 //! | an endpoint or notice host resolves to an address notices are never sent to, with `notices.allow_private_addresses = false` | its win and billing notices are refused: impressions run and nobody is billed |
 //! | a seller key from `examples/keys` | anyone who read the repository can run auctions as that seller (refused outright on a non-loopback listener) |
+//! | bidders with a `gvl_vendor_id` but no `privacy.gvl_file` | TCF is not enforced: where GDPR applies, every bidder gets every field |
+//! | a bidder `currency` other than the auction's with no `[currency]` rates | floors cannot be converted for it: skipped (`no_rate`) whenever a request has a floor |
 
 use std::net::{IpAddr, ToSocketAddrs};
 
@@ -63,6 +65,27 @@ pub fn warnings(v: &Validated) -> Vec<String> {
                     }
                 }
             }
+        }
+    }
+    let c = &v.config;
+    if c.privacy.gvl_file.is_none() && c.bidders.iter().any(|b| b.gvl_vendor_id.is_some()) {
+        out.push(
+            "privacy.gvl_file: not set, so TCF is not enforced: where GDPR applies every bidder \
+             gets every field, whatever its gvl_vendor_id (docs/privacy.md)"
+                .to_owned(),
+        );
+    }
+    let no_rates = c.currency.rates_file.is_none() && c.currency.rates_url.is_none();
+    for (i, b) in c.bidders.iter().enumerate() {
+        if no_rates
+            && let Some(cur) = &b.currency
+            && *cur != c.auction.default_currency
+        {
+            out.push(format!(
+                "bidders[{i}] ({:?}): currency {cur:?} with no [currency] rates: its floors \
+                 cannot be converted, so it is skipped (no_rate) whenever a request has a floor",
+                b.name
+            ));
         }
     }
     for (i, seller) in v.sellers.iter().enumerate() {

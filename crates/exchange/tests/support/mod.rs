@@ -53,13 +53,51 @@ fn notice_status(before: &[String], path_and_query: &str) -> StatusCode {
     }
 }
 
-/// A real HTTP bidder whose answers come from a closure. GETs (notices) are recorded and
+/// One bid request as the bidder's socket received it.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    pub content_encoding: Option<String>,
+    pub accept_encoding: Option<String>,
+    /// The body as sent (compressed when `content_encoding` says so).
+    pub body: Bytes,
+    /// The body inflated (the same as `body` when it was not compressed).
+    pub json: Bytes,
+}
+
+fn header(req: &Request<Incoming>, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn gunzip(body: &[u8]) -> Bytes {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .read_to_end(&mut out)
+        .unwrap();
+    Bytes::from(out)
+}
+
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(body).unwrap();
+    Bytes::from(z.finish().unwrap())
+}
+
+/// A real HTTP bidder whose answers come from a closure. A request with
+/// `Content-Encoding: gzip` is inflated, and one with `Accept-Encoding: gzip` answered
+/// compressed, as a bidder that speaks gzip does. GETs (notices) are recorded and
 /// answered as [`notice_status`] says.
 #[derive(Clone)]
 pub struct ScriptedBidder {
     pub addr: SocketAddr,
     pub notices: Arc<Mutex<Vec<String>>>,
     pub requests: Arc<Mutex<Vec<BidRequest>>>,
+    /// Every bid request as it came over the wire, in arrival order.
+    pub wire: Arc<Mutex<Vec<WireRequest>>>,
     /// TCP connections accepted so far.
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
     /// While true, bid requests are recorded and then held unanswered ([`ScriptedBidder::hold`]).
@@ -88,12 +126,14 @@ impl ScriptedBidder {
         let answer: Arc<Answer> = Arc::new(answer);
         let notices = Arc::new(Mutex::new(Vec::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let wire = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let holding = Arc::new(tokio::sync::watch::Sender::new(false));
         let me = ScriptedBidder {
             addr,
             notices: notices.clone(),
             requests: requests.clone(),
+            wire: wire.clone(),
             connections: connections.clone(),
             holding: holding.clone(),
         };
@@ -103,17 +143,22 @@ impl ScriptedBidder {
                     return;
                 };
                 connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let (answer, notices, requests, holding) = (
+                let (answer, notices, requests, holding, wire) = (
                     answer.clone(),
                     notices.clone(),
                     requests.clone(),
                     holding.clone(),
+                    wire.clone(),
                 );
                 let acceptor = tls.as_ref().and_then(|t| t.acceptor());
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<Incoming>| {
-                        let (answer, notices, requests) =
-                            (answer.clone(), notices.clone(), requests.clone());
+                        let (answer, notices, requests, wire) = (
+                            answer.clone(),
+                            notices.clone(),
+                            requests.clone(),
+                            wire.clone(),
+                        );
                         let mut held = holding.subscribe();
                         async move {
                             if req.method() == http::Method::GET {
@@ -130,13 +175,35 @@ impl ScriptedBidder {
                                 *r.status_mut() = status;
                                 return Ok::<_, Infallible>(r);
                             }
+                            let content_encoding = header(&req, "content-encoding");
+                            let accept_encoding = header(&req, "accept-encoding");
                             let body = req.into_body().collect().await.unwrap().to_bytes();
-                            let request = BidRequest::from_slice(&body).unwrap();
+                            let json = match content_encoding.as_deref() {
+                                Some("gzip") => gunzip(&body),
+                                _ => body.clone(),
+                            };
+                            let answer_gzip = accept_encoding.as_deref() == Some("gzip");
+                            wire.lock().unwrap().push(WireRequest {
+                                content_encoding,
+                                accept_encoding,
+                                body,
+                                json: json.clone(),
+                            });
+                            let request = BidRequest::from_slice(&json).unwrap();
                             let script = answer(&request);
                             requests.lock().unwrap().push(request);
                             let _ = held.wait_for(|holding| !*holding).await;
                             tokio::time::sleep(script.delay).await;
-                            let mut r = Response::new(Full::new(Bytes::from(script.body)));
+                            let mut r = if answer_gzip && !script.body.is_empty() {
+                                let mut r = Response::new(Full::new(gzip(script.body.as_bytes())));
+                                r.headers_mut().insert(
+                                    http::header::CONTENT_ENCODING,
+                                    http::HeaderValue::from_static("gzip"),
+                                );
+                                r
+                            } else {
+                                Response::new(Full::new(Bytes::from(script.body)))
+                            };
                             *r.status_mut() = StatusCode::from_u16(script.status).unwrap();
                             Ok(r)
                         }
