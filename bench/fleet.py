@@ -1,5 +1,5 @@
 """An exchange on core 0 with a simulated bidder fleet on core 1, for one scenario."""
-import os, subprocess, tempfile
+import os, re, subprocess, tempfile
 
 from procs import FLEET_NICE, LOAD_CORE, SERVER_CORE, Proc, free_port, scrape
 
@@ -39,11 +39,14 @@ class Exchange:
     `ex.cpu_seconds()`, `ex.fleet_cpu_seconds()`. `server_binary`: another build of gavel for
     the server only (the fleet and the load generator stay this one), to compare builds.
     `lean_fleet` (default, but not with TLS): the bidders serve with `gavel sim --lean-http`,
-    the same answers for less CPU on the core they share with the load generator."""
+    the same answers for less CPU on the core they share with the load generator.
+    `privacy`: TCF enforced with examples/gvl.json, the bidders vendors 1..n (the generated
+    EU requests carry consent strings for them); `openrtb_version`: every bidder's version."""
 
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
                  floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
-                 fleet_threads=1, server_binary=None, lean_fleet=True):
+                 fleet_threads=1, server_binary=None, lean_fleet=True, privacy=False,
+                 openrtb_version=None):
         self.floor = floor
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
@@ -69,6 +72,18 @@ class Exchange:
             bidders_section = bidders_section.replace(
                 f"max_connections = {max_connections}\n",
                 f"max_connections = {max_connections}\nca_file = \"{ca}\"\n")
+        if privacy:
+            count = iter(range(1, 10_000))
+            bidders_section = re.sub(
+                r"max_connections = \d+\n",
+                lambda m: f"{m.group(0)}gvl_vendor_id = {next(count)}\n", bidders_section)
+        if openrtb_version:
+            bidders_section = re.sub(
+                r"max_connections = \d+\n",
+                lambda m: f'{m.group(0)}openrtb_version = "{openrtb_version}"\n', bidders_section)
+        gvl = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "examples", "gvl.json")
+        privacy_section = f'[privacy]\ngvl_file = "{gvl}"\n\n' if privacy else ""
         # Loopback load: open to every caller, notices to loopback allowed, and one address
         # may hold every connection the load generator opens.
         admin_port = free_port()
@@ -78,7 +93,7 @@ class Exchange:
                                 f'\n[admission]\nmode = "{admission}"\n\n'
                                 f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n"
                                 "allow_private_addresses = true\n\n"
-                                + bidders_section)
+                                + privacy_section + bidders_section)
         # The floor of the design: `gavel baseline` doing only an auction's I/O to the same
         # bidders over the same pools (issue 18).
         command = (["baseline", "--listen", f"127.0.0.1:{port}", "--bidders", config] if floor

@@ -19,9 +19,11 @@ from fleet import Exchange, instant  # noqa: E402
 from procs import gavel_load, settle  # noqa: E402
 
 
-def measure(binary, fanout, rate, seconds, notices=True, floor=False, lean_fleet=True):
+def measure(binary, fanout, rate, seconds, notices=True, floor=False, lean_fleet=True,
+            privacy=False, openrtb_version=None):
     with Exchange(instant(fanout), admission="off", server_binary=binary, notices=notices,
-                  floor=floor, lean_fleet=lean_fleet) as ex:
+                  floor=floor, lean_fleet=lean_fleet, privacy=privacy,
+                  openrtb_version=openrtb_version) as ex:
         gavel_load(ex.url, ["--rate", rate, "--duration", "2s"])
         c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
         r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512, "--max-connections", 512,
@@ -39,7 +41,10 @@ def main():
                     help="a gavel binary to run as the exchange; two or more, in step order. "
                          "Options: no-notices (win and billing notices off), floor (`gavel "
                          "baseline --bidders` instead of the exchange: the I/O of the fan-out only), "
-                         "hyper-fleet (the bidders on hyper rather than `gavel sim --lean-http`)")
+                         "hyper-fleet (the bidders on hyper rather than `gavel sim --lean-http`), "
+                         "privacy (TCF enforced: examples/gvl.json, the bidders vendors 1..n), "
+                         "v25 (every bidder speaks OpenRTB 2.5: a converted copy per auction). "
+                         "The same binary may be named twice with different options")
     ap.add_argument("--rates", default="2000,4000", help="fixed open-loop rates, comma-separated")
     ap.add_argument("--fanout", type=int, default=10, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--rounds", type=int, default=2, choices=range(1, 6), metavar="1..5")
@@ -53,11 +58,13 @@ def main():
         path, *opts = spec.split(",")
         if not os.access(path, os.X_OK):
             sys.exit(f"--build {name}: {path} is not an executable")
-        if set(opts) - {"no-notices", "floor", "hyper-fleet"}:
-            sys.exit(f"--build {name}: unknown option in {opts} (no-notices, floor, hyper-fleet)")
+        known = {"no-notices", "floor", "hyper-fleet", "privacy", "v25"}
+        if set(opts) - known:
+            sys.exit(f"--build {name}: unknown option in {opts} ({', '.join(sorted(known))})")
         builds.append((name, path))
         options[name] = {"notices": "no-notices" not in opts, "floor": "floor" in opts,
-                         "lean_fleet": "hyper-fleet" not in opts}
+                         "lean_fleet": "hyper-fleet" not in opts, "privacy": "privacy" in opts,
+                         "openrtb_version": "2.5" if "v25" in opts else None}
     rates = [int(x) for x in args.rates.split(",")]
     runs = {name: {rate: [] for rate in rates} for name, _ in builds}
     for rnd in range(args.rounds):

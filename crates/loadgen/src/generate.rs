@@ -59,9 +59,9 @@ pub fn request(rng: &mut impl Rng, seq: u64, tmax_ms: u32) -> Value {
     req.insert((if is_app { "app" } else { "site" }).into(), inventory);
     req.insert("device".into(), device_object(rng, device, place, is_app));
 
-    let gdpr = place.gdpr;
-    req.insert("user".into(), user_object(rng, gdpr));
-    req.insert("regs".into(), regs_object(rng, place));
+    let consent = place.gdpr.then(|| crate::consent::pick(rng));
+    req.insert("user".into(), user_object(rng, consent));
+    req.insert("regs".into(), regs_object(rng, place, consent));
     req.insert("source".into(), source_object(rng));
     req.insert("tmax".into(), json!(tmax_ms));
     req.insert("cur".into(), json!(["USD"]));
@@ -1063,13 +1063,13 @@ const EID_SOURCES: &[(&str, u8)] = &[
     ("pubcid.org", 1),
 ];
 
-fn user_object(rng: &mut impl Rng, gdpr: bool) -> Value {
+fn user_object(rng: &mut impl Rng, consent: Option<&str>) -> Value {
     let mut o = json!({ "id": hex(rng, 32) });
     if rng.random_bool(0.35) {
         o["buyeruid"] = json!(format!("u-{}", hex(rng, 16)));
     }
-    if gdpr {
-        o["consent"] = json!(format!("CQ{}.YAAAAAAAAAAA", b64url(rng, 70)));
+    if let Some(consent) = consent {
+        o["consent"] = json!(consent);
     }
     if rng.random_bool(0.4) {
         let n = rng.random_range(1..=3);
@@ -1084,10 +1084,13 @@ fn user_object(rng: &mut impl Rng, gdpr: bool) -> Value {
     o
 }
 
-fn regs_object(rng: &mut impl Rng, place: Place) -> Value {
+fn regs_object(rng: &mut impl Rng, place: Place, consent: Option<&str>) -> Value {
     let mut o = json!({ "gdpr": u8::from(place.gdpr) });
-    if place.gdpr && rng.random_bool(0.4) {
-        o["gpp"] = json!(format!("DBABMA~CQ{}", b64url(rng, 40)));
+    if let Some(consent) = consent
+        && rng.random_bool(0.4)
+    {
+        // GPP's header for one section, TCF EU v2 (2), then the same consent string.
+        o["gpp"] = json!(format!("DBABMA~{consent}"));
         o["gpp_sid"] = json!([2]);
     }
     if place.us {

@@ -62,6 +62,7 @@
 
 pub mod capacity;
 mod collect;
+mod consent;
 mod corpus;
 mod error;
 pub mod generate;

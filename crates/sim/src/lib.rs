@@ -291,6 +291,16 @@ impl Fleet {
     /// one block per bidder, blank-line separated. Its notices go to its own endpoint's host
     /// and port, the exchange's default allowlist.
     pub fn exchange_bidders_toml(&self, max_connections: u32) -> String {
+        self.exchange_bidders_toml_as(max_connections, None)
+    }
+
+    /// [`Fleet::exchange_bidders_toml`], each bidder with a `gvl_vendor_id`, counted from
+    /// `first_vendor_id` in fleet order, when given (the demo's vendor list has them).
+    pub fn exchange_bidders_toml_as(
+        &self,
+        max_connections: u32,
+        first_vendor_id: Option<u16>,
+    ) -> String {
         let mut out = String::new();
         for (i, b) in self.bidders.iter().enumerate() {
             if i > 0 {
@@ -303,6 +313,11 @@ impl Fleet {
             ));
             if b.markup_on_win_notice {
                 out.push_str("fetch_markup = true\n");
+            }
+            if let Some(first) = first_vendor_id
+                && let Some(id) = u16::try_from(i).ok().and_then(|i| first.checked_add(i))
+            {
+                out.push_str(&format!("gvl_vendor_id = {id}\n"));
             }
         }
         out

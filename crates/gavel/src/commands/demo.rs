@@ -13,6 +13,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::demo_bidder::{self, DemoBidder};
+
+/// The demo's vendor list (vendors 1-16, hand-made): `examples/gvl.json`.
+const DEMO_VENDOR_LIST: &str = include_str!("../../../../examples/gvl.json");
 use crate::cli::DemoArgs;
 
 /// Most auctions per second the demo offers; beyond this a 2-core machine measures itself.
@@ -53,15 +56,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // One seller, the load generator, with a fresh key; it bills on win, since nothing here
     // renders the ads. Every bidder is on loopback, and so is every connection of the load.
     let (seller_key_file, seller_key) = real_bidder.seller_key()?;
+    // TCF enforced with the demo's vendor list (vendors 1-16; the generated EU requests carry
+    // consent strings for them): the simulated bidders are vendors 1.., the real one 16.
+    let gvl_file = seller_key_file.with_file_name("gvl.json");
+    std::fs::write(&gvl_file, DEMO_VENDOR_LIST).context("writing the demo's vendor list")?;
     let config_text = format!(
         "node = \"demo\"\n[http]\nmax_connections_per_ip = 8192\n\
          [deadline]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
-         [notices]\nfire_lurl = true\nallow_private_addresses = true\n\n\
+         [notices]\nfire_lurl = true\nallow_private_addresses = true\n\
+         [privacy]\ngvl_file = {gvl_file:?}\n\n\
          [[sellers]]\nname = \"demo-load\"\nkey_file = {key_file:?}\nbill_on_win = true\n\n\
-         {bidders}\n{real}",
+         {bidders}\n{real}gvl_vendor_id = 16\n",
         key_file = seller_key_file.display().to_string(),
+        gvl_file = gvl_file.display().to_string(),
         tmax = args.tmax,
-        bidders = fleet.exchange_bidders_toml(per_bidder),
+        bidders = fleet.exchange_bidders_toml_as(per_bidder, Some(1)),
         real = real_bidder.exchange_toml(per_bidder),
     );
     let config = Config::from_toml(&config_text).context("the demo's exchange configuration")?;
@@ -179,6 +188,15 @@ fn render(
         "fill rate         {:.1}% ({sold} auctions sold, {} no-bid)",
         pct(sold, report.sent),
         report.status.no_content_204
+    );
+    let sum = |f: fn(&exchange::BidderReport) -> u64| books.bidders.iter().map(f).sum::<u64>();
+    let _ = writeln!(
+        o,
+        "privacy           {} bidder calls left out by TCF (no consent or no legal basis), {} copies sent \
+         without user ids, {} with coarse geo (docs/privacy.md)",
+        sum(|b| b.privacy_not_called),
+        sum(|b| b.privacy_ids_removed),
+        sum(|b| b.privacy_geo_coarsened)
     );
     let _ = writeln!(
         o,
