@@ -167,9 +167,37 @@ fn encode(inputs: &Inputs<'_>, key: &Key) -> Result<Bytes, SkipReason> {
         copy.cur = Some(vec![currency.clone()]);
     }
     if key.version == OpenRtbVersion::V2_5 {
+        legacy_from_gpp(&mut copy);
         openrtb::convert::down_to_2_5(&mut copy).map_err(|_| SkipReason::Unconvertible)?;
     }
     copy.to_vec()
         .map(Bytes::from)
         .map_err(|_| SkipReason::Unconvertible)
+}
+
+/// 2.5 has no place for GPP, so a 2.5 bidder would lose a signal that only GPP carried: the
+/// GDPR flag and consent string of its TCF section, the `us_privacy` of its `uspv1` section,
+/// filled in where the request has none (as Prebid Server does before converting down).
+fn legacy_from_gpp(request: &mut BidRequest) {
+    let Some(regs) = request.regs.as_mut() else {
+        return;
+    };
+    let (Some(text), Some(sids)) = (regs.gpp.as_deref(), regs.gpp_sid.as_deref()) else {
+        return;
+    };
+    let Ok(gpp) = consent::gpp::GppString::decode(text) else {
+        return;
+    };
+    let named = |id: u16| sids.contains(&i32::from(id));
+    if named(consent::gpp::USP_V1) && regs.us_privacy.is_none() {
+        regs.us_privacy = gpp.section(consent::gpp::USP_V1).map(str::to_owned);
+    }
+    if !named(consent::gpp::TCF_EU_V2) {
+        return;
+    }
+    regs.gdpr.get_or_insert(1);
+    let user = request.user.get_or_insert_with(Default::default);
+    if user.consent.is_none() {
+        user.consent = gpp.tcf_eu_v2().map(str::to_owned);
+    }
 }

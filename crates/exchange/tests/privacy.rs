@@ -361,3 +361,24 @@ async fn a_2_5_bidder_gets_the_same_removals_in_its_own_places() {
     );
     assert_eq!(got["device"]["ip"], "192.0.2.0");
 }
+
+#[tokio::test]
+async fn a_2_5_bidder_gets_the_gdpr_flag_and_consent_gpp_alone_carried() {
+    let b = ScriptedBidder::start(no_bid_for).await;
+    let ex = exchange_from_toml(&format!(
+        "[[bidders]]\nname = \"b\"\nendpoint = \"{}\"\nopenrtb_version = \"2.5\"\n",
+        b.endpoint()
+    ))
+    .await;
+    let (status, _) = auction(
+        ex.addr,
+        &request(json!({"gpp": gpp("tcf_in_gpp"), "gpp_sid": [2]}), None, false),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let got: Value = serde_json::from_slice(&b.wire.lock().unwrap()[0].json).unwrap();
+    assert_eq!(got["regs"]["ext"]["gdpr"], 1, "{got}");
+    let section = gpp("tcf_in_gpp").split_once('~').unwrap().1.to_owned();
+    assert_eq!(got["user"]["ext"]["consent"], section);
+    assert!(got["regs"].get("gpp").is_none(), "2.5 has no GPP");
+}
