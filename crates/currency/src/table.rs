@@ -230,13 +230,17 @@ impl Rates {
             }
         }
         sources.sort_unstable();
-        if let Some(pair) = sources.windows(2).find(|w| w.first() == w.last()) {
-            let code = pair.first().copied().unwrap_or(Currency::USD);
+        if let Some(code) = sources.windows(2).find_map(|w| match *w {
+            [a, b] if a == b => Some(a),
+            _ => None,
+        }) {
             return Err(RatesError::DuplicateSource { code });
         }
         listed.sort_unstable_by_key(|&(from, to, _)| (from, to));
-        if let Some(pair) = listed.windows(2).find(|w| key(w.first()) == key(w.last())) {
-            let (from, to) = key(pair.first()).unwrap_or((Currency::USD, Currency::USD));
+        if let Some((from, to)) = listed.windows(2).find_map(|w| match *w {
+            [(a, b, _), (c, d, _)] if (a, b) == (c, d) => Some((a, b)),
+            _ => None,
+        }) {
             return Err(RatesError::DuplicateRate { from, to });
         }
         let mut currencies: Vec<Currency> = listed
@@ -293,10 +297,6 @@ impl Rates {
             as_of: None,
         }
     }
-}
-
-fn key(entry: Option<&(Currency, Currency, Ratio)>) -> Option<(Currency, Currency)> {
-    entry.map(|&(from, to, _)| (from, to))
 }
 
 fn check_size(bytes: &[u8]) -> Result<(), RatesError> {
