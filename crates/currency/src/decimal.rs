@@ -88,16 +88,17 @@ pub(crate) fn parse(text: &str) -> Result<(u64, u64), RateError> {
     if m > den * 10u128.pow(RANGE_EXPONENT) {
         return Err(RateError::TooLarge);
     }
-    let den = 10u64.pow(scale);
-    let common = gcd(mantissa, den);
-    Ok((mantissa / common, den / common))
-}
-
-pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
+    // Lowest terms: 10^s = 2^s·5^s, so only factors 2 and 5 can be shared (no gcd loop of
+    // divisions).
+    let twos = mantissa.trailing_zeros().min(scale);
+    mantissa >>= twos;
+    let mut fives = 0;
+    while fives < scale && mantissa.is_multiple_of(5) {
+        mantissa /= 5;
+        fives += 1;
     }
-    a
+    let den = (1u64 << (scale - twos)) * 5u64.pow(scale - fives);
+    Ok((mantissa, den))
 }
 
 /// A JSON number's parts: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.

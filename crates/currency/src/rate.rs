@@ -105,7 +105,7 @@ impl Rate {
         let (quotient, inexact) = wide::div(hi, lo, self.den)?;
         let rounded = match round {
             Round::Down => quotient,
-            Round::Up => quotient.checked_add(u128::from(inexact))?,
+            Round::Up => quotient.checked_add(u64::from(inexact))?,
         };
         i64::try_from(rounded).ok()
     }
