@@ -17,10 +17,10 @@
 //! Fields whose meaning is policy (IsServiceSpecific must be 1 since TCF 2.2, a policy version
 //! under 4 is out of date) are decoded, not judged: the exchange decides.
 //!
-//! Cost: one pass over the bytes to check the alphabet; each segment read is unpacked once into
-//! bytes (one allocation, three bytes per four characters), then every field is a load and a
-//! shift; one allocation per non-empty vendor set (8 KiB at most each) and at most two for the
-//! restrictions. Nothing is sized by a count the string cannot back.
+//! Cost: each segment is checked and unpacked into bytes in one pass (one allocation, three
+//! bytes per four characters), then every field is a load and a shift; one allocation per
+//! non-empty vendor set (8 KiB at most each) and at most two for the restrictions. Nothing is
+//! sized by a count the string cannot back.
 
 mod bits;
 mod error;
@@ -93,24 +93,31 @@ impl TcString {
                 max: MAX_TC_STRING_BYTES,
             });
         }
-        if let Some(offset) = bytes.iter().position(|&b| b != b'.' && !is_base64url(b)) {
-            return Err(TcfError::NotBase64 {
-                offset,
-                byte: bytes.get(offset).copied().unwrap_or_default(),
-            });
-        }
         let mut segments = bytes.split(|&b| b == b'.').enumerate();
         let core = match segments.next() {
             Some((_, core)) if !core.is_empty() => core,
             _ => return Err(TcfError::EmptySegment { index: 0 }),
         };
-        let mut tc = read_core(&mut Bits::new(core, Segment::Core))?;
+        let mut tc = read_core(&mut Bits::new(core, Segment::Core, 0)?)?;
         let mut seen_allowed = false;
+        // Where the next segment starts in the string, for an error's offset.
+        let mut offset = core.len() + 1;
         for (index, chars) in segments {
+            let start = offset;
+            offset += chars.len() + 1;
+            let not_base64 = || {
+                let i = chars.iter().position(|&c| !is_base64url(c));
+                i.map(|i| TcfError::NotBase64 {
+                    offset: start + i,
+                    byte: chars.get(i).copied().unwrap_or_default(),
+                })
+            };
             if chars.is_empty() {
                 return Err(TcfError::EmptySegment { index });
             }
-            let kind = Bits::segment_type(chars);
+            let Some(kind) = Bits::segment_type(chars) else {
+                return Err(not_base64().unwrap_or(TcfError::EmptySegment { index }));
+            };
             let segment = match kind {
                 0 => Segment::Core,
                 1 => Segment::DisclosedVendors,
@@ -129,7 +136,7 @@ impl TcString {
             }
             // The segment's bits after its type (a non-empty segment has at least six).
             let body = || {
-                let mut bits = Bits::new(chars, segment);
+                let mut bits = Bits::new(chars, segment, start)?;
                 bits.read(3, "SegmentType").map(|_| bits)
             };
             match segment {
@@ -138,8 +145,11 @@ impl TcString {
                     tc.disclosed_vendors = Some(set);
                 }
                 Segment::PublisherTc => tc.publisher_tc = Some(read_publisher_tc(&mut body()?)?),
-                // Skipped unread (and not even unpacked).
-                Segment::AllowedVendors => seen_allowed = true,
+                // Skipped unread, once its characters are known to be base64url.
+                Segment::AllowedVendors => match not_base64() {
+                    Some(err) => return Err(err),
+                    None => seen_allowed = true,
+                },
                 Segment::Core => {}
             }
         }

@@ -29,8 +29,7 @@ pub(super) fn is_base64url(byte: u8) -> bool {
 /// Zero bytes after the unpacked characters: a 64-bit load at any bit inside them is in bounds.
 const SLACK: usize = 8;
 
-/// A cursor over the bits of one segment. The characters were checked to be base64url before
-/// (`TcString::decode` checks the whole string once), so every character has a value.
+/// A cursor over the bits of one segment.
 #[derive(Debug, Clone)]
 pub(super) struct Bits {
     bytes: Vec<u8>,
@@ -42,39 +41,61 @@ pub(super) struct Bits {
 }
 
 impl Bits {
-    /// Unpacks `chars` (one allocation of three bytes per four characters, plus `SLACK`).
-    pub(super) fn new(chars: &[u8], segment: Segment) -> Self {
+    /// Unpacks `chars`, checking that each is base64url (one allocation of three bytes per four
+    /// characters, plus `SLACK`). `offset` is where the segment starts in the string, for the
+    /// error.
+    pub(super) fn new(chars: &[u8], segment: Segment, offset: usize) -> Result<Self, TcfError> {
         let len = chars.len().saturating_mul(6);
-        let mut bytes = Vec::with_capacity(len.div_ceil(8) + SLACK);
+        let mut bytes = vec![0u8; len.div_ceil(8) + SLACK];
+        // Every table value ORed together: INVALID's top bit survives if any byte was not
+        // base64url, which is looked for again, slowly, only then.
+        let mut seen = 0u8;
+        let mut pack = |group: &[u8]| {
+            group.iter().fold(0u32, |acc, &c| {
+                let value = SEXTETS[usize::from(c)];
+                seen |= value;
+                (acc << 6) | u32::from(value & 0x3f)
+            })
+        };
         let mut quads = chars.chunks_exact(4);
-        for quad in &mut quads {
-            let v = quad
-                .iter()
-                .fold(0u32, |acc, &c| (acc << 6) | u32::from(sextet(c)));
-            bytes.extend_from_slice(&v.to_be_bytes()[1..]);
+        for (quad, out) in (&mut quads).zip(bytes.chunks_exact_mut(3)) {
+            let [_, b1, b2, b3] = pack(quad).to_be_bytes();
+            out.copy_from_slice(&[b1, b2, b3]);
         }
         // One to three characters left: 6 to 18 bits, packed from the most significant bit.
         let rest = quads.remainder();
         if !rest.is_empty() {
-            let v = rest
-                .iter()
-                .fold(0u32, |acc, &c| (acc << 6) | u32::from(sextet(c)));
-            let v = v << (24 - 6 * rest.len());
+            let [_, b1, b2, b3] = (pack(rest) << (24 - 6 * rest.len())).to_be_bytes();
+            let at = chars.len() / 4 * 3;
             let used = (6 * rest.len()).div_ceil(8);
-            bytes.extend_from_slice(v.to_be_bytes().get(1..1 + used).unwrap_or_default());
+            if let (Some(out), Some(packed)) =
+                (bytes.get_mut(at..at + used), [b1, b2, b3].get(..used))
+            {
+                out.copy_from_slice(packed);
+            }
         }
-        bytes.resize(bytes.len() + SLACK, 0);
-        Bits {
+        let first_bad = (seen & 0x80 != 0)
+            .then(|| chars.iter().position(|&c| !is_base64url(c)))
+            .flatten();
+        if let Some(i) = first_bad {
+            return Err(TcfError::NotBase64 {
+                offset: offset + i,
+                byte: chars.get(i).copied().unwrap_or_default(),
+            });
+        }
+        Ok(Bits {
             bytes,
             pos: 0,
             len,
             segment,
-        }
+        })
     }
 
-    /// The 3-bit segment type of a segment: the top half of its first character.
-    pub(super) fn segment_type(chars: &[u8]) -> u8 {
-        chars.first().map_or(0, |&c| sextet(c) >> 3)
+    /// The 3-bit segment type of a segment: the top half of its first character (`None` when
+    /// that is not base64url).
+    pub(super) fn segment_type(chars: &[u8]) -> Option<u8> {
+        let first = SEXTETS[usize::from(*chars.first()?)];
+        (first != INVALID).then_some(first >> 3)
     }
 
     pub(super) fn segment(&self) -> Segment {
@@ -170,9 +191,4 @@ impl Bits {
         }
         Ok(letters)
     }
-}
-
-/// The value of a base64url character (0 for any other byte, which `decode` refused before).
-fn sextet(c: u8) -> u8 {
-    SEXTETS[usize::from(c)] & 0x3f
 }

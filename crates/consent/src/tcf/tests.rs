@@ -52,6 +52,30 @@ fn refusals_name_the_problem() {
             },
         ),
         (
+            "a bad byte in the disclosed vendors segment",
+            format!("{core}.IA!A"),
+            TcfError::NotBase64 {
+                offset: core.len() + 3,
+                byte: b'!',
+            },
+        ),
+        (
+            "a bad byte in the allowed vendors segment, which is otherwise skipped",
+            format!("{core}.QA*"),
+            TcfError::NotBase64 {
+                offset: core.len() + 3,
+                byte: b'*',
+            },
+        ),
+        (
+            "a segment starting with a bad byte",
+            format!("{core}. AA"),
+            TcfError::NotBase64 {
+                offset: core.len() + 1,
+                byte: b' ',
+            },
+        ),
+        (
             "version 1 (TCF v1.1 string)",
             v1.to_string(),
             TcfError::UnsupportedVersion { version: 1 },
