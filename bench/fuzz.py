@@ -39,6 +39,8 @@ TARGETS = {
     "campaigns_json": (GAVEL, "campaigns_json.dict", 16384),
     "campaigns_toml": (GAVEL, "toml.dict", 16384),
     "consent_gpp": (GAVEL, None, 4096),
+    # Past the 16 KiB TC string limit, so that the refusal of a longer string is reached.
+    "consent_tcf": (GAVEL, None, 17408),
 }
 
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/(\S+)")

@@ -6,7 +6,7 @@
 set -eu
 cd "$(dirname "$0")"
 root=..
-targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml consent_gpp"
+targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml consent_gpp consent_tcf"
 for t in $targets; do mkdir -p "corpus/$t"; done
 
 # put TARGET NAME: stdin to corpus/TARGET/seed-NAME-<hash>, skipped when empty.
@@ -117,6 +117,11 @@ sed -n 's/^ *"string": "\(.*\)",$/\1/p' "$root/crates/consent/fixtures/gpp/gpp_c
 for s in 'DBAA' 'DBABTA~1YNN' 'DBABTA~1yn-' 'DBABMA~' 'DBABrw~CAA.QA~BAAAAABA.YA' '1NYY'; do
     printf '%s' "$s" | put consent_gpp hand
 done
+# TC strings written by IAB's encoder (one case a line in the fixture file), and the
+# hand-made vendor list.
+sed -n 's/.*"string":"\([^"]*\)".*/\1/p' "$root/crates/consent/fixtures/tcf/tcf_cases.json" |
+    while read -r tc; do printf '%s' "$tc" | put consent_tcf iab; done
+put consent_tcf gvl < "$root/crates/consent/fixtures/gvl/small.json"
 
 for t in $targets; do
     echo "$t: $(ls "corpus/$t" | wc -l) inputs"
