@@ -372,7 +372,11 @@ async fn a_2_5_bidder_gets_the_gdpr_flag_and_consent_gpp_alone_carried() {
     .await;
     let (status, _) = auction(
         ex.addr,
-        &request(json!({"gpp": gpp("tcf_in_gpp"), "gpp_sid": [2]}), None, false),
+        &request(
+            json!({"gpp": gpp("tcf_in_gpp"), "gpp_sid": [2]}),
+            None,
+            false,
+        ),
     )
     .await;
     assert_eq!(status, 204);
