@@ -386,3 +386,53 @@ async fn a_2_5_bidder_gets_the_gdpr_flag_and_consent_gpp_alone_carried() {
     assert_eq!(got["user"]["ext"]["consent"], section);
     assert!(got["regs"].get("gpp").is_none(), "2.5 has no GPP");
 }
+
+#[tokio::test]
+async fn a_vendor_list_is_reloaded_and_a_bad_one_keeps_the_last_good() {
+    let dir = testkit::TempDir::new("gvl-reload");
+    let gvl_path = dir.path().join("gvl.json");
+    let good = include_str!("fixtures/privacy/gvl.json");
+    std::fs::write(&gvl_path, good).unwrap();
+    let b = ScriptedBidder::start(no_bid_for).await;
+    let config = dir.path().join("exchange.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[privacy]\ngvl_file = \"gvl.json\"\n[[bidders]]\nname = \"a\"\nendpoint = \"{}\"\ngvl_vendor_id = 1\n",
+            b.endpoint()
+        ),
+    )
+    .unwrap();
+    let ex = exchange_from_file(&config).await;
+    let consented = request(json!({"gdpr": 1}), Some(tcf("all_consent")), false);
+    let called = |n: usize| {
+        let b = b.clone();
+        move || assert_eq!(b.requests.lock().unwrap().len(), n)
+    };
+    assert_eq!(auction(ex.addr, &consented).await.0, 204);
+    called(1)();
+    // A list that does not parse: the reload is refused and vendor 1 is still known.
+    std::fs::write(&gvl_path, "{ not a vendor list").unwrap();
+    assert!(ex.exchange.reload().await.is_err());
+    assert_eq!(auction(ex.addr, &consented).await.0, 204);
+    called(2)();
+    // A list where vendor 1 is deleted: applied, and vendor 1 is no longer called.
+    std::fs::write(
+        &gvl_path,
+        good.replace(
+            r#""specialFeatures": [1]},"#,
+            r#""specialFeatures": [1], "deletedDate": "2026-11-20T00:00:00Z"},"#,
+        ),
+    )
+    .unwrap();
+    ex.exchange.reload().await.unwrap();
+    assert_eq!(auction(ex.addr, &consented).await.0, 204);
+    called(2)();
+    let text = ex.metrics.render();
+    assert!(
+        text.contains(
+            r#"gavel_exchange_privacy_not_called_total{bidder="a",reason="unknown_vendor"} 1"#
+        ),
+        "{text}"
+    );
+}

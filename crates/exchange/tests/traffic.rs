@@ -467,3 +467,152 @@ async fn imps_past_the_cap_are_dropped_or_refused_as_configured() {
             .contains("limit of 2")
     );
 }
+
+/// A trusted seller's own rates convert its auctions' bids; an untrusted seller's are ignored.
+#[tokio::test]
+async fn a_trusted_sellers_own_rates_are_honoured_and_nobody_elses() {
+    let eur = bidder_in("eur", 1.5, Some("EUR")).await;
+    let keys = testkit::TempDir::new("rates-sellers");
+    std::fs::write(
+        keys.path().join("t.keys"),
+        "trusted-seller-key-0123456789\n",
+    )
+    .unwrap();
+    std::fs::write(
+        keys.path().join("u.keys"),
+        "untrusted-seller-key-012345678\n",
+    )
+    .unwrap();
+    let ex = exchange_from_toml(&format!(
+        "[[sellers]]\nname = \"t\"\nkey_file = \"{}\"\ntrusted_rates = true\n\
+         [[sellers]]\nname = \"u\"\nkey_file = \"{}\"\n\
+         [[bidders]]\nname = \"eur\"\nendpoint = \"{}\"\n",
+        keys.path().join("t.keys").display(),
+        keys.path().join("u.keys").display(),
+        eur.endpoint()
+    ))
+    .await;
+    let mut request = banner_request(0.0);
+    request["ext"] = json!({"prebid": {"currency": {"rates": {"USD": {"EUR": 0.5}}}}});
+    let body = request.to_string();
+    let (status, answer) = testkit::http::call_as(
+        ex.addr,
+        "POST",
+        exchange::AUCTION_PATH,
+        Some("trusted-seller-key-0123456789"),
+        &body,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    // 1.50 EUR at 1 USD = 0.5 EUR is 3.00 USD; a first-price bid alone pays the floor plus
+    // the increment, so read the original instead.
+    assert_eq!(answer["seatbid"][0]["bid"][0]["ext"]["origbidcur"], "EUR");
+    let (status, _) = testkit::http::call_as(
+        ex.addr,
+        "POST",
+        exchange::AUCTION_PATH,
+        Some("untrusted-seller-key-012345678"),
+        &body,
+    )
+    .await;
+    assert_eq!(
+        status, 204,
+        "an untrusted seller cannot set the value of bids"
+    );
+    let text = ex_metrics_text(&ex);
+    assert!(
+        text.contains(r#"gavel_exchange_bid_rejections_total{bidder="eur",reason="no_rate"} 1"#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn rates_older_than_their_maximum_age_stop_converting_and_say_so() {
+    let dir = testkit::TempDir::new("stale-rates");
+    std::fs::write(
+        dir.path().join("rates.json"),
+        r#"{"dataAsOf":"2000-01-01","conversions":{"USD":{"EUR":0.5}}}"#,
+    )
+    .unwrap();
+    let eur = bidder_in("eur", 1.5, Some("EUR")).await;
+    let ex = exchange_from_toml(&format!(
+        "[currency]\nrates_file = \"{}\"\nmax_age_s = 86400\n\
+         [[bidders]]\nname = \"eur\"\nendpoint = \"{}\"\n",
+        dir.path().join("rates.json").display(),
+        eur.endpoint()
+    ))
+    .await;
+    let (status, _) = auction(ex.addr, &banner_request(0.0)).await;
+    assert_eq!(status, 204);
+    let text = ex_metrics_text(&ex);
+    assert!(
+        text.contains(
+            r#"gavel_exchange_bid_rejections_total{bidder="eur",reason="stale_rates"} 1"#
+        ),
+        "{text}"
+    );
+}
+
+/// A server answering every GET with `body`, counting them.
+async fn rates_server(
+    body: &'static str,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gets = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = gets.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (addr, gets)
+}
+
+#[tokio::test]
+async fn rates_from_a_url_are_fetched_and_used() {
+    let (addr, gets) = rates_server(r#"{"conversions":{"USD":{"EUR":0.5}}}"#).await;
+    let eur = bidder_in("eur", 1.5, Some("EUR")).await;
+    let ex = exchange_from_toml(&format!(
+        "[currency]\nrates_url = \"http://{addr}/rates.json\"\n\
+         [[bidders]]\nname = \"eur\"\nendpoint = \"{}\"\n",
+        eur.endpoint()
+    ))
+    .await;
+    // The first fetch starts with the exchange; wait for it (bounded), then auction.
+    for _ in 0..200 {
+        if gets.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut sold = false;
+    for _ in 0..50 {
+        let (status, _) = auction(ex.addr, &banner_request(0.0)).await;
+        if status == 200 {
+            sold = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        sold,
+        "the EUR bid was converted with the fetched rates: {}",
+        ex_metrics_text(&ex)
+    );
+}
