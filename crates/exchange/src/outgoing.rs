@@ -62,10 +62,10 @@ impl Outgoing {
 
 /// What shapes a bidder's copy: bidders with equal keys share a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Key {
+struct Key<'r> {
     version: OpenRtbVersion,
-    /// Floors in this currency (`None`: the auction's, unchanged).
-    currency: Option<String>,
+    /// Floors in this currency (`None`: the auction's, unchanged); borrowed from the roster.
+    currency: Option<&'r str>,
     actions: Actions,
 }
 
@@ -91,7 +91,7 @@ pub(crate) fn prepare(
         routes: vec![None; roster.iter().count()],
         ..Outgoing::default()
     };
-    let mut keys: Vec<Key> = Vec::new();
+    let mut keys: Vec<Key<'_>> = Vec::new();
     for (ix, bidder) in roster.iter() {
         if !(bidder.serving() && allowed(bidder)) {
             continue;
@@ -109,8 +109,8 @@ pub(crate) fn prepare(
                 currency: bidder
                     .wants
                     .currency
-                    .clone()
-                    .filter(|c| c != inputs.auction_currency),
+                    .as_deref()
+                    .filter(|c| *c != inputs.auction_currency),
                 actions,
             };
             match keys.iter().position(|k| *k == key) {
@@ -150,7 +150,7 @@ fn want_gzip(body: &mut Body, gzip: bool) {
 }
 
 /// One bidder's copy, encoded: scrubbed, its floors in its currency, in its version.
-fn encode(inputs: &Inputs<'_>, key: &Key) -> Result<Bytes, SkipReason> {
+fn encode(inputs: &Inputs<'_>, key: &Key<'_>) -> Result<Bytes, SkipReason> {
     let plain =
         key.actions.is_none() && key.currency.is_none() && key.version == OpenRtbVersion::V2_6;
     if plain {
@@ -162,9 +162,9 @@ fn encode(inputs: &Inputs<'_>, key: &Key) -> Result<Bytes, SkipReason> {
     }
     let mut copy = inputs.request.clone();
     privacy::scrub(&mut copy, key.actions);
-    if let Some(currency) = &key.currency {
+    if let Some(currency) = key.currency {
         money::floors_to(&mut copy, currency, &inputs.rates).map_err(|_| SkipReason::NoRate)?;
-        copy.cur = Some(vec![currency.clone()]);
+        copy.cur = Some(vec![currency.to_owned()]);
     }
     if key.version == OpenRtbVersion::V2_5 {
         legacy_from_gpp(&mut copy);

@@ -53,7 +53,8 @@ impl RateBook {
     pub(crate) fn snapshot(&self, request: &BidRequest, trusted: bool) -> Snapshot {
         let max_age = i64::try_from(self.max_age_s.load(Relaxed)).unwrap_or(i64::MAX);
         let now = now_s();
-        let mut tables = Vec::with_capacity(3);
+        // Empty until a table is pushed: an exchange without rates allocates nothing here.
+        let mut tables = Vec::new();
         if trusted && let Some(own) = request_rates(request) {
             tables.push(Arc::new(own));
         }
