@@ -1,0 +1,100 @@
+//! `[records]`: where a server's records go. The same section in the exchange's and the
+//! bidder's configuration.
+
+use serde::Deserialize;
+use settings::{ConfigError, invalid};
+
+/// Where records are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkKind {
+    /// No records (the default).
+    #[default]
+    Off,
+    /// Rotating NDJSON files in `dir`: the embedded default.
+    File,
+    /// A NATS JetStream stream, with a disk spill in `spill_dir` while the server is away.
+    Nats,
+}
+
+/// The `[records]` section.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub sink: SinkKind,
+    /// File sink: the directory of the record files (created if missing).
+    pub dir: String,
+    /// File sink: a file is completed (compressed, never written again) past this size...
+    pub max_file_mb: u64,
+    /// ...or this age, whichever comes first.
+    pub max_file_age_s: u64,
+    /// Records waiting to be written; past it a record is dropped and counted, never waited
+    /// for.
+    pub queue: usize,
+    /// NATS sink: the server.
+    pub nats_url: String,
+    /// NATS sink: the JetStream stream (created when missing, over `gavel.records.>`).
+    pub nats_stream: String,
+    /// NATS sink: records written while the server is away, sent in order when it is back.
+    pub spill_dir: String,
+    /// NATS sink: most bytes the spill may hold; past it records are dropped and counted.
+    pub max_spill_mb: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            sink: SinkKind::Off,
+            dir: "records".to_owned(),
+            max_file_mb: 64,
+            max_file_age_s: 3600,
+            queue: 65_536,
+            nats_url: "nats://127.0.0.1:4222".to_owned(),
+            nats_stream: "GAVEL_RECORDS".to_owned(),
+            spill_dir: "records-spill".to_owned(),
+            max_spill_mb: 1024,
+        }
+    }
+}
+
+/// Largest queue: each waiting record is a few KB, so this bounds the memory to a few GB.
+pub const MAX_QUEUE: usize = 1 << 20;
+
+impl Config {
+    /// Checks every key, naming the one at fault (`records.queue`...).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.queue == 0 || self.queue > MAX_QUEUE {
+            return Err(invalid(
+                "records.queue",
+                format!("must be between 1 and {MAX_QUEUE}"),
+            ));
+        }
+        if self.max_file_mb == 0 || self.max_file_mb > 64 * 1024 {
+            return Err(invalid(
+                "records.max_file_mb",
+                "must be between 1 and 65536",
+            ));
+        }
+        if self.max_file_age_s == 0 {
+            return Err(invalid("records.max_file_age_s", "must be at least 1"));
+        }
+        match self.sink {
+            SinkKind::File if self.dir.is_empty() => {
+                Err(invalid("records.dir", "must name a directory"))
+            }
+            SinkKind::Nats
+                if !self.nats_url.starts_with("nats://")
+                    && !self.nats_url.starts_with("tls://") =>
+            {
+                Err(invalid(
+                    "records.nats_url",
+                    "must be a nats:// or tls:// URL",
+                ))
+            }
+            SinkKind::Nats if self.spill_dir.is_empty() => {
+                Err(invalid("records.spill_dir", "must name a directory"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
