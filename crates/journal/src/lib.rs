@@ -6,6 +6,8 @@
 //! SKELETON: the queue, the sinks and the readers are being built (issue 35); `record` drops.
 
 pub mod config;
+pub mod read;
+pub mod sink;
 
 pub use config::{Config, SinkKind};
 use records::Record;
