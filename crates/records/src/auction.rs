@@ -202,6 +202,10 @@ pub struct BidLine {
     /// `won`, `lost`, or why it was rejected: before the auction (`no_markup`, `no_rate`,
     /// `stale_rates`) or by it (`below_floor`, `blocked_advertiser`...).
     pub status: Label,
+    /// Rejected before the auction (`status` says why): it never competed, and a replay
+    /// leaves it out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub excluded: bool,
 }
 
 impl BidLine {
