@@ -13,10 +13,12 @@ use rand::{Rng, SeedableRng};
 use units::{Nanos, Timestamp};
 
 use crate::decision::{Answer, Decision, ImpDecision, ImpOutcome, NoBid, Stop};
+use crate::ledger_record::{self, Detail, Subject};
 use crate::notice::{BidNotice, notice_urls};
 use crate::state::State;
 use campaigns::{ImpFacts, Media, Proposal, Ranking, RequestFacts, Snapshot, rank};
 use ledger::ReserveError;
+use records::LedgerEvent;
 
 /// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
 /// asking again; local refusals (memory, leases) cost nothing and are not remembered.
@@ -197,11 +199,12 @@ async fn reserve_first(
         let id = state.next_reservation_id();
         // The most this bid can cost: its own price (a clearing price never exceeds the bid).
         let amount = Nanos::of_impression(p.price);
-        match state
+        let reserved = state
             .ledger
             .reserve(&id, campaign.id(), amount, tried.deadline)
-            .await
-        {
+            .await;
+        record_reservation(state, tried, campaign.id(), &id, amount, &reserved);
+        match reserved {
             Ok(()) => {
                 campaign_state.bids.fetch_add(1, Relaxed);
                 imp.outcome = ImpOutcome::Bid {
@@ -237,6 +240,42 @@ async fn reserve_first(
         }
     }
     None
+}
+
+/// The reservation's ledger record: made, or refused and why.
+fn record_reservation(
+    state: &State,
+    tried: &Tried<'_>,
+    campaign: &str,
+    id: &str,
+    amount: Nanos,
+    reserved: &Result<(), ReserveError>,
+) {
+    if !state.journal.is_on() {
+        return;
+    }
+    let imp = tried
+        .request
+        .imp
+        .get(tried.imp_index)
+        .map(|i| i.id.as_str());
+    let subject = Subject {
+        reservation: Some(id),
+        auction: Some(tried.request.id.as_str()),
+        imp,
+        campaign: Some(campaign),
+    };
+    let (event, reason) = match reserved {
+        Ok(()) => (LedgerEvent::Reserve, None),
+        Err(ReserveError::Refused(r)) => (LedgerEvent::Refuse, Some(r.label())),
+        Err(ReserveError::Unavailable(_)) => (LedgerEvent::Refuse, Some("ledger_unavailable")),
+        Err(ReserveError::Timeout) => (LedgerEvent::Refuse, Some("ledger_timeout")),
+    };
+    let detail = Detail {
+        reason,
+        ..Detail::default()
+    };
+    ledger_record::record(&state.journal, &state.node, event, subject, amount, detail);
 }
 
 fn build_bid(

@@ -75,6 +75,9 @@ pub struct BidderConfig {
     /// Notice signing keys and admin access (docs/security.md).
     #[serde(default)]
     pub security: SecuritySection,
+    /// Where the ledger records go (docs/records.md). Default: nowhere.
+    #[serde(default)]
+    pub records: journal::Config,
 }
 
 /// The `[security]` section. Keys and tokens come from files (or the environment), never
@@ -339,6 +342,7 @@ impl BidderConfig {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.records.validate()?;
         if let Some(node) = &self.node
             && (node.is_empty()
                 || node.len() > 64

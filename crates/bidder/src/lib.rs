@@ -28,6 +28,7 @@ pub mod config;
 mod count;
 mod decision;
 pub mod ledger_open;
+mod ledger_record;
 pub mod metrics;
 pub mod notice;
 pub mod prices;

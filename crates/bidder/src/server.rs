@@ -117,6 +117,10 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
+use crate::ledger_record::{self, Detail, Subject};
+use records::LedgerEvent;
+use units::Nanos;
+
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
     // A gate of their own, apart from the bids': a flood of notices never sheds a bid, and
     // one past the limit is refused at once (503: the sender retries), never queued.
@@ -154,10 +158,32 @@ async fn settle_notice(state: &State, kind: NoticeKind, query: &str) -> NoticeRe
     };
     let price = match crate::notice::check(&checks, &parsed, now) {
         Ok(price) => price,
-        Err(why) => return NoticeResult::Refused(why),
+        Err(why) => {
+            let detail = Detail {
+                notice: Some(ledger_record::notice_name(kind)),
+                reason: Some(why.metric().label()),
+                ..Detail::default()
+            };
+            let event = LedgerEvent::NoticeRefused;
+            let subject = Subject::of(&parsed);
+            ledger_record::record(
+                &state.journal,
+                &state.node,
+                event,
+                subject,
+                Nanos::ZERO,
+                detail,
+            );
+            return NoticeResult::Refused(why);
+        }
     };
     drop(prices);
     let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed, price).await;
+    let asked = Nanos::of_impression(price.unwrap_or_default());
+    if let Some((event, amount, detail)) = ledger_record::settled_event(kind, &settled, asked) {
+        let subject = Subject::of(&parsed);
+        ledger_record::record(&state.journal, &state.node, event, subject, amount, detail);
+    }
     if let Some(earlier) = settled.earlier {
         // Anyone holding a URL can cause these: a few lines a second, the rest counted.
         static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);

@@ -249,6 +249,16 @@ impl Bidder {
     /// Opens the ledger, loads the campaigns (refusing to start on a bad file) and starts the
     /// background tasks. Must run inside a tokio runtime.
     pub async fn start(config: BidderConfig) -> Result<Bidder, StartError> {
+        Bidder::start_with_journal(config, journal::Journal::off()).await
+    }
+
+    /// As [`Bidder::start`], writing a ledger record per reservation, refusal and notice to
+    /// `journal` (started by the caller from `[records]`, which owns its writer and flushes it
+    /// at shutdown).
+    pub async fn start_with_journal(
+        config: BidderConfig,
+        journal: journal::Journal,
+    ) -> Result<Bidder, StartError> {
         let Inputs {
             keys,
             prices,
@@ -307,6 +317,7 @@ impl Bidder {
             reload_lock: tokio::sync::Mutex::new(()),
             notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
+            journal,
         });
         let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
         tokio::spawn(pace(Arc::downgrade(&state), interval));

@@ -53,6 +53,8 @@ pub(crate) struct State {
     /// Notices being handled now (their own gate: `max_notices_in_flight`).
     pub(crate) notices_in_flight: std::sync::atomic::AtomicUsize,
     pub(crate) connections: Arc<http_front::ConnStats>,
+    /// Where ledger records go (`[records]`); off unless started with one.
+    pub(crate) journal: journal::Journal,
 }
 
 thread_local! {

@@ -127,6 +127,7 @@ fn settle_ten_bidders(c: &mut Criterion) {
             converter: &converter,
             stale: false,
         },
+        record: false,
     };
     let sealed = AuctionCtx {
         bidders: &keyed,
@@ -140,6 +141,14 @@ fn settle_ten_bidders(c: &mut Criterion) {
     });
     group.bench_function(format!("10-bidders/{bids}-bids/price-tokens"), |b| {
         b.iter(|| settle(&sealed, &replies))
+    });
+    // Every bid and winner kept for the auction record (`[records]` on).
+    let recorded = AuctionCtx {
+        record: true,
+        ..ctx
+    };
+    group.bench_function(format!("10-bidders/{bids}-bids/recorded"), |b| {
+        b.iter(|| settle(&recorded, &replies))
     });
     group.finish();
 }

@@ -2,7 +2,7 @@
 //! out, settle, fetch missing markup, answer, then queue notices. See ARCHITECTURE.md for the
 //! diagram.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
@@ -15,11 +15,13 @@ use admission::Missed;
 use admission::Deadline;
 use http_front::json_error;
 
+use crate::auction_record;
 use crate::count;
 use crate::enrich::enrich;
 use crate::fanout;
 use crate::intake::{self, Amended};
 use crate::notice_plan::{self, Firer};
+use crate::notices::NoticeAbout;
 use crate::outcome::{AuctionOutcome, BidderIx, RequestOutcome, WinOutcome};
 use crate::outcome::{NoticeKind, NoticeOutcome};
 use crate::outgoing;
@@ -28,9 +30,10 @@ use crate::rates::Snapshot;
 use crate::reply::Called;
 use crate::roster::{Bidder, Roster};
 use crate::sellers::Seller;
-use crate::settle::{self, AuctionCtx, Settlement, Won};
+use crate::settle::{self, AuctionCtx, Recorded, Settlement, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
+use records::Record;
 use upstream::notice_client::NoticeError;
 
 /// OpenRTB no-bid reason 15, "Insufficient Auction Time".
@@ -49,6 +52,8 @@ type Answer = Response<Full<Bytes>>;
 struct Ended {
     response: Answer,
     outcome: AuctionOutcome,
+    /// The settlement's bids and winners, for the auction record.
+    recorded: Option<Recorded>,
 }
 
 impl Ended {
@@ -56,6 +61,7 @@ impl Ended {
         Ended {
             response,
             outcome: AuctionOutcome::ended(request),
+            recorded: None,
         }
     }
 
@@ -112,6 +118,18 @@ async fn auction(
         Err(ended) => return ended,
     };
     *expires_at = Some(admitted.deadline.expires_at);
+    let debug = wants_debug(&admitted.request, seller);
+    // The record's floors are the seller's, before its multiplier (a replay applies its own).
+    let mut record = (debug || state.journal.is_on()).then(|| {
+        let tmax = admitted.request.tmax.map(i64::from);
+        auction_record::draft(
+            &admitted.request,
+            &seller.name,
+            seller.floor_permille,
+            &admitted.currency,
+            tmax,
+        )
+    });
     raise_floors(&mut admitted.request, seller);
     let auction_id = state.next_auction_id();
     let left = admitted.deadline.remaining(Instant::now());
@@ -151,8 +169,9 @@ async fn auction(
             bidders: roster,
             loss_notices: n.fire_lurl,
             price_token_ttl_s: n.price_token_ttl_s,
-            now_ms: wall_clock_ms(),
+            now_ms: crate::clock::wall_ms(),
             rates,
+            record: record.is_some(),
         };
         settle::settle(&ctx, &replies)
     });
@@ -163,7 +182,7 @@ async fn auction(
         seller,
         &admitted,
         settlement,
-        ids.request_id,
+        ids.request_id.clone(),
         &auction_id,
     )
     .await;
@@ -179,7 +198,82 @@ async fn auction(
     ended.outcome.repaired = amended.repaired;
     ended.outcome.imps_dropped = amended.imps_dropped;
     ended.outcome.upgraded = amended.upgraded;
+    if let Some(mut record) = record.take() {
+        record.id = auction_id;
+        record.at_ms = crate::clock::wall_ms();
+        if let Some(recorded) = ended.recorded.take() {
+            record.bids = recorded.bids;
+            record.wins = recorded.wins;
+        }
+        auction_record::complete(&mut record, &ended.outcome, |b| {
+            roster.get(b).map_or("", |b| b.name.as_str())
+        });
+        if debug {
+            with_debug(&mut ended.response, &ids.request_id, &record);
+        }
+        if state.journal.is_on() {
+            state.journal.record(Record::Auction(Box::new(record)));
+        }
+    }
     ended
+}
+
+/// The seller asked for the auction's detail in its answer: a test request (`test: 1`), or
+/// `ext.prebid.debug` from a seller trusted with it (`trusted_debug`).
+fn wants_debug(request: &BidRequest, seller: &Seller) -> bool {
+    if request.test == Some(1) {
+        return true;
+    }
+    if !seller.trusted_debug {
+        return false;
+    }
+    let field = |object, key| openrtb::RawJson::get_field(object, key).ok().flatten();
+    request
+        .ext
+        .as_ref()
+        .and_then(|ext| field(ext.as_raw_value(), "prebid"))
+        .and_then(|prebid| field(prebid, "debug"))
+        .is_some_and(|debug| debug.get().trim() == "true")
+}
+
+/// Puts the auction's record in the answer's `ext.debug`, as Prebid Server's debug does: every
+/// bidder's outcome and latency, every bid and why it lost. A no-bid becomes a 200 with no
+/// seatbid, so the detail has somewhere to go.
+fn with_debug(response: &mut Answer, request_id: &str, record: &records::AuctionRecord) {
+    let Ok(debug) = serde_json::to_string(record) else {
+        return;
+    };
+    let body = response.body().clone();
+    let bytes = http_body_util::BodyExt::collect(body);
+    // `Full` is ready at once: its data is taken without waiting.
+    let bytes = futures_util::FutureExt::now_or_never(bytes)
+        .and_then(Result::ok)
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(bytes.len() + debug.len() + 64);
+    match bytes.strip_suffix(b"}") {
+        // The seller's answer is built here and has no `ext` of its own.
+        Some(open) if response.status() == StatusCode::OK => out.extend_from_slice(open),
+        _ => {
+            out.extend_from_slice(b"{\"id\":");
+            out.extend_from_slice(
+                serde_json::to_string(request_id)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
+            out.extend_from_slice(b",\"seatbid\":[]");
+            *response.status_mut() = StatusCode::OK;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+        }
+    }
+    out.extend_from_slice(b",\"ext\":{\"debug\":");
+    out.extend_from_slice(debug.as_bytes());
+    out.extend_from_slice(b"}}");
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    *response.body_mut() = Full::new(Bytes::from(out));
 }
 
 /// Decodes, validates and fixes the deadline of a request, then waits for its place at the
@@ -268,20 +362,33 @@ async fn deliver(
     let deadline = &admitted.deadline;
     let mut outcome = AuctionOutcome::ended(RequestOutcome::NoBid);
     outcome.rejected = settlement.rejected;
+    let mut recorded = settlement.recorded;
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
     let markup_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) / 2;
     let fetched_nurl =
         fetch_missing_markup(state, roster, &mut won, markup_by, &mut outcome.markup).await;
-    for (bidder, url) in settlement.loss_urls {
-        if let Some(b) = roster.get(bidder) {
-            state.notifier.fire(NoticeKind::Loss, &url, &b.notices);
+    if let Some(r) = recorded.as_mut() {
+        mark_dropped(&mut r.wins, &won);
+    }
+    for loss in settlement.loss_urls {
+        if let Some(b) = roster.get(loss.bidder) {
+            let about = loss.about.map(|(imp, bid)| NoticeAbout {
+                auction: auction_id.to_owned(),
+                imp,
+                bid,
+                price_micros: None,
+            });
+            state
+                .notifier
+                .fire(NoticeKind::Loss, &loss.url, &b.notices, about);
         }
     }
     if won.is_empty() {
         return Ended {
             response: no_bid(),
             outcome,
+            recorded,
         };
     }
     if let Some(cache) = &state.markup_cache {
@@ -295,8 +402,18 @@ async fn deliver(
             bidder: w.bidder,
             cleared: w.bid.price,
         });
+        let line = recorded.as_mut().and_then(|r| r.wins.get_mut(w.line));
         if let Some(bidder) = roster.get(w.bidder) {
-            fire_notices(state, seller, bidder, w, *fetched);
+            let about = line.as_ref().map(|l| NoticeAbout {
+                auction: auction_id.to_owned(),
+                imp: l.imp.clone(),
+                bid: l.bid.clone(),
+                price_micros: Some(l.charged_micros),
+            });
+            let billing_by = fire_notices(state, seller, bidder, w, *fetched, about);
+            if let Some(line) = line {
+                line.billing_by = billing_by.map(Into::into);
+            }
         }
     }
     let response = settle::seller_response(request_id, auction_id, &admitted.currency, won);
@@ -305,13 +422,28 @@ async fn deliver(
         Err(e) => return Ended::internal_error("encoding the seller response", &e),
     };
     outcome.request = RequestOutcome::Bid;
+    let ended_recorded = recorded;
     let response = Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
         .header("x-openrtb-version", "2.6")
         .body(Full::new(Bytes::from(body)))
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())));
-    Ended { response, outcome }
+    Ended {
+        response,
+        outcome,
+        recorded: ended_recorded,
+    }
+}
+
+/// Marks the recorded winners that are no longer among `won` (their markup could not be
+/// fetched) as dropped: not sold.
+fn mark_dropped(wins: &mut [records::Win], won: &[Won]) {
+    for (i, win) in wins.iter_mut().enumerate() {
+        if !won.iter().any(|w| w.line == i) {
+            win.dropped = Some("markup_failed".into());
+        }
+    }
 }
 
 /// Longest `x-gavel-repaired` header: the paths of a request's repairs, cut at a path.
@@ -340,29 +472,44 @@ fn name_repairs(response: &mut Answer, paths: &[String]) {
 }
 
 /// Queues a winner's notices the exchange fires (`notice_plan`), and strips those nobody may.
-fn fire_notices(state: &State, seller: &Seller, bidder: &Bidder, w: &mut Won, fetched: bool) {
+/// Returns who fires its charging notices (`nurl`, `burl`): `exchange`, `seller`, or `None`
+/// when it has neither.
+fn fire_notices(
+    state: &State,
+    seller: &Seller,
+    bidder: &Bidder,
+    w: &mut Won,
+    fetched: bool,
+    about: Option<NoticeAbout>,
+) -> Option<&'static str> {
     let plan = notice_plan::plan(seller, state.config.config.notices.fire_nurl, fetched);
+    let mut billing_by = None;
     for (firer, url, kind) in [
         (plan.nurl, &mut w.bid.nurl, NoticeKind::Win),
         (plan.burl, &mut w.bid.burl, NoticeKind::Billing),
         (plan.lurl, &mut w.bid.lurl, NoticeKind::Loss),
     ] {
+        let charging = kind != NoticeKind::Loss && url.is_some();
         match firer {
-            Firer::Seller => {}
+            Firer::Seller => {
+                if charging && billing_by.is_none() {
+                    billing_by = Some("seller");
+                }
+            }
             Firer::Nobody => *url = None,
             Firer::Exchange => {
                 if let Some(url) = url.take() {
-                    state.notifier.fire(kind, &url, &bidder.notices);
+                    if charging {
+                        billing_by = Some("exchange");
+                    }
+                    state
+                        .notifier
+                        .fire(kind, &url, &bidder.notices, about.clone());
                 }
             }
         }
     }
-}
-
-fn wall_clock_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    billing_by
 }
 
 /// For winners without `adm` (only bidders with `fetch_markup` may send those: see

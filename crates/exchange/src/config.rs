@@ -103,6 +103,9 @@ pub struct Config {
     /// Exchange rates for bids and floors in other currencies.
     #[serde(default)]
     pub currency: crate::currency_config::CurrencySection,
+    /// Where the auction and notice records go (docs/records.md). Default: nowhere.
+    #[serde(default)]
+    pub records: journal::Config,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -527,6 +530,7 @@ impl Config {
         self.upstream.check()?;
         self.admission.validate()?;
         self.breaker.validate()?;
+        self.records.validate()?;
         let n = &self.notices;
         if n.timeout_ms == 0 || n.timeout_ms > 60_000 {
             return Err(invalid("notices.timeout_ms", "must be 1..=60000"));

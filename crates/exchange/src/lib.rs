@@ -13,8 +13,10 @@
 
 mod admin;
 pub(crate) mod auction_path;
+mod auction_record;
 pub mod breaker;
 pub mod cache_config;
+mod clock;
 pub mod config;
 mod count;
 pub mod currency_config;

@@ -13,11 +13,16 @@
 //! coming back is not hit by every retry at once. The retry waits outside the host's senders,
 //! then queues again (and is dropped if the queue is full). Retrying is safe because notices
 //! are idempotent on the bidder's side (docs/security.md has the table per kind).
+//!
+//! With `[records]` on, each notice that names its bid ([`NoticeAbout`]) is recorded once,
+//! when its fate is known: sent, failed after its attempts, dropped or refused.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use journal::Journal;
+use records::{NoticeRecord, Record};
 use tokio::sync::mpsc;
 
 use crate::outcome::{NoticeKind, NoticeOutcome};
@@ -100,12 +105,27 @@ pub struct QueueSettings {
     pub batch_linger: Duration,
 }
 
+/// The bid a notice is about, for its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeAbout {
+    /// The exchange's auction id.
+    pub auction: String,
+    pub imp: String,
+    pub bid: String,
+    /// A winner's clearing price in its bid's currency; none for a loss notice.
+    pub price_micros: Option<i64>,
+}
+
 #[derive(Debug)]
 struct Job {
     kind: NoticeKind,
     target: Target,
     route: Arc<NoticeRoute>,
     attempt: u32,
+    /// Boxed: only kept when records are on.
+    about: Option<Box<NoticeAbout>>,
+    /// The status of the last attempt's answer.
+    status: Option<u16>,
 }
 
 #[derive(Debug)]
@@ -118,6 +138,7 @@ struct Inner {
     pending: AtomicU64,
     /// Seeds the retry jitter.
     jitter: AtomicU64,
+    journal: Journal,
 }
 
 /// Handle used by the auction path to queue notices.
@@ -129,13 +150,14 @@ pub struct Notifier {
 impl Notifier {
     /// Must run inside a tokio runtime: host queues start their senders when first used, and
     /// one task closes idle connections until the notifier is dropped.
-    pub fn start(settings: QueueSettings, client: Arc<NoticeClient>) -> Notifier {
+    pub fn start(settings: QueueSettings, client: Arc<NoticeClient>, journal: Journal) -> Notifier {
         let inner = Arc::new(Inner {
             settings,
             client,
             hosts: RwLock::new(ByOrigin::default()),
             pending: AtomicU64::new(0),
             jitter: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
+            journal,
         });
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
@@ -148,9 +170,21 @@ impl Notifier {
         Notifier { inner }
     }
 
+    /// Whether notices are recorded: callers build a [`NoticeAbout`] only then.
+    pub fn records(&self) -> bool {
+        self.inner.journal.is_on()
+    }
+
     /// Checks `url` against `route`'s hosts and queues it on its host's queue; never waits. A
-    /// refused URL or a full queue is counted, for the kind and for the bidder.
-    pub fn fire(&self, kind: NoticeKind, url: &str, route: &Arc<NoticeRoute>) {
+    /// refused URL or a full queue is counted, for the kind and for the bidder, and recorded
+    /// when `about` names the bid.
+    pub fn fire(
+        &self,
+        kind: NoticeKind,
+        url: &str,
+        route: &Arc<NoticeRoute>,
+        about: Option<NoticeAbout>,
+    ) {
         match route.hosts.check(url) {
             Ok(target) => {
                 self.inner.pending.fetch_add(1, Relaxed);
@@ -159,12 +193,25 @@ impl Notifier {
                     target,
                     route: route.clone(),
                     attempt: 1,
+                    about: about.map(Box::new),
+                    status: None,
                 };
                 push(&self.inner, job);
             }
             Err(refusal) => {
                 route.refused(kind.label(), &refusal);
                 route.tally.notice(kind, NoticeOutcome::Refused);
+                if let Some(about) = about {
+                    record(
+                        &self.inner.journal,
+                        kind,
+                        NoticeOutcome::Refused,
+                        &route.bidder,
+                        &about,
+                        0,
+                        None,
+                    );
+                }
             }
         }
     }
@@ -198,7 +245,51 @@ fn push(inner: &Arc<Inner>, job: Job) {
     if let Some(job) = rejected {
         inner.pending.fetch_sub(1, Relaxed);
         job.route.tally.notice(job.kind, NoticeOutcome::Dropped);
+        concluded(inner, &job, NoticeOutcome::Dropped);
     }
+}
+
+/// Records a notice's fate, when it names its bid.
+fn concluded(inner: &Inner, job: &Job, outcome: NoticeOutcome) {
+    if let Some(about) = &job.about {
+        let attempts = match outcome {
+            NoticeOutcome::Dropped => job.attempt.saturating_sub(1),
+            _ => job.attempt,
+        };
+        record(
+            &inner.journal,
+            job.kind,
+            outcome,
+            &job.route.bidder,
+            about,
+            attempts,
+            job.status,
+        );
+    }
+}
+
+fn record(
+    journal: &Journal,
+    kind: NoticeKind,
+    outcome: NoticeOutcome,
+    bidder: &str,
+    about: &NoticeAbout,
+    attempts: u32,
+    status: Option<u16>,
+) {
+    journal.record(Record::Notice(NoticeRecord {
+        v: records::VERSION,
+        auction: about.auction.clone(),
+        bidder: bidder.to_owned(),
+        notice: kind.label().into(),
+        outcome: outcome.label().into(),
+        at_ms: crate::clock::wall_ms(),
+        imp: Some(about.imp.clone()),
+        bid: Some(about.bid.clone()),
+        price_micros: about.price_micros,
+        status,
+        attempts,
+    }));
 }
 
 fn queue_for(inner: &Arc<Inner>, target: &Target) -> Option<mpsc::Sender<Job>> {
@@ -275,8 +366,11 @@ async fn next_batch(rx: &mut mpsc::Receiver<Job>, max: usize, linger: Duration) 
 
 /// Counts a notice's attempt, or queues it again after a backoff when the failure may pass
 /// and attempts are left.
-fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
+fn conclude(inner: &Arc<Inner>, mut job: Job, result: Result<Answer, NoticeError>) {
     let s = inner.settings;
+    if let Ok(answer) = &result {
+        job.status = Some(answer.status.as_u16());
+    }
     let (outcome, retry) = match result {
         Ok(answer) if answer.status.is_success() => (NoticeOutcome::Sent, false),
         Ok(answer) => {
@@ -315,6 +409,7 @@ fn conclude(inner: &Arc<Inner>, job: Job, result: Result<Answer, NoticeError>) {
         return;
     }
     job.route.tally.notice(job.kind, outcome);
+    concluded(inner, &job, outcome);
     inner.pending.fetch_sub(1, Relaxed);
 }
 

@@ -2,7 +2,8 @@
 //! bidder did, which bids were rejected and why, who won at what price, what became of the
 //! markup fetches and the cache put), and the bounded enums that name what a notice, a cache
 //! put or a reload did. The auction path returns an `AuctionOutcome`; `count.rs` turns it into
-//! metrics in one place, and an auction record is this value serialized.
+//! metrics in one place, and `auction_record.rs` into the auction's record (with the bidders'
+//! names, the request's floors and every bid, which only the auction path has).
 //!
 //! A leaf: it imports no other module of the crate, so that every producer (the auction path,
 //! the notices, the cache, the reload) and the metrics can all name these types without a
@@ -188,8 +189,9 @@ pub struct WinOutcome {
     pub cleared: Price,
 }
 
-/// Everything one auction did, in the order it happened. Serialized, it is the auction's
-/// record (the label enums as their labels, prices as CPM decimals).
+/// Everything one auction did, in the order it happened. Serialized (the label enums as their
+/// labels, prices as CPM decimals), it is a compact summary for tests and logs; the auction's
+/// record (`records::AuctionRecord`) is built from it by `auction_record.rs`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AuctionOutcome {
     pub request: RequestOutcome,

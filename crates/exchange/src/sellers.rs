@@ -73,6 +73,11 @@ pub struct SellerConfig {
     /// exchange's own. Default false: a seller could otherwise set the price of every bid.
     #[serde(default)]
     pub trusted_rates: bool,
+    /// Honour `ext.prebid.debug` in this seller's requests: the answer's `ext.debug` then
+    /// holds every bidder's outcome, latency and bids, as for a `test: 1` request. Default
+    /// false.
+    #[serde(default)]
+    pub trusted_debug: bool,
 }
 
 /// How strictly a seller's requests are held to the OpenRTB rules.
@@ -102,6 +107,8 @@ pub struct Seller {
     pub gdpr_default: Option<bool>,
     /// Its requests' own exchange rates are honoured.
     pub trusted_rates: bool,
+    /// Its requests' `ext.prebid.debug` is honoured.
+    pub trusted_debug: bool,
     /// Requests taken from this seller (authenticated).
     pub requests: AtomicU64,
 }
@@ -120,6 +127,7 @@ impl Seller {
             validation: Validation::Repair,
             gdpr_default: None,
             trusted_rates: false,
+            trusted_debug: false,
             requests: AtomicU64::new(0),
         }
     }
@@ -294,6 +302,7 @@ impl Sellers {
                 validation: c.validation,
                 gdpr_default: c.gdpr_default,
                 trusted_rates: c.trusted_rates,
+                trusted_debug: c.trusted_debug,
                 requests: AtomicU64::new(0),
             }));
         }
@@ -391,6 +400,7 @@ mod tests {
             validation: Validation::Repair,
             gdpr_default: None,
             trusted_rates: false,
+            trusted_debug: false,
         }
     }
 

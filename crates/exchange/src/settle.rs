@@ -9,6 +9,7 @@ use currency::Round;
 use openrtb::macros::{MacroValues, substitute};
 use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid};
 use price_token::{Binding, PriceKey};
+use records::BidLine;
 
 use crate::money::Rates;
 use crate::outcome::{BidderIx, Rejected};
@@ -58,6 +59,8 @@ pub struct AuctionCtx<'a> {
     /// Bids in another currency are converted to `currency` with these (rounded down), and
     /// a winner's clearing price back to its bid's currency for its notices (rounded down).
     pub rates: Rates<'a>,
+    /// Keep every bid and winner for the auction record ([`Settlement::recorded`]).
+    pub record: bool,
 }
 
 /// A winning bid, rewritten for the seller.
@@ -67,16 +70,40 @@ pub struct Won {
     /// Seat reported to the seller: the bidder's `seatbid.seat`, else the bidder's name.
     pub seat: String,
     pub bid: Bid,
+    /// Its place among the auction's winners (and in [`Recorded::wins`]), kept when later
+    /// steps drop winners.
+    pub line: usize,
+}
+
+/// A loss notice to fire.
+#[derive(Debug)]
+pub struct LossNotice {
+    pub bidder: BidderIx,
+    /// Its macros replaced.
+    pub url: String,
+    /// The imp and bid id it is about, when recording.
+    pub about: Option<(String, String)>,
 }
 
 /// The auction's result.
 #[derive(Debug, Default)]
 pub struct Settlement {
     pub won: Vec<Won>,
-    /// Loss notice URLs with macros replaced, with the bidder they go to.
-    pub loss_urls: Vec<(BidderIx, String)>,
+    /// Loss notices, macros replaced.
+    pub loss_urls: Vec<LossNotice>,
     /// Bids dropped before or by the auction, and why.
     pub rejected: Vec<Rejected>,
+    /// Every bid and winner, for the auction record, when [`AuctionCtx::record`] asked.
+    pub recorded: Option<Recorded>,
+}
+
+/// What an auction record keeps of the settlement.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Every bid received, in the order the auction saw them.
+    pub bids: Vec<BidLine>,
+    /// The winners, index-aligned with [`Settlement::won`].
+    pub wins: Vec<records::Win>,
 }
 
 fn empty() -> &'static [String] {
@@ -127,6 +154,8 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
 struct Pool<'a> {
     candidates: Vec<Candidate<'a>>,
     sources: Vec<Source<'a>>,
+    /// Every bid, when recording; `sources[i].line` indexes it.
+    lines: Vec<BidLine>,
 }
 
 /// Where a candidate came from: its response, its bid, and the bid's own currency.
@@ -135,13 +164,19 @@ struct Source<'a> {
     response: &'a BidResponse,
     bid: &'a Bid,
     currency: &'a str,
+    /// Its line in `Pool::lines`, when recording.
+    line: usize,
 }
 
 /// Runs the auction over every bid of `replies` and rewrites the winners.
 pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
     let mut settlement = Settlement::default();
-    let pool = candidates(ctx, replies, &mut settlement.rejected);
+    let mut pool = candidates(ctx, replies, &mut settlement.rejected);
     if pool.candidates.is_empty() {
+        settlement.recorded = ctx.record.then(|| Recorded {
+            bids: pool.lines,
+            wins: Vec::new(),
+        });
         return settlement;
     }
     let rules = rules(ctx.request, ctx.currency);
@@ -152,7 +187,9 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
         ctx.config,
         auction::tie_seed(ctx.auction_id),
     );
+    let mut wins = Vec::new();
     for rejected in &outcome.rejected {
+        pool.mark(rejected.candidate, rejected.reason.label());
         let bidder = BidderIx::from_raw(pool.candidates[rejected.candidate].bidder);
         settlement.rejected.push(Rejected {
             bidder,
@@ -167,6 +204,10 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
     }
     for imp in &outcome.imps {
         let Some(winner) = &imp.winner else { continue };
+        for loser in &imp.losers {
+            pool.mark(loser.candidate, "lost");
+        }
+        pool.mark(winner.candidate, "won");
         if ctx.loss_notices {
             for loser in &imp.losers {
                 let loss = (loser.reason, Some(loser.min_to_win));
@@ -175,9 +216,97 @@ pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
                     .extend(loss_url(ctx, &pool, loser.candidate, loss));
             }
         }
-        settlement.won.push(winning_bid(ctx, &pool, winner));
+        let mut won = winning_bid(ctx, &pool, winner);
+        won.line = settlement.won.len();
+        if ctx.record {
+            wins.push(win_line(ctx, &pool, winner, &won));
+        }
+        settlement.won.push(won);
     }
+    settlement.recorded = ctx.record.then_some(Recorded {
+        bids: pool.lines,
+        wins,
+    });
     settlement
+}
+
+impl Pool<'_> {
+    /// Sets the status of candidate `i`'s bid line, when recording.
+    fn mark(&mut self, i: usize, status: &'static str) {
+        let line = self.sources.get(i).map(|s| s.line);
+        if let Some(line) = line.and_then(|l| self.lines.get_mut(l)) {
+            line.status = status.into();
+        }
+    }
+}
+
+/// A bid as its record line: as sent, with its price in the auction currency when converted.
+fn bid_line(
+    bidder: &str,
+    seat: &str,
+    bid: &Bid,
+    currency: &str,
+    auction_currency: &str,
+    converted: Option<Price>,
+) -> BidLine {
+    let other = !currency.eq_ignore_ascii_case(auction_currency);
+    BidLine {
+        bidder: bidder.to_owned(),
+        seat: if seat == bidder {
+            String::new()
+        } else {
+            seat.to_owned()
+        },
+        id: bid.id.clone(),
+        imp: bid.impid.clone(),
+        price_micros: bid.price.micros(),
+        cur: other.then(|| currency.to_owned()),
+        converted_micros: converted.filter(|_| other).map(Price::micros),
+        deal: bid.dealid.clone().filter(|d| !d.is_empty()),
+        adomain: bid.adomain.clone().unwrap_or_default(),
+        cat: bid.cat.clone().unwrap_or_default(),
+        status: "".into(),
+        excluded: false,
+    }
+}
+
+/// A winner as its record line.
+fn win_line(
+    ctx: &AuctionCtx<'_>,
+    pool: &Pool<'_>,
+    winner: &auction::Winner,
+    won: &Won,
+) -> records::Win {
+    let cand = &pool.candidates[winner.candidate];
+    let source = pool.sources[winner.candidate];
+    let other = !source.currency.eq_ignore_ascii_case(ctx.currency);
+    let bidder = ctx.bidders.view(won.bidder).map_or("", |v| v.name);
+    records::Win {
+        imp: cand.imp_id.to_owned(),
+        bidder: bidder.to_owned(),
+        bid: cand.bid_id.to_owned(),
+        seat: if cand.seat == bidder {
+            String::new()
+        } else {
+            cand.seat.to_owned()
+        },
+        deal: cand.deal_id.filter(|d| !d.is_empty()).map(str::to_owned),
+        rule: price_rule_label(winner.price_rule).into(),
+        cleared_micros: winner.clearing_price.micros(),
+        charged_micros: in_bid_currency(ctx, winner.clearing_price, source.currency).micros(),
+        cur: other.then(|| source.currency.to_owned()),
+        billing_by: None,
+        dropped: None,
+    }
+}
+
+/// A price rule as records and replays name it.
+pub fn price_rule_label(rule: PriceRule) -> &'static str {
+    match rule {
+        PriceRule::FirstPrice => "first_price",
+        PriceRule::SecondPrice => "second_price",
+        PriceRule::FixedPrice => "fixed_price",
+    }
 }
 
 fn candidates<'a>(
@@ -188,6 +317,7 @@ fn candidates<'a>(
     let mut pool = Pool {
         candidates: Vec::new(),
         sources: Vec::new(),
+        lines: Vec::new(),
     };
     for called in replies {
         let Reply::Bids(response) = &called.reply else {
@@ -206,26 +336,35 @@ fn candidates<'a>(
                     (Some(hosts), Some(nurl)) => hosts.allows_host_of(nurl),
                     _ => false,
                 };
-                if bid.adm.is_none() && !fetchable() {
-                    rejected.push(Rejected {
-                        bidder,
-                        reason: "no_markup",
-                    });
+                let converted = ctx
+                    .rates
+                    .convert(bid.price, currency, ctx.currency, Round::Down);
+                let line = pool.lines.len();
+                if ctx.record {
+                    let price = converted.as_ref().ok().copied();
+                    pool.lines.push(bid_line(
+                        bidder_name,
+                        seat,
+                        bid,
+                        currency,
+                        ctx.currency,
+                        price,
+                    ));
+                }
+                let excluded = if bid.adm.is_none() && !fetchable() {
+                    Some("no_markup")
+                } else {
+                    converted.as_ref().err().map(|e| e.label())
+                };
+                if let Some(reason) = excluded {
+                    rejected.push(Rejected { bidder, reason });
+                    if let Some(l) = pool.lines.get_mut(line) {
+                        l.status = reason.into();
+                        l.excluded = true;
+                    }
                     continue;
                 }
-                let price = match ctx
-                    .rates
-                    .convert(bid.price, currency, ctx.currency, Round::Down)
-                {
-                    Ok(price) => price,
-                    Err(e) => {
-                        rejected.push(Rejected {
-                            bidder,
-                            reason: e.label(),
-                        });
-                        continue;
-                    }
-                };
+                let Ok(price) = converted else { continue };
                 pool.candidates.push(Candidate {
                     bidder: bidder.raw(),
                     seat,
@@ -241,6 +380,7 @@ fn candidates<'a>(
                     response,
                     bid,
                     currency,
+                    line,
                 });
             }
         }
@@ -254,16 +394,19 @@ fn loss_url(
     pool: &Pool<'_>,
     i: usize,
     (reason, min_to_win): (LossReason, Option<Price>),
-) -> Option<(BidderIx, String)> {
+) -> Option<LossNotice> {
     let source = pool.sources[i];
     let lurl = source.bid.lurl.as_ref()?;
     let cand = &pool.candidates[i];
     let min_to_win = min_to_win.map(|p| in_bid_currency(ctx, p, source.currency));
     let values = macro_values(ctx, source, cand, None, reason, min_to_win);
-    Some((
-        BidderIx::from_raw(cand.bidder),
-        substitute(lurl, &values).into_owned(),
-    ))
+    Some(LossNotice {
+        bidder: BidderIx::from_raw(cand.bidder),
+        url: substitute(lurl, &values).into_owned(),
+        about: ctx
+            .record
+            .then(|| (cand.imp_id.to_owned(), cand.bid_id.to_owned())),
+    })
 }
 
 /// A winner's bid as the seller gets it: the clearing price (sealed for a bidder with a key),
@@ -306,6 +449,7 @@ fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) 
         bidder,
         seat: cand.seat.to_owned(),
         bid: won,
+        line: 0,
     }
 }
 
@@ -353,6 +497,7 @@ fn macro_values<'a>(
         response,
         bid,
         currency,
+        ..
     } = source;
     // "Market bid ratio": clearing price over bid price (both in the bid's currency).
     let mbr = price

@@ -10,6 +10,7 @@ use admission::{Admission, DeadlinePolicy};
 use arc_swap::ArcSwap;
 use auction::AuctionConfig;
 use http_front::{ConnStats, Door};
+use journal::Journal;
 
 use crate::config::Validated;
 use crate::metrics::Metrics;
@@ -47,6 +48,8 @@ pub(crate) struct State {
     pub(crate) privacy: ArcSwap<PrivacyNow>,
     /// The exchange rates now.
     pub(crate) rates: Arc<RateBook>,
+    /// Where auction records go (`[records]`); off unless started with one.
+    pub(crate) journal: Journal,
     auction_seq: AtomicU64,
     /// Makes auction ids unique across restarts of the same node.
     id_prefix: String,
@@ -87,6 +90,13 @@ impl Exchange {
     /// tokio runtime. The configuration file, if it came from one, is followed once
     /// [`Exchange::watch`] is called.
     pub fn new(config: Validated) -> Exchange {
+        Exchange::with_journal(config, Journal::off())
+    }
+
+    /// As [`Exchange::new`], writing an auction record per auction and a notice record per
+    /// notice to `journal` (started by the caller from `[records]`, which owns its writer
+    /// and flushes it at shutdown).
+    pub fn with_journal(config: Validated, journal: Journal) -> Exchange {
         let metrics = Arc::new(Metrics::new(Vec::new()));
         let pool_settings = PoolSettings::new(
             &config.config.upstream,
@@ -114,6 +124,7 @@ impl Exchange {
                 batch_linger: Duration::from_millis(n.batch_linger_ms),
             },
             notice_client.clone(),
+            journal.clone(),
         );
         let admission = Arc::new(Admission::new(config.admission()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
@@ -144,6 +155,7 @@ impl Exchange {
         let state = State {
             privacy: ArcSwap::from_pointee(PrivacyNow::of(&config)),
             rates,
+            journal,
             markup_cache,
             policy: config.config.deadline.policy(),
             auction: AuctionConfig {

@@ -1,11 +1,11 @@
 //! `[records]`: where a server's records go. The same section in the exchange's and the
 //! bidder's configuration.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use settings::{ConfigError, invalid};
 
 /// Where records are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SinkKind {
     /// No records (the default).
@@ -18,7 +18,7 @@ pub enum SinkKind {
 }
 
 /// The `[records]` section.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub sink: SinkKind,

@@ -87,7 +87,8 @@ pub struct Inventory {
     /// `device.geo.country` (ISO 3166-1 alpha-3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
-    /// The device's network: an IPv4 address cut to /24, an IPv6 one to /48.
+    /// The device's network: an IPv4 address cut to /24, an IPv6 one to /56 (as privacy
+    /// enforcement masks them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_network: Option<String>,
 }

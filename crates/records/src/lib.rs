@@ -11,7 +11,7 @@
 //! | versioned | every record carries `v` ([`VERSION`]); a reader refuses a newer version by name instead of misreading it |
 //! | one line each | one JSON object per line (NDJSON), at most [`MAX_LINE_BYTES`] |
 //! | money exact | prices are integer CPM micros (`*_micros`), ledger amounts integer nanos (`*_nanos`): one impression at CPM `p` micros costs `p` nanos |
-//! | no personal data | no user, device or buyer ids; the device IP cut to its network (/24, /48); so a record can be kept and shared for billing |
+//! | no personal data | no user, device or buyer ids; the device IP cut to its network (/24, /56); so a record can be kept and shared for billing |
 //! | labels | outcomes and reasons are the labels the metrics use (`timeout`, `below_floor`, ...) |
 //! | compact | empty lists and absent values are left out |
 //!

@@ -71,6 +71,17 @@ fn coarsen(geo: Option<&mut Geo>) {
     geo.accuracy = None;
 }
 
+/// An address as records keep it: its network, as a masked address is (/24, /56); `None` when
+/// it does not parse.
+pub fn network_of(ip: &str) -> Option<String> {
+    let keep = if ip.contains(':') {
+        IPV6_KEEP_BITS
+    } else {
+        IPV4_KEEP_BITS
+    };
+    mask(ip, keep)
+}
+
 /// The address with all but its first `keep` bits zeroed (IPv4 keeps at most `keep` of 32,
 /// IPv6 of 128); an unreadable address is removed rather than passed on.
 fn mask(ip: &str, keep: u32) -> Option<String> {
@@ -81,7 +92,8 @@ fn mask(ip: &str, keep: u32) -> Option<String> {
             Some(Ipv4Addr::from(bits).to_string())
         }
         IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & u128::MAX.checked_shl(128 - IPV6_KEEP_BITS).unwrap_or(0);
+            let keep = keep.min(128);
+            let bits = u128::from(v6) & u128::MAX.checked_shl(128 - keep).unwrap_or(0);
             Some(Ipv6Addr::from(bits).to_string())
         }
     }
