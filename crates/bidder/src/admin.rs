@@ -85,6 +85,12 @@ fn render_metrics(state: &State) -> String {
     crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));
     state.door.admission().render("gavel_bidder", &mut text);
     state.connections.render("gavel_bidder", &mut text);
+    crate::campaign_metrics::render(
+        &mut text,
+        &state.snapshot.load(),
+        Timestamp::now(),
+        state.config.metrics.max_labelled_campaigns,
+    );
     text
 }
 

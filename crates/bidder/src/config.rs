@@ -78,6 +78,27 @@ pub struct BidderConfig {
     /// Where the ledger records go (docs/records.md). Default: nowhere.
     #[serde(default)]
     pub records: journal::Config,
+    /// What `/metrics` shows per campaign.
+    #[serde(default)]
+    pub metrics: MetricsSection,
+}
+
+/// The `[metrics]` section.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSection {
+    /// Campaigns labelled by id on `/metrics`: the first this many of the campaign file; the
+    /// rest are summed under `campaign="_other"`, so the series count stays bounded however
+    /// many campaigns serve. 0..=10000, default 100.
+    pub max_labelled_campaigns: usize,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            max_labelled_campaigns: 100,
+        }
+    }
 }
 
 /// The `[security]` section. Keys and tokens come from files (or the environment), never
@@ -370,6 +391,12 @@ impl BidderConfig {
             return Err(invalid(
                 "currency",
                 "must be an ISO 4217 code: three capital letters, such as \"USD\"",
+            ));
+        }
+        if self.metrics.max_labelled_campaigns > 10_000 {
+            return Err(invalid(
+                "metrics.max_labelled_campaigns",
+                "must be 0..=10000 (each labelled campaign adds 8 series to every scrape)",
             ));
         }
         self.deadline.validate()?;

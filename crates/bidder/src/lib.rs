@@ -24,6 +24,7 @@
 
 mod admin;
 mod bid_path;
+pub mod campaign_metrics;
 pub mod config;
 mod count;
 mod decision;

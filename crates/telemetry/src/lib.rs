@@ -134,6 +134,24 @@ pub fn sample(
     let _ = writeln!(out, " {value}");
 }
 
+/// A label value from outside the code (a campaign id from a file), escaped as the text format
+/// requires: `\\`, `\"` and `\n`. Values from code need none and are passed as they are.
+pub fn escape_label(value: &str) -> std::borrow::Cow<'_, str> {
+    if !value.contains(['\\', '"', '\n']) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +184,11 @@ mod tests {
         let mut out = String::new();
         single(&mut out, "y", "gauge", "One.", 1.5);
         assert_eq!(out, "# HELP y One.\n# TYPE y gauge\ny 1.5\n");
+    }
+
+    #[test]
+    fn label_values_from_files_are_escaped() {
+        assert_eq!(escape_label("plain-id_1"), "plain-id_1");
+        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }
