@@ -1,7 +1,9 @@
 //! Per-campaign figures on `/metrics`, read at scrape time from the campaign snapshot in force
 //! (nothing on the request path changes for them): budget, this instance's bids, wins and
 //! charges, whether the ledger reported the budget gone, the pacer's bid share and, for `even`
-//! campaigns, the spend its curve wants by now and the spend of record it last read.
+//! campaigns that follow a curve (a flight end or a daily budget), the spend the curve wants by
+//! now and the spend of record the pacer last read: the figures of the pacing alerts
+//! (deploy/prometheus/alerts.yml).
 //!
 //! Campaign ids come from a file and may number 100,000, so the label set is capped: the first
 //! `metrics.max_labelled_campaigns` campaigns of the file are labelled by id, and the rest are
@@ -30,7 +32,7 @@ struct Row<'a> {
     exhausted: u64,
     /// The pacer's share of eligible requests that bid, 0..=1 (one campaign only).
     bid_share: Option<f64>,
-    /// `even` campaigns only: the spend the curve wants by now, and the spend of record the
+    /// `even` campaigns that follow a curve only: the spend the curve wants by now, and the spend of record the
     /// pacing tick last read (nanos).
     pacing: Option<(i64, i64)>,
 }
@@ -79,13 +81,13 @@ pub fn render(out: &mut String, snapshot: &Snapshot, now: Timestamp, max_labelle
         (
             "gavel_bidder_campaign_pacing_target_nanos",
             "gauge",
-            "Total spend an even campaign's pacing curve wants by now, in nanos (labelled even campaigns only).",
+            "Total spend an even campaign's pacing curve wants by now, in nanos (labelled even campaigns with a flight end or a daily budget only).",
             |r| r.pacing.map(|(target, _)| target as f64),
         ),
         (
             "gavel_bidder_campaign_pacing_spent_nanos",
             "gauge",
-            "Total spend of record an even campaign's pacer last read from the ledger, in nanos (labelled even campaigns only).",
+            "Total spend of record an even campaign's pacer last read from the ledger, in nanos (labelled even campaigns with a flight end or a daily budget only).",
             |r| r.pacing.map(|(_, spent)| spent as f64),
         ),
     ];
@@ -97,6 +99,13 @@ pub fn render(out: &mut String, snapshot: &Snapshot, now: Timestamp, max_labelle
             }
         }
     }
+}
+
+/// Whether the campaign's pacer follows a curve (`even`, with a flight end or a daily budget),
+/// the only campaigns whose target spend says anything: an `asap` one, or an `even` one with
+/// neither, wants its whole budget at once.
+fn follows_a_curve(c: &campaigns::Campaign) -> bool {
+    c.pacing() == PacingModeConfig::Even && (c.flight().end.is_some() || c.budget().daily.is_some())
 }
 
 /// The labelled campaigns, in file order, then `_other` when any campaign is past the cap.
@@ -127,7 +136,7 @@ fn rows(snapshot: &Snapshot, now: Timestamp, max_labelled: usize) -> Vec<Row<'_>
                 charged,
                 exhausted,
                 bid_share: Some(pacing.bid_share),
-                pacing: (campaign.pacing() == PacingModeConfig::Even)
+                pacing: follows_a_curve(campaign)
                     .then(|| (pacing.target.get(), pacing.actual.get())),
             });
             continue;
