@@ -37,11 +37,14 @@ struct Row<'a> {
     pacing: Option<(i64, i64)>,
 }
 
+/// A family: name, type, help, and its value in a row (`None`: no sample for that row).
+type Family = (&'static str, &'static str, &'static str, fn(&Row) -> Option<f64>);
+
 /// Appends the `gavel_bidder_campaign_*` families for `snapshot`, labelling at most
 /// `max_labelled` campaigns by id.
 pub fn render(out: &mut String, snapshot: &Snapshot, now: Timestamp, max_labelled: usize) {
     let rows = rows(snapshot, now, max_labelled);
-    let families: [(&str, &str, &str, fn(&Row) -> Option<f64>); 8] = [
+    let families: [Family; 8] = [
         (
             "gavel_bidder_campaign_budget_nanos",
             "gauge",
@@ -141,7 +144,7 @@ fn rows(snapshot: &Snapshot, now: Timestamp, max_labelled: usize) -> Vec<Row<'_>
             });
             continue;
         }
-        let o = other.get_or_insert_with(|| Row {
+        let o = other.get_or_insert(Row {
             campaign: Cow::Borrowed(OTHER),
             budget: 0,
             bids: 0,

@@ -97,10 +97,9 @@ struct Fleet {
     _dir: TempDir,
 }
 
-fn stopped(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }
+/// Completes once `stop` is sent (every server's shutdown).
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
 }
 
 async fn bind() -> (TcpListener, SocketAddr) {
