@@ -38,7 +38,12 @@ struct Row<'a> {
 }
 
 /// A family: name, type, help, and its value in a row (`None`: no sample for that row).
-type Family = (&'static str, &'static str, &'static str, fn(&Row) -> Option<f64>);
+type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Row) -> Option<f64>,
+);
 
 /// Appends the `gavel_bidder_campaign_*` families for `snapshot`, labelling at most
 /// `max_labelled` campaigns by id.
