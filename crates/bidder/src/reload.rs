@@ -82,12 +82,12 @@ pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, Stri
             let ids = keys.ids();
             state.prices.store(Arc::new(keys));
             state.metrics.price_key_reloads.inc(ReloadOutcome::Applied);
-            tracing::info!(keys = ?ids, "price keys reloaded");
+            tracing::info!(keys = ?ids, "price keys applied");
             Ok(ids)
         }
         Err(e) => {
             state.metrics.price_key_reloads.inc(ReloadOutcome::Failed);
-            tracing::error!(error = %e, "price key reload refused; the keys in force stay");
+            tracing::error!(error = %e, "price keys refused; the keys in force stay");
             Err(e)
         }
     }
@@ -165,7 +165,7 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
         Ok(snapshot) => snapshot,
         Err(e) => {
             state.metrics.reload_failed(e.why);
-            tracing::error!(file = %path.display(), error = %e.message, reason = e.why.label(), "campaign reload refused; the last good campaigns keep serving");
+            tracing::error!(file = %path.display(), error = %e.message, reason = e.why.label(), "campaign file refused; the last good campaigns keep serving");
             return Err(e.message);
         }
     };
@@ -180,7 +180,7 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     state.metrics.campaigns.set(count as u64);
     state.snapshot.store(Arc::new(snapshot));
     state.metrics.reload(ReloadOutcome::Applied);
-    tracing::info!(file = %path.display(), campaigns = count, "campaigns reloaded");
+    tracing::info!(file = %path.display(), campaigns = count, "campaign file applied");
     Ok(count)
 }
 

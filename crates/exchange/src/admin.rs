@@ -117,6 +117,20 @@ impl ExchangeAdmin {
             );
         };
         let was = bidder.paused.swap(pause, Relaxed);
+        // Once per change: a second `disable` of a paused bidder is audited but changes nothing.
+        match (was, pause) {
+            (false, true) => tracing::warn!(
+                bidder = name,
+                who = %caller.who,
+                "bidder paused by an operator: not called until enabled"
+            ),
+            (true, false) => tracing::info!(
+                bidder = name,
+                who = %caller.who,
+                "bidder enabled by an operator: called again"
+            ),
+            _ => {}
+        }
         let what = format!(
             "POST /admin/bidders/{name}/{}",
             if pause { "disable" } else { "enable" }

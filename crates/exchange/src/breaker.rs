@@ -108,6 +108,32 @@ impl BreakerState {
     }
 }
 
+/// A change of a breaker's state an operator is told about, once per change: the caller
+/// compares the state before and after [`Breaker::record`] (the breaker itself logs nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// Closed to open: the window's failures passed the rate.
+    Opened,
+    /// Half-open to open: a probe failed; it stays open, for longer.
+    Reopened,
+    /// Half-open to closed: the probes succeeded.
+    Closed,
+}
+
+impl Transition {
+    /// The change from `before` to `after`, if it is one worth telling. Open to half-open is
+    /// not: the bidder is still being tested, and a failed probe reopens it without a call
+    /// having gone through in the meantime.
+    pub fn between(before: BreakerState, after: BreakerState) -> Option<Transition> {
+        match (before, after) {
+            (BreakerState::Closed, BreakerState::Open) => Some(Transition::Opened),
+            (BreakerState::HalfOpen, BreakerState::Open) => Some(Transition::Reopened),
+            (BreakerState::HalfOpen, BreakerState::Closed) => Some(Transition::Closed),
+            _ => None,
+        }
+    }
+}
+
 /// What a call's answer says about the bidder's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
@@ -154,6 +180,16 @@ impl Breaker {
 
     pub fn trips(&self) -> u64 {
         self.trips
+    }
+
+    /// How long it stays open (or stayed, last time it opened).
+    pub fn open_for(&self) -> Duration {
+        self.open_for
+    }
+
+    /// The current counting window's failures and calls: the ones that opened it, while open.
+    pub fn window(&self) -> (u32, u32) {
+        (self.failures, self.calls)
     }
 
     /// Whether a call may go to the bidder at `now`. A `true` in half-open state is a probe and
@@ -378,6 +414,37 @@ mod tests {
         }
         assert_eq!(b.state(), BreakerState::Open);
         assert_eq!(b.trips(), 5);
+    }
+
+    #[test]
+    fn transitions_name_each_change_once_and_not_the_probing() {
+        use BreakerState::{Closed, HalfOpen, Open};
+        let t0 = Instant::now();
+        let mut b = Breaker::new(config(), t0);
+        let mut seen = Vec::new();
+        let mut step = |b: &mut Breaker, f: &mut dyn FnMut(&mut Breaker)| {
+            let before = b.state();
+            f(b);
+            seen.extend(Transition::between(before, b.state()));
+        };
+        for i in 0..30 {
+            step(&mut b, &mut |b| b.record(Health::Bad, ms(t0, i)));
+        }
+        assert_eq!(b.window(), (10, 10), "the window that opened it");
+        // Probe at 110 fails (reopened), probes at 320 and 330 succeed (closed).
+        step(&mut b, &mut |b| assert!(b.allow(ms(t0, 110))));
+        step(&mut b, &mut |b| b.record(Health::Bad, ms(t0, 110)));
+        assert_eq!(b.open_for(), Duration::from_millis(200));
+        step(&mut b, &mut |b| assert!(b.allow(ms(t0, 320))));
+        step(&mut b, &mut |b| b.record(Health::Good, ms(t0, 320)));
+        step(&mut b, &mut |b| assert!(b.allow(ms(t0, 330))));
+        step(&mut b, &mut |b| b.record(Health::Good, ms(t0, 330)));
+        assert_eq!(
+            seen,
+            [Transition::Opened, Transition::Reopened, Transition::Closed]
+        );
+        assert_eq!(Transition::between(Open, HalfOpen), None);
+        assert_eq!(Transition::between(Closed, Closed), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::breaker::{BreakerState, Health, pass_gates};
+use crate::breaker::{BreakerState, Health, Transition, pass_gates};
 use crate::outcome::{BidderIx, SkipReason};
 use crate::outgoing::{Outgoing, Route};
 use crate::reply::{Called, Reply, interpret};
@@ -39,11 +39,14 @@ fn start_call(
 }
 
 /// Tells the bidder's breaker how its call went, and its gauges what the breaker is now: under
-/// the one lock the call takes anyway (count.rs counts the call, not the breaker).
+/// the one lock the call takes anyway (count.rs counts the call, not the breaker). A change of
+/// state is seen by exactly one call (the one that made it, under the lock), which logs it
+/// after letting go of the lock.
 fn record_health(bidder: &Bidder, health: Health, now: Instant) {
     let Ok(mut breaker) = bidder.breaker.lock() else {
         return;
     };
+    let before = breaker.state();
     breaker.record(health, now);
     bidder.metrics.breaker_state.set(match breaker.state() {
         BreakerState::Closed => 0,
@@ -51,6 +54,50 @@ fn record_health(bidder: &Bidder, health: Health, now: Instant) {
         BreakerState::HalfOpen => 2,
     });
     bidder.metrics.breaker_trips.set(breaker.trips());
+    let Some(transition) = Transition::between(before, breaker.state()) else {
+        return;
+    };
+    let (failures, calls) = breaker.window();
+    let open_ms = u64::try_from(breaker.open_for().as_millis()).unwrap_or(u64::MAX);
+    drop(breaker);
+    let bidder = bidder.name.as_str();
+    match transition {
+        Transition::Opened => tracing::warn!(
+            bidder,
+            failures,
+            calls,
+            open_ms,
+            "bidder circuit breaker opened: the bidder is skipped until its probes succeed"
+        ),
+        // Not news: the breaker has been open since the warning above, and says so when it
+        // closes. At most one a `max_open_ms` per bidder.
+        Transition::Reopened => tracing::debug!(
+            bidder,
+            open_ms,
+            "bidder circuit breaker probe failed; it stays open"
+        ),
+        Transition::Closed => tracing::info!(
+            bidder,
+            "bidder circuit breaker closed: its probes succeeded, it is called again"
+        ),
+    }
+}
+
+/// A failed call, at debug: a failing bidder fails on every auction, so at most a few lines a
+/// second for all of them (its breaker opening is the warning an operator acts on).
+fn log_failed_call(bidder: &Bidder, error: &dyn std::fmt::Display) {
+    static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
+    if tracing::enabled!(tracing::Level::DEBUG)
+        && let Some(suppressed) = LIMIT.admit_now()
+    {
+        tracing::debug!(
+            bidder = %bidder.name,
+            address = %bidder.pool.endpoint().authority,
+            error = %error,
+            suppressed,
+            "bidder call failed"
+        );
+    }
 }
 
 /// One bidder of one auction.
@@ -92,7 +139,7 @@ pub(crate) async fn fan_out(
                             interpret(answer.status, &answer.body, auction_id)
                         }
                         Err(e) => {
-                            tracing::debug!(bidder = %slot.bidder.pool.endpoint().authority, error = %e, "bidder call failed");
+                            log_failed_call(slot.bidder, &e);
                             Reply::Failed(e.label())
                         }
                     });

@@ -191,7 +191,7 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
         Ok(v) => v,
         Err(e) => {
             state.metrics.config_reloads.inc(e.outcome());
-            tracing::error!(error = %e, "configuration reload refused; the last good configuration keeps serving");
+            tracing::error!(file = %path.display(), reason = e.outcome().label(), error = %e, "configuration refused; the last good configuration keeps serving");
             return Err(e);
         }
     };
@@ -205,7 +205,7 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
         removed = ?b.removed,
         changed = ?b.changed,
         unchanged = b.unchanged,
-        "bidder list reloaded"
+        "configuration applied"
     );
     if !report.restart_needed.is_empty() {
         tracing::warn!(sections = ?report.restart_needed, "these sections changed; they take effect at the next restart");

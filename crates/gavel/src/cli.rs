@@ -27,21 +27,32 @@ pub struct Cli {
     /// Runtime worker threads (default: one per core).
     #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..=256).map(usize::from))]
     pub threads: Option<usize>,
-    /// Log level of the messages on stderr.
-    #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
-    pub log: LogLevel,
+    /// What is logged on stderr: a level (`error`, `warn`, `info`, `debug`, `trace`, `off`)
+    /// and per-module levels, e.g. `info,exchange=debug,ledger=warn`.
+    #[arg(
+        long,
+        global = true,
+        env = "GAVEL_LOG",
+        default_value = crate::logging::DEFAULT_FILTER,
+        value_name = "FILTER",
+        value_parser = crate::logging::parse_filter
+    )]
+    pub log: crate::logging::LogFilter,
+    /// How log lines are written: `text` (coloured only on a terminal) or `json` (one object
+    /// per line).
+    #[arg(long, global = true, env = "GAVEL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// `--log`.
+/// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
-    Trace,
+pub enum LogFormat {
+    /// Human-readable lines; ANSI colour only when stderr is a terminal.
+    Text,
+    /// One JSON object per line: timestamp, level, target, fields (with the message).
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

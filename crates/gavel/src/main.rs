@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod logging;
 
 use std::process::ExitCode;
 
@@ -17,7 +18,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    init_logging(cli.log);
+    logging::init(cli.log, cli.log_format);
+    // Every server's `/metrics` says which build runs (`gavel_build_info`); build.rs learnt
+    // the commit and the compiler when it could.
+    http_front::process::set_build_info(http_front::process::BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        git_sha: option_env!("GAVEL_GIT_SHA"),
+        rustc: option_env!("GAVEL_RUSTC"),
+    });
     // Thousands of connections (the load generator's pool, a server's clients) need more than
     // the usual 1024 open files; take what the hard limit allows, as Go's runtime does.
     let _ = loadgen::raise_open_file_limit();
@@ -59,19 +67,4 @@ fn build_runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runt
     };
     builder.enable_all();
     builder.build()
-}
-
-fn init_logging(level: cli::LogLevel) {
-    let level = match level {
-        cli::LogLevel::Error => tracing::Level::ERROR,
-        cli::LogLevel::Warn => tracing::Level::WARN,
-        cli::LogLevel::Info => tracing::Level::INFO,
-        cli::LogLevel::Debug => tracing::Level::DEBUG,
-        cli::LogLevel::Trace => tracing::Level::TRACE,
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
 }

@@ -83,7 +83,8 @@ impl AdminSettings {
 pub const METRICS_ELSEWHERE: &str =
     "/metrics is served on the admin listener (admin_listen), not on this port";
 
-/// The admin listener's `GET /metrics`: `render`ed when the door lets the scrape through
+/// The admin listener's `GET /metrics`: `render`ed, followed by the build and process metrics
+/// every server shares ([`crate::process`]), when the door lets the scrape through
 /// ([`AdminDoor::check_metrics`]); 401 or 405 otherwise.
 pub fn metrics_answer<B>(
     door: &AdminDoor,
@@ -95,7 +96,11 @@ pub fn metrics_answer<B>(
         return crate::method_not_allowed("GET");
     }
     match door.check_metrics(req, peer) {
-        Ok(()) => crate::plain(StatusCode::OK, "text/plain; version=0.0.4", render()),
+        Ok(()) => {
+            let mut page = render();
+            crate::process::render(&mut page);
+            crate::plain(StatusCode::OK, "text/plain; version=0.0.4", page)
+        }
         Err(denied) => denied.response(),
     }
 }
@@ -253,7 +258,16 @@ impl AdminDoor {
             "after": after,
         })
         .to_string();
-        tracing::info!(target: "gavel::audit", "{line}");
+        // At info, the default level: an operator's act is always in the log. As fields, so
+        // that a JSON log keeps them apart.
+        tracing::info!(
+            target: "gavel::audit",
+            who = %caller.who,
+            what,
+            before = %before,
+            after = %after,
+            "admin action"
+        );
         if let Some(file) = &self.audit {
             let mut file = file
                 .lock()

@@ -10,6 +10,7 @@
 //! | [`read_body`] | a body bounded in size and time |
 //! | [`json`], [`json_error`], [`no_bid`], [`shed_answer`], ... | the small answers every route needs |
 //! | [`log_limit`] | rate-limited logging of what clients can provoke |
+//! | [`process`] | `gavel_build_info` and the process metrics (CPU, memory, files) on every `/metrics` |
 //! | [`AdminDoor`] | admin access: bearer token, audit lines, loopback unless asked otherwise |
 //! | [`ServerTls`], [`SniCerts`] | TLS on a listener: one certificate reloaded on change, or one per server name from a directory |
 //!
@@ -29,6 +30,7 @@ mod certificate;
 mod door;
 pub mod framing;
 pub mod log_limit;
+pub mod process;
 mod serve;
 pub mod sni;
 pub mod tls;
