@@ -120,12 +120,12 @@ impl ExchangeAdmin {
         // Once per change: a second `disable` of a paused bidder is audited but changes nothing.
         match (was, pause) {
             (false, true) => tracing::warn!(
-                bidder = name,
+                bidder = %name,
                 who = %caller.who,
                 "bidder paused by an operator: not called until enabled"
             ),
             (true, false) => tracing::info!(
-                bidder = name,
+                bidder = %name,
                 who = %caller.who,
                 "bidder enabled by an operator: called again"
             ),

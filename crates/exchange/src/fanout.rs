@@ -60,10 +60,10 @@ fn record_health(bidder: &Bidder, health: Health, now: Instant) {
     let (failures, calls) = breaker.window();
     let open_ms = u64::try_from(breaker.open_for().as_millis()).unwrap_or(u64::MAX);
     drop(breaker);
-    let bidder = bidder.name.as_str();
+    let bidder = &bidder.name;
     match transition {
         Transition::Opened => tracing::warn!(
-            bidder,
+            bidder = %bidder,
             failures,
             calls,
             open_ms,
@@ -72,12 +72,12 @@ fn record_health(bidder: &Bidder, health: Health, now: Instant) {
         // Not news: the breaker has been open since the warning above, and says so when it
         // closes. At most one a `max_open_ms` per bidder.
         Transition::Reopened => tracing::debug!(
-            bidder,
+            bidder = %bidder,
             open_ms,
             "bidder circuit breaker probe failed; it stays open"
         ),
         Transition::Closed => tracing::info!(
-            bidder,
+            bidder = %bidder,
             "bidder circuit breaker closed: its probes succeeded, it is called again"
         ),
     }

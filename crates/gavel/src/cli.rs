@@ -8,6 +8,8 @@ use std::time::Duration;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::logging::LogFormat;
+
 /// Seed of every command that draws at random (generated requests, simulated bidders): the
 /// same default everywhere, so `gavel demo`, `gavel sim` and `gavel load` agree unless told.
 pub const DEFAULT_SEED: u64 = 7;
@@ -44,15 +46,6 @@ pub struct Cli {
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// `--log-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines; ANSI colour only when stderr is a terminal.
-    Text,
-    /// One JSON object per line: timestamp, level, target, fields (with the message).
-    Json,
 }
 
 #[derive(Debug, Subcommand)]

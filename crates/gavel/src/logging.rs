@@ -10,7 +10,14 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use crate::cli::LogFormat;
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines; ANSI colour only when stderr is a terminal.
+    Text,
+    /// One JSON object per line: timestamp, level, target, fields (with the message).
+    Json,
+}
 
 /// What is logged unless told: `info` carries the events an operator acts on (a breaker
 /// opening, a bidder paused, a configuration applied or refused, the admin audit lines) and
