@@ -46,6 +46,12 @@ pub fn parse_filter(text: &str) -> Result<LogFilter, String> {
     }
     for directive in text.split(',') {
         let directive = directive.trim();
+        // `LevelFilter` reads an empty string as `error`: `info,` would turn the default down.
+        if directive.is_empty() {
+            return Err(format!(
+                "`{text}` has an empty directive (two commas, or one at an end)"
+            ));
+        }
         match directive.split_once('=') {
             None => {
                 directive.parse::<LevelFilter>().map_err(|_| {
@@ -56,6 +62,9 @@ pub fn parse_filter(text: &str) -> Result<LogFilter, String> {
                 })?;
             }
             Some((module, level)) => {
+                if level.trim().is_empty() {
+                    return Err(format!("`{directive}` names no level after `=`"));
+                }
                 if module.trim().is_empty() {
                     return Err(format!("`{directive}` names no module before `=`"));
                 }
@@ -133,7 +142,9 @@ mod tests {
             ("info,exchange=loud", "loud"),
             ("=debug", "=debug"),
             ("", "empty"),
-            ("info,,", "neither"),
+            ("info,,", "empty directive"),
+            ("info,", "empty directive"),
+            ("exchange=", "no level"),
         ] {
             let e = parse_filter(bad).expect_err(bad);
             assert!(e.contains(named), "{bad:?}: {e}");

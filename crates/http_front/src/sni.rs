@@ -171,6 +171,8 @@ impl SniCerts {
             (Some(_), None) => had,
             (Some(_), Some(Ok(config))) => {
                 let counter = if had.is_some() {
+                    // A changed pair, once per change: the edge's one reload while serving.
+                    tracing::info!(name, "certificate reloaded");
                     &self.stats.reloads
                 } else {
                     &self.stats.loads
