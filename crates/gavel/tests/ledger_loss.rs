@@ -81,9 +81,11 @@ async fn one_mode(mode: &str) {
     // Day one: the operator creates the ledger, the instance spends.
     let (ok, out) = ledger(&["create"], &config);
     assert!(ok, "{out}");
+    // The first line (stdout); the audit line follows on stderr.
     let first = out
-        .trim()
-        .strip_prefix("created ledger ")
+        .lines()
+        .next()
+        .and_then(|line| line.trim().strip_prefix("created ledger "))
         .unwrap_or_else(|| panic!("{out}"))
         .to_owned();
     let mut b = BidderProcess::start(&config);
