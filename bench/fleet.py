@@ -1,5 +1,5 @@
 """An exchange on core 0 with a simulated bidder fleet on core 1, for one scenario."""
-import os, re, subprocess, tempfile
+import os, re, subprocess, tempfile, time
 
 from procs import FLEET_NICE, LOAD_CORE, SERVER_CORE, Proc, free_port, scrape
 
@@ -41,13 +41,17 @@ class Exchange:
     `lean_fleet` (default, but not with TLS): the bidders serve with `gavel sim --lean-http`,
     the same answers for less CPU on the core they share with the load generator.
     `privacy`: TCF enforced with examples/gvl.json, the bidders vendors 1..n (the generated
-    EU requests carry consent strings for them); `openrtb_version`: every bidder's version."""
+    EU requests carry consent strings for them); `openrtb_version`: every bidder's version.
+    `records`: None, "file" (rotating NDJSON files in the run's temporary directory) or "nats"
+    (a `nats-server -js` started here, on the load generator's core, with its store in the
+    same directory)."""
 
     def __init__(self, bidders, max_connections=256, notices=True, admission="deadline", tls=False,
                  floor=False, server_core=SERVER_CORE, load_core=LOAD_CORE, threads=1,
                  fleet_threads=1, server_binary=None, lean_fleet=True, privacy=False,
-                 openrtb_version=None):
+                 openrtb_version=None, records=None):
         self.floor = floor
+        self.nats = None
         self.tmp = tempfile.TemporaryDirectory()
         d = self.tmp.name
         profiles, section = os.path.join(d, "profiles.toml"), os.path.join(d, "bidders.toml")
@@ -84,6 +88,20 @@ class Exchange:
         gvl = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "examples", "gvl.json")
         privacy_section = f'[privacy]\ngvl_file = "{gvl}"\n\n' if privacy else ""
+        records_section = ""
+        if records == "file":
+            records_section = f'[records]\nsink = "file"\ndir = "{os.path.join(d, "records")}"\n\n'
+        elif records == "nats":
+            nats_port = free_port()
+            self.nats = subprocess.Popen(
+                ["taskset", "-c", str(load_core), "nats-server", "-js", "-a", "127.0.0.1",
+                 "-p", str(nats_port), "-sd", os.path.join(d, "nats")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            records_section = (f'[records]\nsink = "nats"\nnats_url = "nats://127.0.0.1:{nats_port}"\n'
+                               f'spill_dir = "{os.path.join(d, "spill")}"\n\n')
+        elif records is not None:
+            raise ValueError(f"records: {records!r} is not file or nats")
         # Loopback load: open to every caller, notices to loopback allowed, and one address
         # may hold every connection the load generator opens.
         admin_port = free_port()
@@ -93,7 +111,7 @@ class Exchange:
                                 f'\n[admission]\nmode = "{admission}"\n\n'
                                 f"[notices]\nfire_nurl = {fire}\nfire_burl = {fire}\n"
                                 "allow_private_addresses = true\n\n"
-                                + privacy_section + bidders_section)
+                                + privacy_section + records_section + bidders_section)
         # The floor of the design: `gavel baseline` doing only an auction's I/O to the same
         # bidders over the same pools (issue 18).
         command = (["baseline", "--listen", f"127.0.0.1:{port}", "--bidders", config] if floor
@@ -103,6 +121,8 @@ class Exchange:
                                binary=server_binary)
         except Exception:
             self.fleet.stop()
+            if self.nats:
+                self.nats.kill()
             raise
         self.url = f"http://127.0.0.1:{port}/openrtb2/auction"
         # /metrics is on the admin listener, never on the auction port.
@@ -123,6 +143,9 @@ class Exchange:
     def __exit__(self, *exc):
         self.server.stop()
         self.fleet.stop()
+        if self.nats:
+            self.nats.terminate()
+            self.nats.wait(timeout=10)
         self.tmp.cleanup()
 
 

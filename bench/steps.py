@@ -20,16 +20,21 @@ from procs import gavel_load, settle  # noqa: E402
 
 
 def measure(binary, fanout, rate, seconds, notices=True, floor=False, lean_fleet=True,
-            privacy=False, openrtb_version=None):
+            privacy=False, openrtb_version=None, records=None):
     with Exchange(instant(fanout), admission="off", server_binary=binary, notices=notices,
                   floor=floor, lean_fleet=lean_fleet, privacy=privacy,
-                  openrtb_version=openrtb_version) as ex:
+                  openrtb_version=openrtb_version, records=records) as ex:
         gavel_load(ex.url, ["--rate", rate, "--duration", "2s"])
         c0, f0 = ex.cpu_seconds(), ex.fleet_cpu_seconds()
+        m0 = ex.metrics()
         r = gavel_load(ex.url, ["--rate", rate, "--duration", f"{seconds}s", "--connections", 512, "--max-connections", 512,
                                 "--timeout", "1s", "--tmax", 500])
         cpu, fleet = ex.cpu_seconds() - c0, ex.fleet_cpu_seconds() - f0
-    return {"cpu_us_per_auction": 1e6 * cpu / r["sent"], "fleet_us_per_auction": 1e6 * fleet / r["sent"],
+        m1 = ex.metrics()
+    counter = lambda m, name: sum(v for (n, _), v in m.items() if n == name)
+    record_bytes = counter(m1, "gavel_exchange_record_bytes_total") - counter(m0, "gavel_exchange_record_bytes_total")
+    dropped = counter(m1, "gavel_exchange_records_dropped_total") - counter(m0, "gavel_exchange_records_dropped_total")
+    return {"record_bytes_per_auction": record_bytes / r["sent"], "records_dropped": dropped,"cpu_us_per_auction": 1e6 * cpu / r["sent"], "fleet_us_per_auction": 1e6 * fleet / r["sent"],
             "generator_us_per_request": 1e6 * r["generator_cpu_seconds"] / r["sent"],
             "p99_ms": r["latency_ms"]["p99"], "success": r["success_share"],
             "status": r["status"]["by_code"]}
@@ -43,7 +48,9 @@ def main():
                          "baseline --bidders` instead of the exchange: the I/O of the fan-out only), "
                          "hyper-fleet (the bidders on hyper rather than `gavel sim --lean-http`), "
                          "privacy (TCF enforced: examples/gvl.json, the bidders vendors 1..n), "
-                         "v25 (every bidder speaks OpenRTB 2.5: a converted copy per auction). "
+                         "v25 (every bidder speaks OpenRTB 2.5: a converted copy per auction), "
+                         "records-file and records-nats (auction and notice records to rotating "
+                         "files, or to a NATS JetStream started for the run). "
                          "The same binary may be named twice with different options")
     ap.add_argument("--rates", default="2000,4000", help="fixed open-loop rates, comma-separated")
     ap.add_argument("--fanout", type=int, default=10, choices=range(1, 101), metavar="1..100")
@@ -58,13 +65,14 @@ def main():
         path, *opts = spec.split(",")
         if not os.access(path, os.X_OK):
             sys.exit(f"--build {name}: {path} is not an executable")
-        known = {"no-notices", "floor", "hyper-fleet", "privacy", "v25"}
+        known = {"no-notices", "floor", "hyper-fleet", "privacy", "v25", "records-file", "records-nats"}
         if set(opts) - known:
             sys.exit(f"--build {name}: unknown option in {opts} ({', '.join(sorted(known))})")
         builds.append((name, path))
         options[name] = {"notices": "no-notices" not in opts, "floor": "floor" in opts,
                          "lean_fleet": "hyper-fleet" not in opts, "privacy": "privacy" in opts,
-                         "openrtb_version": "2.5" if "v25" in opts else None}
+                         "openrtb_version": "2.5" if "v25" in opts else None,
+                         "records": "file" if "records-file" in opts else "nats" if "records-nats" in opts else None}
     rates = [int(x) for x in args.rates.split(",")]
     runs = {name: {rate: [] for rate in rates} for name, _ in builds}
     for rnd in range(args.rounds):
@@ -74,7 +82,8 @@ def main():
                     m = measure(path, args.fanout, rate, args.seconds, **options[name])
                 runs[name][rate].append(m)
                 print(f"round {rnd + 1} {rate}/s {name}: {m['cpu_us_per_auction']:.0f} µs/auction, "
-                      f"p99 {m['p99_ms']:.1f} ms", file=sys.stderr, flush=True)
+                      f"p99 {m['p99_ms']:.1f} ms, {m['record_bytes_per_auction']:.0f} record bytes/auction, "
+                      f"{m['records_dropped']:.0f} records dropped", file=sys.stderr, flush=True)
                 settle(1)
     med = lambda ms, k: statistics.median(m[k] for m in ms)
     summary = {name: {rate: {"cpu_us_per_auction_median": med(ms, "cpu_us_per_auction"),
