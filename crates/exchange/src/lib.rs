@@ -34,6 +34,7 @@ pub mod privacy;
 pub mod privacy_config;
 mod rates;
 pub mod reload;
+pub mod replay;
 pub mod reply;
 pub mod report;
 mod resolver;
