@@ -72,6 +72,27 @@ pub enum Command {
     /// this machine. With `--bidders`, it also does the I/O of an auction and nothing else: the
     /// floor of the exchange's design (BENCHMARKS.md).
     Baseline(BaselineArgs),
+    /// Re-run recorded auctions under a configuration's auction rules (no network) and show
+    /// every impression whose winner or price would change, with revenue and spend totals.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The exchange configuration whose rules apply: `[auction] second_price_increment`, each
+    /// seller's `floor_multiplier`, the bidders' order. Validated as the exchange does (exit 2).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Auction record files (`*.ndjson`, `*.ndjson.gz`) or directories of them, read in name
+    /// order; other records (notices, ledger events) are passed over.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// One JSON document (every change, then the totals) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Show at most this many changed auctions; the totals still cover every record.
+    #[arg(long)]
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::config::Validated;
 use crate::sellers::Seller;
 
-pub use totals::{Money, Totals};
+pub use totals::{MAX_NAMES, Money, OTHERS, Table, Totals};
 
 /// The oldest record version replay reads (the fields it needs have been there since).
 pub const MIN_VERSION: u16 = 1;

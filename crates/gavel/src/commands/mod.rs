@@ -9,6 +9,7 @@ mod edge;
 mod exchange;
 mod ledger;
 mod load;
+mod replay;
 mod sim;
 
 use crate::cli::Command;
@@ -24,6 +25,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::CheckConfig(args) => check_config::run(&args).await,
         Command::Ledger(args) => ledger::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
     }
 }
 
