@@ -547,3 +547,160 @@ fn rules_come_from_a_validated_configuration() {
     assert_eq!(rules.floor_permille("pub", 1_000), 1_500);
     assert_eq!(rules.floor_permille("left", 1_300), 1_300);
 }
+
+/// The request and replies the live exchange would have had for `record` (floors already
+/// raised, as `raise_floors` leaves them), each bid from its roster bidder in a seatbid of its
+/// own; a bid marked excluded comes without markup, so `settle` drops it before the auction.
+fn live_inputs(
+    record: &AuctionRecord,
+    permille: u32,
+    roster: &[&str],
+) -> (openrtb::BidRequest, Vec<crate::reply::Called>) {
+    use serde_json::{Value, json};
+    let seller = Seller {
+        floor_permille: permille,
+        ..Seller::anonymous(false)
+    };
+    let cpm = |micros: i64| {
+        let raised = seller.floor(Price::from_micros(micros));
+        json!(raised.micros() as f64 / 1e6)
+    };
+    let imps: Vec<Value> = record
+        .imps
+        .iter()
+        .map(|imp| {
+            let deals: Vec<Value> = imp
+                .deals
+                .iter()
+                .map(|d| json!({"id": d.id, "bidfloor": cpm(d.floor_micros), "at": d.at}))
+                .collect();
+            json!({
+                "id": imp.id,
+                "banner": {"w": 300, "h": 250},
+                "bidfloor": cpm(imp.floor_micros),
+                "pmp": {"private_auction": i32::from(imp.private_auction), "deals": deals},
+            })
+        })
+        .collect();
+    let request = json!({
+        "id": record.id,
+        "imp": imps,
+        "at": record.at.unwrap_or(2),
+        "bseat": record.blocks.bseat,
+    });
+    let request: openrtb::BidRequest = serde_json::from_value(request).unwrap();
+    let replies = roster
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let seatbids: Vec<Value> = record
+                .bids
+                .iter()
+                .filter(|b| b.bidder == *name)
+                .map(|b| {
+                    let mut bid = json!({
+                        "id": b.id,
+                        "impid": b.imp,
+                        "price": b.price_micros as f64 / 1e6,
+                        "dealid": b.deal,
+                    });
+                    if !b.excluded {
+                        bid["adm"] = json!("<div/>");
+                    }
+                    let mut seatbid = json!({"bid": [bid]});
+                    if !b.seat.is_empty() {
+                        seatbid["seat"] = json!(b.seat);
+                    }
+                    seatbid
+                })
+                .collect();
+            if seatbids.is_empty() {
+                return None;
+            }
+            let response = json!({"id": record.id, "seatbid": seatbids});
+            Some(crate::reply::Called {
+                bidder: crate::outcome::BidderIx::nth(i).unwrap(),
+                reply: crate::reply::Reply::Bids(serde_json::from_value(response).unwrap()),
+                took: None,
+            })
+        })
+        .collect();
+    (request, replies)
+}
+
+#[test]
+fn replay_picks_the_winners_and_prices_the_live_settle_picked() {
+    use crate::settle::{AuctionCtx, BidderView, settle};
+    let roster = BIDDERS;
+    let views: Vec<BidderView<'_>> = roster
+        .iter()
+        .map(|name| BidderView {
+            name,
+            markup_hosts: None,
+            price_key: None,
+        })
+        .collect();
+    let converter = currency::Converter::new(&[]);
+    let increment = Price::from_micros(30_000);
+    let config = AuctionConfig {
+        second_price_increment: increment,
+    };
+    let rules = ReplayRules::new(increment)
+        .seller("pub", 1_100)
+        .bidder("dsp-a")
+        .bidder("dsp-b")
+        .bidder("dsp-c");
+    let mut rng = Rng(0x5eed);
+    let mut sold = 0;
+    for n in 0..1_000 {
+        let mut record = generated(&mut rng, n, increment, 1_100, &roster);
+        // Live bids here are all in the auction currency (no rate tables).
+        record.bids.retain(|b| b.cur.is_none());
+        let (request, replies) = live_inputs(&record, 1_100, &roster);
+        let ctx = AuctionCtx {
+            request: &request,
+            auction_id: &record.id,
+            currency: "USD",
+            config: &config,
+            bidders: &views,
+            loss_notices: false,
+            price_token_ttl_s: 60,
+            now_ms: 0,
+            rates: crate::money::Rates {
+                converter: &converter,
+                stale: false,
+            },
+        };
+        let settled = settle(&ctx, &replies);
+        // The record of what settle did: the rule is not in its answer, so "?" stands in.
+        record.wins = settled
+            .won
+            .iter()
+            .map(|w| {
+                win(
+                    roster[w.bidder.index()],
+                    &w.bid.id,
+                    &w.bid.impid,
+                    "?",
+                    w.bid.price.micros(),
+                )
+            })
+            .collect();
+        let replayed = replay(&record, &rules).unwrap();
+        assert_eq!(
+            replayed.kept.len() + replayed.changes.len(),
+            record.wins.len(),
+            "{record:?}"
+        );
+        for change in replayed.changes {
+            let (before, after) = (change.before.unwrap(), change.after.unwrap());
+            assert_eq!(
+                (&before.bidder, &before.bid, before.cleared_micros),
+                (&after.bidder, &after.bid, after.cleared_micros),
+                "{record:?}"
+            );
+        }
+        sold += record.wins.len();
+    }
+    assert!(sold > 300, "{sold}");
+}
