@@ -213,8 +213,10 @@ impl Collector {
                     Outcome::Answered(_) => {
                         Some(micros(s.ended.saturating_duration_since(s.scheduled)))
                     }
-                    Outcome::Timeout | Outcome::Dropped => Some(self.timeout_us),
-                    Outcome::ConnectError | Outcome::OtherError => None,
+                    // Sent and never answered in time: its latency is at least the timeout.
+                    Outcome::Timeout => Some(self.timeout_us),
+                    // Never sent, so it has no latency: reported apart (`status.dropped`).
+                    Outcome::Dropped | Outcome::ConnectError | Outcome::OtherError => None,
                 };
                 if let Some(us) = latency_us {
                     self.latency.saturating_record(us);

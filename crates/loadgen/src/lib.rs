@@ -65,6 +65,7 @@ mod collect;
 mod consent;
 mod corpus;
 mod error;
+pub mod gate;
 pub mod generate;
 mod growth;
 mod html;

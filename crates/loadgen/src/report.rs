@@ -243,9 +243,11 @@ pub struct Report {
     /// Per-request timeout (the spec's `timeout`).
     pub timeout: Duration,
     /// Latency in microseconds, from each request's *scheduled* send time to the end of its
-    /// answer, for every answered request; requests that timed out or were dropped are
+    /// answer, for every answered request; requests that were sent and timed out are
     /// recorded at `timeout` (a lower bound of their true latency), so that overload cannot
-    /// hide from the percentiles. Connection errors are not recorded.
+    /// hide from the percentiles. Requests never sent (`status.dropped`) have no latency and
+    /// are not in it: every report gives their count and share apart ([`Report::dropped_share`]),
+    /// and a gate can fail on them. Connection errors are not recorded.
     /// 1 µs .. 60 s, 3 significant figures.
     pub latency: Histogram<u64>,
     /// Service time in microseconds of answered requests: from handing the request to an open
@@ -328,6 +330,22 @@ impl Report {
         hist_ms(&self.latency, q)
     }
 
+    /// Share of `sent` requests never sent (`status.dropped`), 0..=1: they are in no latency
+    /// figure.
+    pub fn dropped_share(&self) -> f64 {
+        ratio(self.status.dropped as f64, self.sent as f64)
+    }
+
+    /// The `dropped` line of the text report: never-sent requests, apart from the latencies.
+    fn dropped_line(&self) -> String {
+        format!(
+            "{} never sent ({:.2}% of requests due): their deadline passed while they waited \
+             for a connection; in no latency figure",
+            self.status.dropped,
+            100.0 * self.dropped_share()
+        )
+    }
+
     /// Share of `sent` requests answered 2xx (204 included) and, when a response check ran,
     /// not refused by it; 0..=1.
     pub fn success_share(&self) -> f64 {
@@ -395,7 +413,6 @@ impl Report {
             .collect();
         for (name, n) in [
             ("timeout", s.timeout),
-            ("dropped", s.dropped),
             ("connect error", s.connect_error),
             ("other error", s.other_error),
         ] {
@@ -407,6 +424,10 @@ impl Report {
             parts.push("none".to_owned());
         }
         let _ = writeln!(out, "status      {}", parts.join("  "));
+        // Open loop only: the closed loop sends each request when a connection frees up.
+        if self.rate_offered.is_some() {
+            let _ = writeln!(out, "dropped     {}", self.dropped_line());
+        }
         let line = |h: &Histogram<u64>| {
             format!(
                 "p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
@@ -417,7 +438,11 @@ impl Report {
                 hist_max_ms(h)
             )
         };
-        let _ = writeln!(out, "latency ms  {}", line(&self.latency));
+        let _ = writeln!(
+            out,
+            "latency ms  {}  (answered and timed out, from schedule)",
+            line(&self.latency)
+        );
         let _ = writeln!(
             out,
             "service ms  {}  (from send, not from schedule: hides queueing)",
@@ -471,7 +496,8 @@ impl Report {
 
     /// The report as JSON: `limits[{kind,message,flag}]` (empty when the generator kept up),
     /// `mode`, `connections`, `max_connections`, `peak_connections`, `connections_opened`,
-    /// `starved`, `starved_late`, `sent`, `completed`, `rate_achieved`,
+    /// `starved`, `starved_late`, `sent`, `completed`, `dropped` and `dropped_share` (never
+    /// sent, in no latency figure), `rate_achieved`,
     /// `rate_offered` (null in closed loop), `success_share`, `duration_s`, `elapsed_s`,
     /// `timeout_ms`, `status{..., by_code{"200": n}}`, `latency_ms{p50,p90,p99,p999,p9999,max}`,
     /// `service_ms{...}`, `timeline[{second,sent,completed,errors,p50_ms,p99_ms,max_ms}]`,
@@ -515,6 +541,8 @@ impl Report {
             "starved_late": self.starved_late,
             "sent": self.sent,
             "completed": self.completed,
+            "dropped": self.status.dropped,
+            "dropped_share": self.dropped_share(),
             "rate_achieved": self.rate_achieved,
             "rate_offered": self.rate_offered,
             "success_share": self.success_share(),
