@@ -9,10 +9,18 @@
 //! A failed trial is run a second time before the rate counts as failed: on a shared or
 //! virtualised machine a single scheduler stall of tens of milliseconds fails a p99 at low
 //! rates, and such noise only ever makes a trial look worse, never better.
+//!
+//! Walking down, the search stops when lowering the rate no longer lowers the p99: after
+//! [`FLOOR_HALVINGS`] halvings in a row that each cut the p99 (the better of a rate's two
+//! runs) by less than [`FLOOR_FALL`], with every p99 above the SLO, the latency is a floor of
+//! the target's (a slow path, a fixed delay, a bidder's own deadline), not this load's doing,
+//! and no lower rate will pass. Without this rule a target whose floor is above the SLO was
+//! halved down to 1/s, 22 trials for a verdict the first few had shown ([`Stop::LatencyFloor`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::spec::num;
@@ -103,14 +111,74 @@ impl CapacitySpec {
     }
 }
 
+/// Halvings in a row that must leave the p99 where it was before the search calls it a floor.
+pub const FLOOR_HALVINGS: usize = 2;
+/// A halving that cuts the p99 by less than this share of it has not lowered it.
+pub const FLOOR_FALL: f64 = 0.1;
+
+/// What one trial showed, as the search reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    /// Whether the trial met the criteria ([`passes`]).
+    pub passed: bool,
+    /// Its p99 from the scheduled send time, ms.
+    pub p99_ms: f64,
+}
+
+/// Why the search ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Stop {
+    /// The highest pass and the lowest failure are within the precision.
+    Converged,
+    /// The highest rate allowed passed.
+    MaxRate,
+    /// The lowest rate allowed failed.
+    MinRate,
+    /// The trial budget ran out.
+    TrialBudget,
+    /// Halving the rate stopped lowering the p99, which stayed above the SLO: the rates walked
+    /// down and the p99 (ms) each showed, in the order tried.
+    LatencyFloor { rates: Vec<f64>, p99_ms: Vec<f64> },
+}
+
+impl Stop {
+    /// Why the search stopped, in words, for the verdict line.
+    pub fn describe(&self, slo_ms: f64) -> String {
+        match self {
+            Stop::Converged => "converged".to_owned(),
+            Stop::MaxRate => "the highest rate allowed passed".to_owned(),
+            Stop::MinRate => "the lowest rate allowed failed".to_owned(),
+            Stop::TrialBudget => "the trial budget ran out".to_owned(),
+            Stop::LatencyFloor { rates, p99_ms } => {
+                let walk: Vec<String> = rates
+                    .iter()
+                    .zip(p99_ms)
+                    .map(|(r, p)| format!("{p:.2} ms at {}/s", num(*r)))
+                    .collect();
+                format!(
+                    "stopped: the p99 did not fall with the rate ({}), and stays above the {} ms \
+                     SLO: a latency floor of the target, not this load; no lower rate would pass",
+                    walk.join(", "),
+                    num(slo_ms)
+                )
+            }
+        }
+    }
+}
+
 /// The search's state: verdicts so far and what to try next. Pure: no clock, no I/O.
 #[derive(Debug, Clone)]
 pub struct Search {
     spec: CapacitySpec,
     best_pass: Option<f64>,
     lowest_fail: Option<f64>,
-    /// A rate that failed once and is due for its second run.
-    retry: Option<f64>,
+    /// A rate that failed once and is due for its second run, with that run's p99.
+    retry: Option<(f64, f64)>,
+    /// The rates that failed before any passed, with the best p99 each showed, in the order
+    /// tried: the walk down that [`latency_floor`] reads.
+    walked_down: Vec<(f64, f64)>,
+    floor: bool,
     trials: usize,
 }
 
@@ -121,16 +189,19 @@ impl Search {
             best_pass: None,
             lowest_fail: None,
             retry: None,
+            walked_down: Vec::new(),
+            floor: false,
             trials: 0,
         }
     }
 
-    /// The rate of the next trial, or `None` when the search is over.
+    /// The rate of the next trial, or `None` when the search is over ([`Search::stop`] says
+    /// why).
     pub fn next_rate(&self) -> Option<f64> {
-        if self.trials >= self.spec.max_trials {
+        if self.trials >= self.spec.max_trials || self.floor {
             return None;
         }
-        if let Some(r) = self.retry {
+        if let Some((r, _)) = self.retry {
             return Some(r);
         }
         let s = &self.spec;
@@ -148,16 +219,47 @@ impl Search {
         }
     }
 
-    /// Records the verdict of a trial at `rate`.
-    pub fn record(&mut self, rate: f64, passed: bool) {
+    /// Why the search is over; `None` while it is not.
+    pub fn stop(&self) -> Option<Stop> {
+        if self.next_rate().is_some() {
+            return None;
+        }
+        if self.floor {
+            return Some(Stop::LatencyFloor {
+                rates: self.walked_down.iter().map(|(r, _)| *r).collect(),
+                p99_ms: self.walked_down.iter().map(|(_, p)| *p).collect(),
+            });
+        }
+        if self.trials >= self.spec.max_trials {
+            return Some(Stop::TrialBudget);
+        }
+        Some(match (self.best_pass, self.lowest_fail) {
+            (Some(_), None) => Stop::MaxRate,
+            (None, _) => Stop::MinRate,
+            (Some(_), Some(_)) => Stop::Converged,
+        })
+    }
+
+    /// Records what a trial at `rate` showed.
+    pub fn record(&mut self, rate: f64, seen: Observed) {
         self.trials += 1;
-        let retrying = self.retry.take() == Some(rate);
-        if passed {
+        let first = match self.retry.take() {
+            Some((r, p99)) if r.total_cmp(&rate).is_eq() => Some(p99),
+            _ => None,
+        };
+        if seen.passed {
             self.best_pass = Some(self.best_pass.map_or(rate, |p| p.max(rate)));
-        } else if self.spec.retry_failures && !retrying {
-            self.retry = Some(rate);
+        } else if self.spec.retry_failures && first.is_none() {
+            self.retry = Some((rate, seen.p99_ms));
         } else {
             self.lowest_fail = Some(self.lowest_fail.map_or(rate, |f| f.min(rate)));
+            if self.best_pass.is_none() {
+                // Noise only makes a run worse: a rate's better run is its figure.
+                let p99 = first.map_or(seen.p99_ms, |p| p.min(seen.p99_ms));
+                self.walked_down.push((rate, p99));
+                let slo_ms = self.spec.slo_p99.as_secs_f64() * 1000.0;
+                self.floor = latency_floor(&self.walked_down, slo_ms);
+            }
         }
     }
 
@@ -170,6 +272,21 @@ impl Search {
     pub fn lowest_failure(&self) -> Option<f64> {
         self.lowest_fail
     }
+}
+
+/// Whether a walk down (failed rates, highest first, each with its p99 in ms) has reached a
+/// latency floor above `slo_ms`: the last [`FLOOR_HALVINGS`] steps down each cut the p99 by
+/// less than [`FLOOR_FALL`] of it, and every p99 of those steps is above the SLO.
+pub fn latency_floor(walked_down: &[(f64, f64)], slo_ms: f64) -> bool {
+    let Some(start) = walked_down.len().checked_sub(FLOOR_HALVINGS + 1) else {
+        return false;
+    };
+    let tail = walked_down.get(start..).unwrap_or_default();
+    let above = tail.iter().all(|(_, p99)| *p99 > slo_ms);
+    let flat = tail
+        .windows(2)
+        .all(|w| matches!(w, [(_, higher), (_, lower)] if *lower >= higher * (1.0 - FLOOR_FALL)));
+    above && flat
 }
 
 /// Rounds `x` to a multiple of the power of ten at or below `grain` (at least 1), so that the
@@ -197,6 +314,8 @@ pub struct CapacityReport {
     pub lowest_failure: Option<f64>,
     /// Every trial, in order.
     pub trials: Vec<Trial>,
+    /// Why the search ended.
+    pub stop: Stop,
 }
 
 /// Whether a run meets the capacity criteria.
@@ -240,15 +359,21 @@ impl CapacityReport {
                     .unwrap_or_default()
             )),
             None => out.push_str(&format!(
-                "capacity: none found ({criteria} failed at every rate tried)\n"
+                "capacity: none found ({criteria} failed at every rate tried){}\n",
+                match &self.stop {
+                    floor @ Stop::LatencyFloor { .. } => format!("; {}", floor.describe(slo)),
+                    _ => String::new(),
+                }
             )),
         }
         out
     }
 
     /// `capacity`, `lowest_failure`, `slo_p99_ms`, `min_success`, `trials[{rate, passed,
-    /// rate_achieved, success_share, latency_ms{...}, limits[...]}]` and `at_capacity` (the full report of
-    /// the run at capacity, or null).
+    /// rate_achieved, success_share, latency_ms{...}, limits[...]}]`, `stop{reason, ...}` (why
+    /// the search ended: `converged`, `max_rate`, `min_rate`, `trial_budget`, or
+    /// `latency_floor` with the `rates` walked down and their `p99_ms`) and `at_capacity` (the
+    /// full report of the run at capacity, or null).
     pub fn to_json(&self) -> Value {
         let trials: Vec<Value> = self
             .trials
@@ -272,6 +397,7 @@ impl CapacityReport {
             "slo_p99_ms": self.spec.slo_p99.as_secs_f64() * 1000.0,
             "min_success": self.spec.min_success,
             "trials": trials,
+            "stop": serde_json::to_value(&self.stop).unwrap_or(Value::Null),
             "at_capacity": self.at_capacity().map(|t| t.report.to_json()),
         })
     }
@@ -319,7 +445,13 @@ pub async fn find_capacity(
         trial_spec.arrivals = Arrivals::Rate(rate);
         let report = crate::run(&trial_spec, Arc::clone(&corpus)).await?;
         let passed = passes(&report, spec);
-        search.record(rate, passed);
+        search.record(
+            rate,
+            Observed {
+                passed,
+                p99_ms: report.percentile_ms(99.0),
+            },
+        );
         let trial = Trial {
             rate,
             passed,
@@ -333,6 +465,8 @@ pub async fn find_capacity(
         capacity: search.capacity(),
         lowest_failure: search.lowest_failure(),
         trials,
+        // The loop ends only when the search has no next rate, so it has a reason.
+        stop: search.stop().unwrap_or(Stop::TrialBudget),
     })
 }
 
@@ -348,7 +482,9 @@ mod tests {
         while let Some(rate) = s.next_rate() {
             let passed = rate <= cap && !noise.contains(&tried.len());
             tried.push(rate);
-            s.record(rate, passed);
+            // Queueing: the p99 falls with the rate, 1 ms at capacity, more above it.
+            let p99_ms = if passed { 1.0 } else { 1.0 + rate / cap };
+            s.record(rate, Observed { passed, p99_ms });
         }
         (s.capacity(), tried)
     }
@@ -419,6 +555,94 @@ mod tests {
         s.max_trials = 3;
         let (_, tried) = simulate(s, 1e9, &[]);
         assert_eq!(tried.len(), 3);
+    }
+
+    /// Runs a search whose trials show `p99_at(rate)` and pass when it is within the SLO
+    /// (10 ms); returns the rates tried and why it stopped.
+    fn walk(spec: CapacitySpec, p99_at: impl Fn(f64) -> f64) -> (Vec<f64>, Option<Stop>) {
+        let mut s = Search::new(spec);
+        let mut tried = Vec::new();
+        while let Some(rate) = s.next_rate() {
+            let p99_ms = p99_at(rate);
+            tried.push(rate);
+            s.record(
+                rate,
+                Observed {
+                    passed: p99_ms <= 10.0,
+                    p99_ms,
+                },
+            );
+        }
+        (tried, s.stop())
+    }
+
+    #[test]
+    fn a_latency_floor_above_the_slo_stops_the_walk_down() {
+        // 15 ms whatever the rate: a floor. Three rates, each run twice, then the verdict;
+        // without the rule the search halved down to 1/s in 20 trials.
+        let (tried, stop) = walk(spec(), |_| 15.0);
+        assert_eq!(tried, [1000.0, 1000.0, 500.0, 500.0, 250.0, 250.0]);
+        assert_eq!(
+            stop,
+            Some(Stop::LatencyFloor {
+                rates: vec![1000.0, 500.0, 250.0],
+                p99_ms: vec![15.0, 15.0, 15.0]
+            })
+        );
+        assert!(
+            stop.unwrap()
+                .describe(10.0)
+                .contains("15.00 ms at 1000/s, 15.00 ms at 500/s, 15.00 ms at 250/s")
+        );
+    }
+
+    #[test]
+    fn a_p99_that_falls_with_the_rate_keeps_the_search_walking() {
+        // Queueing: p99 halves with the rate until it passes at 125/s (8 ms).
+        let (tried, stop) = walk(spec(), |rate| rate / 1000.0 * 64.0);
+        assert_eq!(&tried[..7], &[1000.0, 1000.0, 500.0, 500.0, 250.0, 250.0, 125.0]);
+        assert_eq!(stop, Some(Stop::Converged));
+        // Falling, then flat above the SLO: the floor is found where it flattens.
+        let (tried, stop) = walk(spec(), |rate| 12.0 + rate / 50.0);
+        // 32, 22, 17 (fell 23%), 14.5 (15%), 13.25 (9%), 12.6 (5%): two flat halvings.
+        assert_eq!(tried.len(), 12, "{tried:?}");
+        assert!(matches!(stop, Some(Stop::LatencyFloor { ref rates, .. }) if rates.len() == 6));
+    }
+
+    #[test]
+    fn the_floor_reads_each_rates_better_run_and_never_a_pass() {
+        // One noisy run (40 ms) of each pair: the better run (15 ms) is the rate's figure.
+        let mut s = Search::new(spec());
+        let mut noisy = true;
+        while let Some(rate) = s.next_rate() {
+            let p99_ms = if noisy { 40.0 } else { 15.0 };
+            noisy = !noisy;
+            s.record(rate, Observed { passed: false, p99_ms });
+        }
+        assert!(matches!(s.stop(), Some(Stop::LatencyFloor { p99_ms, .. }) if p99_ms == [15.0; 3]));
+
+        // Once a rate has passed, failures above it are the ceiling, never a floor.
+        let (_, stop) = walk(spec(), |rate| if rate <= 1000.0 { 5.0 } else { 15.0 });
+        assert_eq!(stop, Some(Stop::Converged));
+    }
+
+    #[test]
+    fn the_floor_rule_itself() {
+        let slo = 10.0;
+        assert!(!latency_floor(&[], slo));
+        assert!(!latency_floor(&[(1000.0, 15.0), (500.0, 15.0)], slo), "one halving");
+        assert!(latency_floor(&[(1000.0, 15.0), (500.0, 14.0), (250.0, 13.0)], slo));
+        // A fall of 10% or more is a fall.
+        assert!(!latency_floor(&[(1000.0, 20.0), (500.0, 17.5), (250.0, 17.0)], slo));
+        // Flat, but at or below the SLO (failing on errors, not latency): not a floor.
+        assert!(!latency_floor(&[(1000.0, 9.0), (500.0, 9.0), (250.0, 9.0)], slo));
+        // Only the last halvings count.
+        assert!(latency_floor(
+            &[(2000.0, 90.0), (1000.0, 15.0), (500.0, 15.0), (250.0, 15.0)],
+            slo
+        ));
+        // A p99 that rose as the rate fell is flat too (noise, not load).
+        assert!(latency_floor(&[(1000.0, 15.0), (500.0, 16.0), (250.0, 15.5)], slo));
     }
 
     #[test]

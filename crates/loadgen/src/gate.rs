@@ -86,14 +86,6 @@ impl Op {
         }
     }
 
-    fn symbol(self) -> &'static str {
-        match self {
-            Op::Above => ">",
-            Op::AtLeast => ">=",
-            Op::Below => "<",
-            Op::AtMost => "<=",
-        }
-    }
 }
 
 /// The bound a threshold compares with, in the metric's own unit.
