@@ -61,6 +61,13 @@ pub enum LoadError {
         /// Where nothing was found, e.g. "no *.json file in /some/dir".
         what: String,
     },
+    /// An `https` target's TLS client cannot be set up (no roots, a bad CA file, a host that
+    /// is no TLS server name).
+    #[error("TLS: {reason}")]
+    Tls {
+        /// What is wrong, naming the file or host.
+        reason: String,
+    },
     /// A task of the load engine failed (a bug: a panic in a worker or the scheduler).
     #[error("internal error in the load engine: {0}")]
     Internal(String),

@@ -69,6 +69,7 @@ pub mod gate;
 pub mod generate;
 mod growth;
 mod html;
+mod http_options;
 mod limits;
 mod pool;
 mod progress;
@@ -78,6 +79,7 @@ mod schedule;
 mod scheduler;
 mod service_time;
 mod spec;
+mod stream;
 mod timer;
 mod worker;
 
@@ -91,6 +93,7 @@ use tokio::task::JoinSet;
 pub use corpus::Corpus;
 pub use error::LoadError;
 pub use html::render_html;
+pub use http_options::{HttpMethod, HttpOptions, MAX_HEADER_LEN, MAX_HEADERS, parse_header};
 pub use limits::{Limit, LimitKind};
 pub use progress::{Progress, ProgressSnapshot};
 pub use report::{
@@ -136,6 +139,21 @@ pub async fn run_with_progress(
         });
     }
     let target = Target::parse(&spec.url)?;
+    let tls = if target.tls {
+        Some(stream::TlsTarget::new(
+            &target.host,
+            spec.http.ca_file.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let headers = spec
+        .http
+        .prepared_headers()
+        .map_err(|reason| LoadError::InvalidSpec {
+            field: "headers",
+            reason,
+        })?;
     let addr = target.resolve().await?;
     let plan = spec.plan();
     let max_connections = match plan {
@@ -153,6 +171,9 @@ pub async fn run_with_progress(
     let shared = Arc::new(Shared {
         target,
         addr,
+        tls,
+        method: spec.http.method.to_http(),
+        headers,
         corpus,
         queue: Arc::clone(&queue),
         timeout: spec.timeout,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use http::{HeaderValue, Uri};
 
 use crate::LoadError;
+use crate::http_options::HttpOptions;
 use crate::schedule::Segment;
 
 /// Highest accepted request rate, requests per second.
@@ -121,7 +122,8 @@ pub(crate) struct PhasePlan {
 /// the last `duration`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
-    /// Target, `http://host[:port][/path]`. Only plain HTTP/1.1; the host may be a name,
+    /// Target, `http://host[:port][/path]` or `https://...` (HTTP/1.1, over TLS checked
+    /// against the system's roots or [`HttpOptions::ca_file`]); the host may be a name,
     /// resolved once before the run.
     pub url: String,
     /// How requests arrive: a constant rate, rate steps, a ramp (open loop), or closed loop.
@@ -152,6 +154,8 @@ pub struct LoadSpec {
     /// Sent as the `Authorization` header of every request (`Bearer <seller key>` for a
     /// Gavel exchange with `[[sellers]]`). At most 1024 visible ASCII characters.
     pub authorization: Option<String>,
+    /// Method, extra headers and TLS roots (default: POST, none, the system's roots).
+    pub http: HttpOptions,
 }
 
 impl LoadSpec {
@@ -169,6 +173,7 @@ impl LoadSpec {
             warmup_rate: None,
             check: ResponseCheck::None,
             authorization: None,
+            http: HttpOptions::default(),
         }
     }
 
@@ -183,6 +188,15 @@ impl LoadSpec {
             return Err(bad(
                 "authorization",
                 "must be 1..=1024 visible ASCII characters".to_owned(),
+            ));
+        }
+        self.http
+            .prepared_headers()
+            .map_err(|reason| bad("headers", reason))?;
+        if self.http.ca_file.is_some() && !self.url.starts_with("https://") {
+            return Err(bad(
+                "ca_file",
+                "is for https:// URLs only; this one is not".to_owned(),
             ));
         }
         let rate_ok = |r: f64| r.is_finite() && r > 0.0 && r <= MAX_RATE;
@@ -351,12 +365,16 @@ impl LoadSpec {
     }
 }
 
-/// A parsed `http://` target: where to connect and what to put in the request line.
+/// A parsed `http://` or `https://` target: where to connect and what to put in the request
+/// line.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
-    /// Host as it appears in the URL (IPv6 without brackets), for resolution.
+    /// Host as it appears in the URL (IPv6 without brackets), for resolution (and the name the
+    /// certificate must carry over TLS).
     pub host: String,
     pub port: u16,
+    /// `https`.
+    pub tls: bool,
     /// Value of the `Host` header: the URL's authority.
     pub host_header: HeaderValue,
     /// Origin-form request target: path and query.
@@ -370,17 +388,21 @@ impl Target {
             reason: reason.to_owned(),
         };
         if !url.contains("://") {
-            return Err(bad("missing scheme, expected http://host:port/path"));
+            return Err(bad("missing scheme, expected http:// or https://host:port/path"));
         }
         let uri: Uri = url
             .parse()
             .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => return Err(bad("https is not supported, use http://")),
-            Some(other) => return Err(bad(&format!("unsupported scheme `{other}`, use http://"))),
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "unsupported scheme `{other}`, use http:// or https://"
+                )));
+            }
             None => return Err(bad("missing scheme, expected http://host:port/path")),
-        }
+        };
         let authority = uri.authority().ok_or_else(|| bad("missing host"))?;
         if authority.as_str().contains('@') {
             return Err(bad("credentials in the URL are not supported"));
@@ -394,7 +416,9 @@ impl Target {
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host)
             .to_owned();
-        let port = authority.port_u16().unwrap_or(80);
+        let port = authority
+            .port_u16()
+            .unwrap_or(if tls { 443 } else { 80 });
         if port == 0 {
             return Err(bad("port 0 is not a valid target"));
         }
@@ -408,6 +432,7 @@ impl Target {
         Ok(Target {
             host,
             port,
+            tls,
             host_header,
             path,
         })
@@ -511,6 +536,11 @@ mod tests {
             (|s| s.timeout = Duration::ZERO, "timeout"),
             (|s| s.timeout = Duration::from_secs(61), "timeout"),
             (|s| s.max_connections = Some(31), "max_connections"),
+            (
+                |s| s.http.headers = vec![("Host".to_owned(), "x".to_owned())],
+                "headers",
+            ),
+            (|s| s.http.ca_file = Some("ca.pem".into()), "ca_file"),
             (|s| s.max_connections = Some(10_001), "max_connections"),
             (
                 |s| {
@@ -561,6 +591,10 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port), ("localhost", 80));
         assert_eq!(t.path, "/");
 
+        let t = Target::parse("https://localhost/x").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.tls), ("localhost", 443, true));
+        assert!(!Target::parse("http://localhost/x").unwrap().tls);
+
         let t = Target::parse("http://[::1]:81/x").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 81));
         assert_eq!(t.host_header, "[::1]:81");
@@ -569,7 +603,6 @@ mod tests {
     #[test]
     fn bad_urls_say_why() {
         for (url, why) in [
-            ("https://127.0.0.1:1/", "https"),
             ("127.0.0.1:8080/x", "scheme"),
             ("ftp://h/x", "scheme"),
             ("http://u:p@h/x", "credentials"),

@@ -10,11 +10,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HOST};
-use http::{HeaderValue, Method, Request};
+use http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, Connection, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::timeout_at;
 
@@ -25,6 +24,7 @@ use crate::queue::{Job, JobQueue};
 use crate::report::Outcome;
 use crate::service_time::ServiceTime;
 use crate::spec::{ResponseCheck, Target};
+use crate::stream::{Stream, TlsTarget};
 
 /// Shortest time a timed-out request's late answer is waited for before its connection is
 /// given up.
@@ -34,13 +34,18 @@ const MIN_DRAIN: Duration = Duration::from_secs(1);
 const MAX_CHECKED_BODY: usize = 1 << 20;
 
 type Body = Full<Bytes>;
-type Driver = Pin<Box<Connection<TokioIo<TcpStream>, Body>>>;
+type Driver = Pin<Box<Connection<TokioIo<Stream>, Body>>>;
 
 /// What every worker of a run shares, read-only.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub target: Target,
     pub addr: SocketAddr,
+    /// Set for an `https` target.
+    pub tls: Option<TlsTarget>,
+    pub method: Method,
+    /// Extra headers of every request, checked before the run.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     pub corpus: Arc<Corpus>,
     pub queue: Arc<JobQueue>,
     pub timeout: Duration,
@@ -70,7 +75,7 @@ impl Shared {
 
     /// Opens a connection and counts it.
     async fn open(&self) -> std::io::Result<Conn> {
-        let conn = Conn::open(self.addr).await?;
+        let conn = Conn::open(self.addr, self.tls.as_ref()).await?;
         self.opened.fetch_add(1, Relaxed);
         Ok(conn)
     }
@@ -86,9 +91,8 @@ struct Conn {
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+    async fn open(addr: SocketAddr, tls: Option<&TlsTarget>) -> std::io::Result<Conn> {
+        let stream = crate::stream::connect(addr, tls).await?;
         let (tx, driver) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(std::io::Error::other)?;
@@ -400,14 +404,22 @@ fn check(
 }
 
 fn build_request(shared: &Shared, seq: u64) -> Request<Body> {
-    let mut req = Request::new(Full::new(shared.corpus.body(seq)));
-    *req.method_mut() = Method::POST;
+    let body = shared.corpus.body(seq);
+    let has_body = !body.is_empty();
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = shared.method.clone();
     *req.uri_mut() = shared.target.path.clone();
     let headers = req.headers_mut();
     headers.insert(HOST, shared.target.host_header.clone());
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if has_body {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
     if let Some(a) = &shared.authorization {
         headers.insert(http::header::AUTHORIZATION, a.clone());
+    }
+    // Given ones last: a `Content-Type` or `Authorization` here replaces the default.
+    for (name, value) in &shared.headers {
+        headers.insert(name.clone(), value.clone());
     }
     req
 }

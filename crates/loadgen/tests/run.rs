@@ -214,6 +214,16 @@ async fn refused_connections_are_counted() {
     assert_eq!(r.completed, 0);
     assert!(r.latency.is_empty());
     assert!(r.share_within(Duration::from_secs(1)).abs() < 1e-12);
+    // Every format gives the dropped requests their own figure.
+    let text = r.render_text();
+    let line = format!("dropped     {} never sent", r.status.dropped);
+    assert!(text.contains(&line), "{text}");
+    let j = r.to_json();
+    assert_eq!(j["dropped"], r.status.dropped);
+    let share = r.status.dropped as f64 / 300.0;
+    assert!((j["dropped_share"].as_f64().unwrap() - share).abs() < 1e-12);
+    let html = loadgen::render_html(&r, "overload", &[]);
+    assert!(html.contains("dropped, never sent"), "{html}");
 }
 
 /// More load than one slow connection can carry. A request that gets the connection with
@@ -239,8 +249,9 @@ async fn overload_drops_and_accounts_for_everything() {
     assert!(r.status.timeout > 0, "{:?}", r.status);
     assert!(r.status.dropped > 0, "{:?}", r.status);
     assert_eq!(r.status.timeout + r.status.dropped, 300, "{:?}", r.status);
-    // Unanswered requests sit at the timeout in the histogram.
-    assert_eq!(r.latency.len(), 300);
+    // Timed-out requests sit at the timeout in the histogram; dropped ones, never sent, are
+    // in no latency figure.
+    assert_eq!(r.latency.len(), r.status.timeout);
     assert!((49.9..=50.1).contains(&r.percentile_ms(50.0)));
     assert!(r.share_within(Duration::from_secs(1)).abs() < 1e-12);
 }
@@ -369,7 +380,7 @@ async fn refuses_bad_input() {
         .await
         .unwrap_err();
     assert!(matches!(e, LoadError::EmptyCorpus { .. }), "{e}");
-    s.url = "https://127.0.0.1:9/".into();
+    s.url = "ftp://127.0.0.1:9/".into();
     let e = run(&s, tiny_corpus()).await.unwrap_err();
     assert!(matches!(e, LoadError::BadUrl { .. }), "{e}");
 }
@@ -385,6 +396,8 @@ async fn json_report_keys() {
     for k in [
         "sent",
         "completed",
+        "dropped",
+        "dropped_share",
         "rate_achieved",
         "status",
         "latency_ms",

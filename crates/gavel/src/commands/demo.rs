@@ -106,6 +106,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         warmup_rate: None,
         check: ResponseCheck::None,
         authorization: Some(format!("Bearer {seller_key}")),
+        http: loadgen::HttpOptions::default(),
     };
     let corpus = Arc::new(Corpus::generated(args.seed, 1000, args.tmax));
     let report = loadgen::run(&spec, corpus).await?;
