@@ -249,9 +249,21 @@ pub struct SimArgs {
 #[derive(Debug, Args)]
 #[command(after_help = LOAD_EXAMPLES)]
 pub struct LoadArgs {
-    /// Target URL (http only), e.g. http://127.0.0.1:8080/openrtb2/auction.
+    /// Target URL, http:// or https://, e.g. http://127.0.0.1:8080/openrtb2/auction.
     #[arg(long)]
     pub url: String,
+    /// Method of every request: GET, POST or HEAD. GET and HEAD send no body unless
+    /// --requests gives one (GET only).
+    #[arg(long, value_enum, ignore_case = true, default_value_t = MethodArg::Post)]
+    pub method: MethodArg,
+    /// An extra header of every request, `Name: value` (repeatable, at most 32). Not Host,
+    /// Content-Length, Transfer-Encoding, Connection or another the client sets itself.
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = loadgen::parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// For an https:// URL: trust only the PEM CA certificates in this file (a private CA).
+    /// Default: the system's roots.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
     /// Requests per second on a fixed schedule (open loop; default 1000), or rate steps
     /// FROM:TO:STEP (e.g. 1000:5000:1000), each step lasting --step-duration. With
     /// --find-capacity, the first rate tried. Not with --closed-loop or --ramp, which set the
@@ -306,10 +318,25 @@ pub struct LoadArgs {
     /// an overload step, so that the step starts on open connections).
     #[arg(long, requires = "warmup", conflicts_with_all = ["closed_loop", "find_capacity"])]
     pub warmup_rate: Option<f64>,
-    /// Also report the share of requests answered within this latency (e.g. 100ms). Not with
+    /// Report the share of requests answered within this latency, and fail (exit 3) when it
+    /// is below the share given after it (default 99%): `100ms` or `100ms:99.9%`. Not with
     /// --find-capacity, whose pass mark is --slo-p99.
-    #[arg(long, value_parser = parse_duration, conflicts_with = "find_capacity")]
-    pub slo: Option<Duration>,
+    #[arg(long, value_parser = |t: &str| loadgen::gate::Slo::parse(t).map_err(|e| e.to_string()), conflicts_with = "find_capacity")]
+    pub slo: Option<loadgen::gate::Slo>,
+    /// Fail the run (exit 3) when this holds: METRIC OP VALUE, e.g. 'p99>50ms', 'errors>1%',
+    /// 'dropped>0', 'rps<900' (repeatable, at most 32). Metrics: p50 p90 p99 p99.9 p99.99 max
+    /// (a duration), errors dropped timeouts (a count or a percentage of the requests due), rps
+    /// (answered per second); OP: > >= < <=. Not with --find-capacity.
+    #[arg(long, value_name = "EXPR", value_parser = |t: &str| loadgen::gate::Threshold::parse(t).map_err(|e| e.to_string()), conflicts_with = "find_capacity")]
+    pub fail_if: Vec<loadgen::gate::Threshold>,
+    /// Do not fail (exit 4) when the generator's connections or CPU limited the run; the
+    /// report still leads with the finding (a shared CI runner stalls now and then).
+    #[arg(long)]
+    pub allow_limited: bool,
+    /// Report every verdict but exit 0 whatever they say (a benchmark that overloads on
+    /// purpose). Errors that stop the run still exit non-zero.
+    #[arg(long)]
+    pub report_only: bool,
     /// Check every 200 answer: bid-response (must decode as an OpenRTB 2.6 BidResponse).
     #[arg(long, value_enum)]
     pub check: Option<CheckArg>,
@@ -347,13 +374,31 @@ const LOAD_EXAMPLES: &str = "Examples:
   gavel load --url http://127.0.0.1:8080/openrtb2/auction --rate 5000 --duration 30s --warmup 5s --html run.html
   gavel load --url http://127.0.0.1:8080/openrtb2/auction --rate 1000:5000:1000 --step-duration 10s --json steps.json
   gavel load --url http://127.0.0.1:8080/openrtb2/auction --find-capacity --slo-p99 10ms
-  gavel load --url http://127.0.0.1:8090/ --closed-loop --connections 16 --duration 10s";
+  gavel load --url http://127.0.0.1:8090/ --closed-loop --connections 16 --duration 10s
+  gavel load --url https://127.0.0.1:8090/assets/logo.png --method GET --ca-file ca.pem --rate 2000 \
+             --fail-if 'p99>20ms' --fail-if 'errors>0.1%' --fail-if 'dropped>0'
+
+Exit status: 0 passed; 1 the run could not be made (unreachable host, unreadable file, ...);
+2 usage; 3 --slo or a --fail-if missed (with --find-capacity: no rate passed); 4 the
+generator's connections or CPU limited the run (LIMITED); 5 nothing was answered. The most
+fundamental applies (5, then 4, then 3); every reason is one line on stderr.";
 
 /// `--rate`: one rate, or steps.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RateArg {
     Fixed(f64),
     Steps { from: f64, to: f64, step: f64 },
+}
+
+/// `--method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    #[value(name = "GET")]
+    Get,
+    #[value(name = "POST")]
+    Post,
+    #[value(name = "HEAD")]
+    Head,
 }
 
 /// `--check`.

@@ -42,10 +42,19 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async { tokio::spawn(commands::run(cli.command)).await });
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) => {
-            eprintln!("gavel: {e:#}");
-            ExitCode::FAILURE
-        }
+        // `gavel load`'s verdicts: a status of their own, one line per reason.
+        Ok(Err(e)) => match e.downcast_ref::<commands::load::verdict::Failed>() {
+            Some(failed) => {
+                for reason in &failed.reasons {
+                    eprintln!("gavel: {reason}");
+                }
+                ExitCode::from(failed.code)
+            }
+            None => {
+                eprintln!("gavel: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Err(e) => {
             eprintln!("gavel: internal error: {e}");
             ExitCode::FAILURE

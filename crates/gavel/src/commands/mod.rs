@@ -8,7 +8,7 @@ mod demo_bidder;
 mod edge;
 mod exchange;
 mod ledger;
-mod load;
+pub mod load;
 mod replay;
 mod sim;
 

@@ -1,7 +1,9 @@
 //! `gavel load`: one run (open loop at a rate, rate steps or a ramp; or closed loop), or a
-//! capacity search; figures as text, JSON and a self-contained HTML report.
+//! capacity search; figures as text, JSON and a self-contained HTML report; an exit status
+//! that CI can gate on (`verdict.rs`).
 
 mod progress_line;
+pub mod verdict;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,9 +11,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use loadgen::capacity::{self, CapacitySpec};
-use loadgen::{Arrivals, Corpus, LoadSpec, Progress, ResponseCheck};
+use loadgen::gate::Gates;
+use loadgen::{Arrivals, Corpus, HttpMethod, HttpOptions, LoadSpec, Progress, ResponseCheck};
 
-use crate::cli::{CheckArg, LoadArgs, RateArg};
+use crate::cli::{CheckArg, LoadArgs, MethodArg, RateArg};
+use verdict::{Failed, usage};
 
 /// Generated corpus size: enough variety that caches see realistic diversity.
 const GENERATED_REQUESTS: usize = 1000;
@@ -27,12 +31,19 @@ const DEFAULT_MIN_SUCCESS: f64 = 0.999;
 const DEFAULT_MAX_RATE: f64 = 200_000.0;
 
 pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
-    let corpus = match &args.requests {
-        Some(path) => Corpus::from_path(path)?,
-        None => Corpus::generated(args.seed, GENERATED_REQUESTS, args.tmax),
+    let spec = spec_of(&args).map_err(usage)?;
+    let corpus = match (&args.requests, args.method) {
+        (Some(_), MethodArg::Head) => {
+            return Err(usage(anyhow::anyhow!(
+                "--requests with --method HEAD: a HEAD request has no body"
+            )));
+        }
+        (Some(path), _) => Corpus::from_path(path)?,
+        (None, MethodArg::Post) => Corpus::generated(args.seed, GENERATED_REQUESTS, args.tmax),
+        // GET and HEAD without --requests: one empty body, sent as none.
+        (None, MethodArg::Get | MethodArg::Head) => Corpus::from_bodies(vec![Default::default()]),
     };
     let corpus = Arc::new(corpus);
-    let spec = spec_of(&args)?;
     if args.find_capacity {
         return find_capacity(&args, spec, corpus).await;
     }
@@ -46,21 +57,51 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     print!("{}", report.render_text());
     let mut json = report.to_json();
     if let Some(slo) = args.slo {
-        let share = report.share_within(slo);
-        println!("within {slo:?}: {:.3}% of requests sent", 100.0 * share);
-        json["slo"] = serde_json::json!({ "ms": slo.as_secs_f64() * 1000.0, "share": share });
+        let within = slo.within;
+        let share = report.share_within(within);
+        println!("within {within:?}: {:.3}% of requests sent", 100.0 * share);
+        json["slo"] = serde_json::json!({
+            "ms": within.as_secs_f64() * 1000.0,
+            "share": share,
+            "target_share": slo.share,
+        });
         for (step, phase) in report.phases.iter().enumerate() {
-            json["steps"][step]["within_slo"] = serde_json::json!(phase.share_within(slo));
+            json["steps"][step]["within_slo"] = serde_json::json!(phase.share_within(within));
         }
     }
+    let gates = Gates {
+        slo: args.slo,
+        fail_if: args.fail_if.clone(),
+        allow_limited: args.allow_limited,
+    };
+    let failures = gates.judge(&report);
+    let verdict_line = if failures.is_empty() {
+        "passed".to_owned()
+    } else {
+        format!(
+            "FAILED ({})",
+            failures
+                .iter()
+                .map(|f| verdict::one_line(&f.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    println!("verdict     {verdict_line}");
+    json["gate"] = gates.verdict_json(&failures);
     if let Some(path) = &args.json {
         write(path, &serde_json::to_string_pretty(&json)?)?;
     }
     if let Some(path) = &args.html {
-        let html = loadgen::render_html(&report, "gavel load", &params(&args, &spec));
+        let mut params = params(&args, &spec);
+        params.push(("verdict".to_owned(), verdict_line));
+        let html = loadgen::render_html(&report, "gavel load", &params);
         write(path, &html)?;
     }
-    Ok(())
+    match verdict::of_failures(&failures) {
+        Some(failed) if !args.report_only => Err(failed.into()),
+        _ => Ok(()),
+    }
 }
 
 /// The run described by the flags (for a capacity search: each trial's template).
@@ -119,11 +160,23 @@ fn spec_of(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
             )),
             None => None,
         },
+        http: HttpOptions {
+            method: match args.method {
+                MethodArg::Get => HttpMethod::Get,
+                MethodArg::Post => HttpMethod::Post,
+                MethodArg::Head => HttpMethod::Head,
+            },
+            headers: args.headers.clone(),
+            ca_file: args.ca_file.clone(),
+        },
     };
     spec.validate().map_err(flag_named)?;
     // A generated request gives its auction `--tmax`; a generator that gives up sooner
     // (`--timeout`) would count as timeouts answers that are on time by the request's own word.
-    if args.requests.is_none() && Duration::from_millis(u64::from(args.tmax)) > spec.timeout {
+    if args.requests.is_none()
+        && args.method == MethodArg::Post
+        && Duration::from_millis(u64::from(args.tmax)) > spec.timeout
+    {
         bail!(
             "--tmax {} ms is longer than --timeout {:?}: the generator would give up on auctions \
              that are still inside their deadline; raise --timeout",
@@ -153,6 +206,8 @@ fn flag_named(e: loadgen::LoadError) -> anyhow::Error {
         "max_connections" => "--max-connections",
         "timeout" => "--timeout",
         "authorization" => "--seller-key-env",
+        "headers" => "--header",
+        "ca_file" => "--ca-file",
         _ => return e.into(),
     };
     anyhow::anyhow!("{flag}: {reason}")
@@ -160,16 +215,20 @@ fn flag_named(e: loadgen::LoadError) -> anyhow::Error {
 
 async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> anyhow::Result<()> {
     let Some(slo) = args.slo_p99 else {
-        bail!("--find-capacity needs --slo-p99, e.g. --slo-p99 10ms");
+        return Err(usage(anyhow::anyhow!(
+            "--find-capacity needs --slo-p99, e.g. --slo-p99 10ms"
+        )));
     };
     let mut cap = CapacitySpec::new(slo);
     cap.min_success = args.min_success.unwrap_or(DEFAULT_MIN_SUCCESS);
     cap.max_rate = args.max_rate.unwrap_or(DEFAULT_MAX_RATE);
     cap.start_rate = match rate(args) {
-        RateArg::Fixed(r) if args.rate.is_some() && r > cap.max_rate => bail!(
-            "--rate {r} is above --max-rate {}: the search would never try it",
-            cap.max_rate
-        ),
+        RateArg::Fixed(r) if args.rate.is_some() && r > cap.max_rate => {
+            return Err(usage(anyhow::anyhow!(
+                "--rate {r} is above --max-rate {}: the search would never try it",
+                cap.max_rate
+            )));
+        }
         RateArg::Fixed(r) => r.min(cap.max_rate),
         RateArg::Steps { from, .. } => from,
     };
@@ -197,10 +256,17 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
     }
     if let Some(path) = &args.html {
         let Some(at) = result.at_capacity() else {
-            bail!(
-                "no rate passed, so there is no run to draw in {}",
-                path.display()
-            );
+            return Err(capacity_failure(&result)
+                .map_or_else(
+                    || anyhow::anyhow!("no run at capacity to draw in {}", path.display()),
+                    |mut failed| {
+                        failed.reasons.push(format!(
+                            "no rate passed, so there is no run to draw in {}",
+                            path.display()
+                        ));
+                        failed.into()
+                    },
+                ));
         };
         let mut params = params(args, &base);
         params.push((
@@ -213,7 +279,36 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
             &loadgen::render_html(&at.report, "gavel load: run at capacity", &params),
         )?;
     }
-    Ok(())
+    match capacity_failure(&result) {
+        Some(failed) if !args.report_only => Err(failed.into()),
+        _ => Ok(()),
+    }
+}
+
+/// A capacity search fails when no rate passed: 5 when no trial got a single answer, 3
+/// otherwise (the criteria were missed at every rate tried, a latency floor included).
+fn capacity_failure(result: &capacity::CapacityReport) -> Option<Failed> {
+    if result.capacity.is_some() {
+        return None;
+    }
+    let answered = result.trials.iter().any(|t| t.report.completed > 0);
+    let verdict = result.render_text();
+    let line = verdict.lines().last().unwrap_or("capacity: none found");
+    Some(Failed {
+        code: if answered {
+            verdict::THRESHOLD
+        } else {
+            verdict::NOTHING_ANSWERED
+        },
+        reasons: vec![if answered {
+            verdict::one_line(line)
+        } else {
+            format!(
+                "nothing answered: no request of {} trials got an HTTP answer",
+                result.trials.len()
+            )
+        }],
+    })
 }
 
 fn trials_summary(trials: &[capacity::Trial]) -> String {
