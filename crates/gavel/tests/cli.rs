@@ -204,6 +204,8 @@ fn load_reports_an_slo_share_and_writes_json_against_a_live_exchange() {
         .env("GAVEL_TEST_SELLER_KEY", key)
         .args([
             "load",
+            // Shared cores stall now and then; the figures, not the gate, are checked here.
+            "--allow-limited",
             "--seller-key-env",
             "GAVEL_TEST_SELLER_KEY",
             "--url",
@@ -385,6 +387,8 @@ fn load_steps_write_json_and_an_html_report() {
     let (json, html) = (dir.join("steps.json"), dir.join("steps.html"));
     let (ok, stdout, stderr) = run(&[
         "load",
+        // Shared cores stall now and then; the figures, not the gate, are checked here.
+        "--allow-limited",
         "--url",
         &server.url,
         "--rate",

@@ -2,6 +2,8 @@
 //! each, and its exit status, stderr and JSON verdict read. Statuses: 0 passed, 2 usage, 3 a
 //! threshold missed, 4 limited by the generator, 5 nothing answered.
 
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -156,8 +158,14 @@ async fn a_missed_threshold_exits_3_with_one_line_per_reason() {
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
-    assert!(lines[0].starts_with("gavel: --slo: 0.000% of requests due"), "{stderr}");
-    assert!(lines[1].starts_with("gavel: --fail-if p99>5ms: p99 latency was"), "{stderr}");
+    assert!(
+        lines[0].starts_with("gavel: --slo: 0.000% of requests due"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with("gavel: --fail-if p99>5ms: p99 latency was"),
+        "{stderr}"
+    );
     assert!(stdout.contains("verdict     FAILED (--slo"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -204,7 +212,11 @@ async fn a_generator_short_of_connections_exits_4() {
     // The threshold missed too is still said, after the limit (and after the CPU's, when
     // the machine stalled the generator as well).
     assert!(
-        stderr.lines().last().unwrap().starts_with("gavel: --fail-if dropped>0: dropped was"),
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("gavel: --fail-if dropped>0: dropped was"),
         "{stderr}"
     );
 }
@@ -215,12 +227,24 @@ async fn nothing_answered_exits_5() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
-    let (code, stdout, stderr) =
-        text(&load(&["--allow-limited", "--url", &url, "--rate", "20", "--duration", "250ms"]).await);
+    let (code, stdout, stderr) = text(
+        &load(&[
+            "--allow-limited",
+            "--url",
+            &url,
+            "--rate",
+            "20",
+            "--duration",
+            "250ms",
+        ])
+        .await,
+    );
     assert_eq!(code, 5, "{stdout}\n{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with("gavel: nothing answered: none of 5 requests got an HTTP answer (connect error 5"),
+        stderr.starts_with(
+            "gavel: nothing answered: none of 5 requests got an HTTP answer (connect error 5"
+        ),
         "{stderr}"
     );
 }
@@ -239,10 +263,22 @@ async fn usage_errors_exit_2_naming_what_is_wrong() {
         (vec!["--header", "Host: example.com"], "set by the client"),
         (vec!["--header", "no colon"], "Name: value"),
         (vec!["--method", "PUT"], "PUT"),
-        (vec!["--method", "HEAD", "--requests", body], "HEAD request has no body"),
-        (vec!["--ca-file", body], "--ca-file: is for https:// URLs only"),
         (
-            vec!["--find-capacity", "--slo-p99", "5ms", "--fail-if", "p99>5ms"],
+            vec!["--method", "HEAD", "--requests", body],
+            "HEAD request has no body",
+        ),
+        (
+            vec!["--ca-file", body],
+            "--ca-file: is for https:// URLs only",
+        ),
+        (
+            vec![
+                "--find-capacity",
+                "--slo-p99",
+                "5ms",
+                "--fail-if",
+                "p99>5ms",
+            ],
             "--fail-if",
         ),
     ] {
@@ -267,7 +303,15 @@ async fn an_https_target_with_its_private_ca() {
     let fleet = sim::start(config, std::future::pending()).await.unwrap();
     let url = fleet.bidders[0].endpoint.clone();
     let ca = certs.ca.to_str().unwrap();
-    let run = ["--allow-limited", "--url", &url, "--rate", "40", "--duration", "500ms"];
+    let run = [
+        "--allow-limited",
+        "--url",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "500ms",
+    ];
     let mut trusted = run.to_vec();
     trusted.extend(["--ca-file", ca, "--fail-if", "errors>0"]);
     let (code, stdout, stderr) = text(&load(&trusted).await);

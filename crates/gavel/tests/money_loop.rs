@@ -177,6 +177,7 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
         warmup_rate: None,
         check: ResponseCheck::None,
         authorization: Some(format!("Bearer {seller_key}")),
+        http: loadgen::HttpOptions::default(),
     };
     let corpus = Arc::new(Corpus::generated(SEED, 1000, TMAX_MS));
     let load = tokio::spawn(async move { loadgen::run(&spec, corpus).await });

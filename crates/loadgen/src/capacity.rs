@@ -600,7 +600,10 @@ mod tests {
     fn a_p99_that_falls_with_the_rate_keeps_the_search_walking() {
         // Queueing: p99 halves with the rate until it passes at 125/s (8 ms).
         let (tried, stop) = walk(spec(), |rate| rate / 1000.0 * 64.0);
-        assert_eq!(&tried[..7], &[1000.0, 1000.0, 500.0, 500.0, 250.0, 250.0, 125.0]);
+        assert_eq!(
+            &tried[..7],
+            &[1000.0, 1000.0, 500.0, 500.0, 250.0, 250.0, 125.0]
+        );
         assert_eq!(stop, Some(Stop::Converged));
         // Falling, then flat above the SLO: the floor is found where it flattens.
         let (tried, stop) = walk(spec(), |rate| 12.0 + rate / 50.0);
@@ -617,7 +620,13 @@ mod tests {
         while let Some(rate) = s.next_rate() {
             let p99_ms = if noisy { 40.0 } else { 15.0 };
             noisy = !noisy;
-            s.record(rate, Observed { passed: false, p99_ms });
+            s.record(
+                rate,
+                Observed {
+                    passed: false,
+                    p99_ms,
+                },
+            );
         }
         assert!(matches!(s.stop(), Some(Stop::LatencyFloor { p99_ms, .. }) if p99_ms == [15.0; 3]));
 
@@ -630,19 +639,34 @@ mod tests {
     fn the_floor_rule_itself() {
         let slo = 10.0;
         assert!(!latency_floor(&[], slo));
-        assert!(!latency_floor(&[(1000.0, 15.0), (500.0, 15.0)], slo), "one halving");
-        assert!(latency_floor(&[(1000.0, 15.0), (500.0, 14.0), (250.0, 13.0)], slo));
+        assert!(
+            !latency_floor(&[(1000.0, 15.0), (500.0, 15.0)], slo),
+            "one halving"
+        );
+        assert!(latency_floor(
+            &[(1000.0, 15.0), (500.0, 14.0), (250.0, 13.0)],
+            slo
+        ));
         // A fall of 10% or more is a fall.
-        assert!(!latency_floor(&[(1000.0, 20.0), (500.0, 17.5), (250.0, 17.0)], slo));
+        assert!(!latency_floor(
+            &[(1000.0, 20.0), (500.0, 17.5), (250.0, 17.0)],
+            slo
+        ));
         // Flat, but at or below the SLO (failing on errors, not latency): not a floor.
-        assert!(!latency_floor(&[(1000.0, 9.0), (500.0, 9.0), (250.0, 9.0)], slo));
+        assert!(!latency_floor(
+            &[(1000.0, 9.0), (500.0, 9.0), (250.0, 9.0)],
+            slo
+        ));
         // Only the last halvings count.
         assert!(latency_floor(
             &[(2000.0, 90.0), (1000.0, 15.0), (500.0, 15.0), (250.0, 15.0)],
             slo
         ));
         // A p99 that rose as the rate fell is flat too (noise, not load).
-        assert!(latency_floor(&[(1000.0, 15.0), (500.0, 16.0), (250.0, 15.5)], slo));
+        assert!(latency_floor(
+            &[(1000.0, 15.0), (500.0, 16.0), (250.0, 15.5)],
+            slo
+        ));
     }
 
     #[test]

@@ -85,7 +85,6 @@ impl Op {
             Op::AtMost => measured <= limit,
         }
     }
-
 }
 
 /// The bound a threshold compares with, in the metric's own unit.
@@ -554,7 +553,12 @@ mod tests {
             assert!(msg.contains(text), "{text}: {msg}");
         }
         let long = format!("p99>{}ms", "1".repeat(70));
-        assert!(Threshold::parse(&long).unwrap_err().problem.contains("longer"));
+        assert!(
+            Threshold::parse(&long)
+                .unwrap_err()
+                .problem
+                .contains("longer")
+        );
     }
 
     #[test]
@@ -563,7 +567,12 @@ mod tests {
         let r = report(990, 10, 0);
         let p99 = hist_ms(&r.latency, 99.0);
         assert!((985.0..=995.0).contains(&p99), "{p99}");
-        assert!(t("p99>900ms").missed(&r).unwrap().contains("p99 latency was"));
+        assert!(
+            t("p99>900ms")
+                .missed(&r)
+                .unwrap()
+                .contains("p99 latency was")
+        );
         assert!(t("p99>1s").missed(&r).is_none());
         assert!(t("max>1.9s").missed(&r).unwrap().contains("max latency"));
         // 10 of 1,000 timed out: 1%.
@@ -670,7 +679,11 @@ mod tests {
         }
         let failures = gates.judge(&fast);
         assert_eq!(kinds(&fast), [FailureKind::Limited]);
-        assert!(failures[0].reason.starts_with("limited by the generator's CPU"));
+        assert!(
+            failures[0]
+                .reason
+                .starts_with("limited by the generator's CPU")
+        );
         let v = gates.verdict_json(&failures);
         assert_eq!(v["passed"], false);
         assert_eq!(v["failures"][0]["kind"], "limited");

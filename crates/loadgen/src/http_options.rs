@@ -101,8 +101,9 @@ fn prepare(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String>
             name.get(..64).unwrap_or(name)
         ));
     }
-    let parsed = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("`{name}` is not a valid header name (a token: letters, digits, -)"))?;
+    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        format!("`{name}` is not a valid header name (a token: letters, digits, -)")
+    })?;
     if RESERVED.contains(&parsed.as_str()) {
         return Err(format!(
             "header `{name}` is set by the client itself (from the URL, the body or the \
@@ -110,13 +111,16 @@ fn prepare(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String>
         ));
     }
     // Visible ASCII and spaces only: no control characters, no line breaks.
-    if !value.bytes().all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic()) {
+    if !value
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+    {
         return Err(format!(
             "header `{name}`: the value must be visible ASCII, spaces and tabs"
         ));
     }
-    let value = HeaderValue::from_str(value)
-        .map_err(|e| format!("header `{name}`: invalid value: {e}"))?;
+    let value =
+        HeaderValue::from_str(value).map_err(|e| format!("header `{name}`: invalid value: {e}"))?;
     Ok((parsed, value))
 }
 
@@ -154,10 +158,12 @@ mod tests {
 
     #[test]
     fn too_many_headers_are_refused() {
-        let mut o = HttpOptions::default();
-        o.headers = (0..MAX_HEADERS)
-            .map(|i| (format!("X-{i}"), "v".to_owned()))
-            .collect();
+        let mut o = HttpOptions {
+            headers: (0..MAX_HEADERS)
+                .map(|i| (format!("X-{i}"), "v".to_owned()))
+                .collect(),
+            ..HttpOptions::default()
+        };
         assert_eq!(o.prepared_headers().unwrap().len(), MAX_HEADERS);
         o.headers.push(("X-More".to_owned(), "v".to_owned()));
         assert!(o.prepared_headers().unwrap_err().contains("at most 32"));

@@ -388,7 +388,9 @@ impl Target {
             reason: reason.to_owned(),
         };
         if !url.contains("://") {
-            return Err(bad("missing scheme, expected http:// or https://host:port/path"));
+            return Err(bad(
+                "missing scheme, expected http:// or https://host:port/path",
+            ));
         }
         let uri: Uri = url
             .parse()
@@ -416,9 +418,7 @@ impl Target {
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host)
             .to_owned();
-        let port = authority
-            .port_u16()
-            .unwrap_or(if tls { 443 } else { 80 });
+        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
         if port == 0 {
             return Err(bad("port 0 is not a valid target"));
         }

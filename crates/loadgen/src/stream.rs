@@ -7,9 +7,9 @@ use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use rustls_pki_types::ServerName;
 use tokio_rustls::client::TlsStream;
 
 use crate::LoadError;

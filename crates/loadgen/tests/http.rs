@@ -2,6 +2,8 @@
 //! headers, and `https` targets checked against a private CA (a simulated bidder fleet serving
 //! TLS with certificates made by `openssl`).
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use common::{ok_json, serve, serve_counted, status};
 use http::Response;
 use http_body_util::Full;
-use loadgen::capacity::{CapacitySpec, find_capacity};
+use loadgen::capacity::{CapacitySpec, Stop, find_capacity};
 use loadgen::{Arrivals, Corpus, LoadSpec, Progress, ResponseCheck, run, run_with_progress};
 
 fn spec(url: String, arrivals: Arrivals, secs: f64) -> LoadSpec {
@@ -343,4 +343,30 @@ async fn timeouts_keep_their_connections() {
         4,
         "no reconnection after a timeout"
     );
+}
+
+/// A target 30 ms slow whatever the load, under a 5 ms SLO: the search walks down three rates
+/// (each tried twice), sees the p99 stay put, and stops saying so, instead of halving down to
+/// its lowest rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_search_stops_at_a_latency_floor() {
+    let addr = serve(|_| async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        status(204)
+    })
+    .await;
+    let base = spec(format!("http://{addr}/"), Arrivals::Rate(1.0), 0.2);
+    let mut cap = quick_capacity(5);
+    cap.min_rate = 1.0;
+    let result = find_capacity(&base, corpus(), &cap, |_| {}).await.unwrap();
+    let rates: Vec<f64> = result.trials.iter().map(|t| t.rate).collect();
+    assert_eq!(rates, vec![100.0, 100.0, 50.0, 50.0, 25.0, 25.0]);
+    assert_eq!(result.capacity, None);
+    let Stop::LatencyFloor { rates, p99_ms } = &result.stop else {
+        panic!("expected a latency floor, got {:?}", result.stop);
+    };
+    assert_eq!(rates, &[100.0, 50.0, 25.0]);
+    assert!(p99_ms.iter().all(|p| *p >= 30.0), "{p99_ms:?}");
+    assert!(result.render_text().contains("did not fall with the rate"));
+    assert_eq!(result.to_json()["stop"]["reason"], "latency_floor");
 }

@@ -224,10 +224,10 @@ fn summary(out: &mut String, r: &Report) {
         let _ = write!(
             out,
             "<tr class=\"dropped\"><th scope=\"row\">dropped, never sent</th>\
-             <td class=\"n\">{} ({})</td><td>{}</td></tr>",
+             <td class=\"n\">{} ({})</td><td>still waiting for a connection at their \
+             deadline; in no latency figure</td></tr>",
             fmt_count(r.status.dropped),
             esc(&share(r.status.dropped, r.sent)),
-            "still waiting for a connection at their deadline; in no latency figure"
         );
     }
     out.push_str("</tbody></table>\n");

@@ -256,17 +256,16 @@ async fn find_capacity(args: &LoadArgs, base: LoadSpec, corpus: Arc<Corpus>) -> 
     }
     if let Some(path) = &args.html {
         let Some(at) = result.at_capacity() else {
-            return Err(capacity_failure(&result)
-                .map_or_else(
-                    || anyhow::anyhow!("no run at capacity to draw in {}", path.display()),
-                    |mut failed| {
-                        failed.reasons.push(format!(
-                            "no rate passed, so there is no run to draw in {}",
-                            path.display()
-                        ));
-                        failed.into()
-                    },
-                ));
+            return Err(capacity_failure(&result).map_or_else(
+                || anyhow::anyhow!("no run at capacity to draw in {}", path.display()),
+                |mut failed| {
+                    failed.reasons.push(format!(
+                        "no rate passed, so there is no run to draw in {}",
+                        path.display()
+                    ));
+                    failed.into()
+                },
+            ));
         };
         let mut params = params(args, &base);
         params.push((

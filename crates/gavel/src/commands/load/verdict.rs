@@ -76,9 +76,15 @@ mod tests {
     fn the_most_fundamental_failure_sets_the_status() {
         assert_eq!(of_failures(&[]), None);
         let t = failure(FailureKind::Threshold, "--fail-if p99>5ms: p99 was 9 ms");
-        let l = failure(FailureKind::Limited, "limited by the generator's CPU:\n lag");
+        let l = failure(
+            FailureKind::Limited,
+            "limited by the generator's CPU:\n lag",
+        );
         let n = failure(FailureKind::NothingAnswered, "nothing answered");
-        assert_eq!(of_failures(std::slice::from_ref(&t)).unwrap().code, THRESHOLD);
+        assert_eq!(
+            of_failures(std::slice::from_ref(&t)).unwrap().code,
+            THRESHOLD
+        );
         assert_eq!(of_failures(&[l.clone(), t.clone()]).unwrap().code, LIMITED);
         let all = of_failures(&[n, l, t]).unwrap();
         assert_eq!(all.code, NOTHING_ANSWERED);
