@@ -4,6 +4,9 @@
 //!
 //! - [`redis`]: a real `redis-server` on a free loopback port, killed on drop (no mocks: the
 //!   ledger's correctness is in its Lua scripts, so tests run them on Redis itself).
+//! - [`nats`]: a real `nats-server -js` on a free loopback port with its store in a temporary
+//!   directory, killed on drop, restartable on the same port and store (the journal's NATS
+//!   sink is proven against a server that crashes).
 //! - [`http`]: a raw HTTP/1.1 client over a fresh loopback connection, for the tests that must
 //!   control every byte (malformed framing, smuggling) or read the answer as the wire has it.
 //! - [`secrets`]: a notice key and an admin token for test servers, and the config lines for them.
@@ -17,6 +20,7 @@
 //! written): a test whose setup fails must fail, never pass by skipping.
 
 pub mod http;
+pub mod nats;
 pub mod redis;
 pub mod secrets;
 pub mod synth;
@@ -24,5 +28,6 @@ pub mod temp;
 pub mod time;
 pub mod tls;
 
+pub use nats::NatsServer;
 pub use redis::{RedisOptions, RedisServer, free_port};
 pub use temp::TempDir;
