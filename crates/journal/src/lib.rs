@@ -6,6 +6,7 @@
 //! SKELETON: the queue, the sinks and the readers are being built (issue 35); `record` drops.
 
 pub mod config;
+pub mod nats;
 pub mod read;
 pub mod sink;
 

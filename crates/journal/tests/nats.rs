@@ -1,0 +1,226 @@
+//! The NATS JetStream sink against a real `nats-server -js` each test starts on a free port:
+//! records arrive in order and once each, through retries, a server killed mid-run, and a
+//! spill left by an earlier run.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::time::Duration;
+
+use journal::nats::{NatsSink, SPILL_FILE, read_stream};
+use journal::sink::{Line, Sink};
+use journal::{Config, SinkKind};
+use records::{NoticeRecord, Record, VERSION, to_line};
+use testkit::{NatsServer, TempDir, time::wait_until};
+
+const STREAM: &str = "GAVEL_RECORDS";
+const SUBJECT: &str = "gavel.records.exchange";
+
+/// Every test ends within this, whatever the server does.
+async fn bounded<F: Future<Output = ()>>(test: F) {
+    tokio::time::timeout(Duration::from_secs(90), test)
+        .await
+        .expect("the test did not end within 90 s");
+}
+
+fn config(server_url: &str, spill: &TempDir) -> Config {
+    Config {
+        sink: SinkKind::Nats,
+        nats_url: server_url.to_owned(),
+        nats_stream: STREAM.to_owned(),
+        spill_dir: spill.path().display().to_string(),
+        ..Config::default()
+    }
+}
+
+/// Line `n`: a notice record whose auction id is `a-{n}`, with line id `x-{n}`.
+fn line(n: u64) -> Line {
+    let record = Record::Notice(NoticeRecord {
+        v: VERSION,
+        auction: format!("a-{n}"),
+        bidder: "dsp".to_owned(),
+        notice: Cow::Borrowed("win"),
+        outcome: Cow::Borrowed("sent"),
+        at_ms: 1_764_000_000_000,
+        attempts: 1,
+        ..NoticeRecord::default()
+    });
+    let mut bytes = Vec::new();
+    to_line(&record, &mut bytes).expect("a notice encodes");
+    Line {
+        id: format!("x-{n}"),
+        bytes,
+    }
+}
+
+fn lines(range: std::ops::Range<u64>) -> Vec<Line> {
+    range.map(line).collect()
+}
+
+/// The auction ids of the stream's records, in stream order.
+async fn stored(server: &NatsServer) -> Vec<String> {
+    let mut ids = Vec::new();
+    let stats = read_stream(&server.url(), STREAM, |record| match record {
+        Record::Notice(n) => ids.push(n.auction),
+        other => panic!("not a notice: {other:?}"),
+    })
+    .await
+    .expect("the stream reads back");
+    assert_eq!(stats.records, ids.len() as u64);
+    ids
+}
+
+fn expected(range: std::ops::Range<u64>) -> Vec<String> {
+    range.map(|n| format!("a-{n}")).collect()
+}
+
+async fn drained(sink: &NatsSink) {
+    wait_until(Duration::from_secs(60), "the spill replayed", || {
+        sink.stats().spill_bytes == 0
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_are_read_back_in_order_once_each() {
+    bounded(async {
+        let server = NatsServer::start().await;
+        let spill = TempDir::new("nats-order");
+        let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
+            .await
+            .unwrap();
+        for batch in lines(0..2_500).chunks(250) {
+            sink.write(batch).await.unwrap();
+        }
+        sink.flush().await.unwrap();
+        let stats = sink.stats();
+        assert_eq!((stats.published, stats.spilled, stats.dropped), (2_500, 0, 0));
+        assert_eq!(stored(&server).await, expected(0..2_500));
+        assert!(!spill.join(SPILL_FILE).exists());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_published_twice_is_stored_once() {
+    bounded(async {
+        let server = NatsServer::start().await;
+        let spill = TempDir::new("nats-dup");
+        let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
+            .await
+            .unwrap();
+        sink.write(&lines(0..10)).await.unwrap();
+        // A retry of lines 5..10 (their acks lost, say) with new lines behind them.
+        sink.write(&lines(5..15)).await.unwrap();
+        let stats = sink.stats();
+        assert_eq!((stats.published, stats.duplicates), (20, 5));
+        assert_eq!(stored(&server).await, expected(0..15));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_run_loses_and_doubles_nothing() {
+    bounded(async {
+        let mut server = NatsServer::start().await;
+        let spill = TempDir::new("nats-kill");
+        let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
+            .await
+            .unwrap();
+        let all = lines(0..3_000);
+        for (i, batch) in all.chunks(30).enumerate() {
+            match i {
+                // SIGKILL while records keep coming: no goodbye, acks in flight lost.
+                30 => server.kill(),
+                // Back on the same port and store while the writer still writes.
+                60 => server.restart().await,
+                _ => {}
+            }
+            sink.write(batch).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        drained(&sink).await;
+        let stats = sink.stats();
+        assert!(stats.spilled > 0, "the outage never reached the spill: {stats:?}");
+        assert!(stats.replayed > 0, "nothing was replayed: {stats:?}");
+        assert_eq!(stats.dropped, 0);
+        assert!(!spill.join(SPILL_FILE).exists());
+        let ids = stored(&server).await;
+        assert_eq!(ids.len(), 3_000, "stored {} records, not 3000", ids.len());
+        assert_eq!(ids, expected(0..3_000));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_away_at_start_gets_everything_once_it_comes() {
+    bounded(async {
+        let mut server = NatsServer::start().await;
+        server.kill();
+        let spill = TempDir::new("nats-late");
+        let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
+            .await
+            .unwrap();
+        sink.write(&lines(0..200)).await.unwrap();
+        assert_eq!(sink.stats().spilled, 200);
+        assert!(spill.join(SPILL_FILE).exists());
+        server.restart().await;
+        sink.write(&lines(200..400)).await.unwrap();
+        drained(&sink).await;
+        sink.write(&lines(400..500)).await.unwrap();
+        let stats = sink.stats();
+        assert_eq!(stats.replayed + stats.published, 500, "{stats:?}");
+        assert_eq!(stored(&server).await, expected(0..500));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spill_left_on_disk_is_replayed_at_start() {
+    bounded(async {
+        let server = NatsServer::start().await;
+        let spill = TempDir::new("nats-left");
+        // What a crashed run leaves: lines of `id<TAB>json`, the last one torn mid-write.
+        let mut left = Vec::new();
+        for l in lines(0..300) {
+            left.extend_from_slice(l.id.as_bytes());
+            left.push(b'\t');
+            left.extend_from_slice(&l.bytes);
+            left.push(b'\n');
+        }
+        left.extend_from_slice(b"x-300\t{\"kind\":\"no");
+        std::fs::write(spill.join(SPILL_FILE), left).unwrap();
+        let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
+            .await
+            .unwrap();
+        // Written before the replay ends: behind the spill, never around it.
+        sink.write(&lines(300..350)).await.unwrap();
+        drained(&sink).await;
+        assert!(!spill.join(SPILL_FILE).exists());
+        sink.write(&lines(350..400)).await.unwrap();
+        assert_eq!(stored(&server).await, expected(0..400));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_spill_drops_counts_and_says_so() {
+    bounded(async {
+        let mut server = NatsServer::start().await;
+        server.kill();
+        let spill = TempDir::new("nats-full");
+        let mut config = config(&server.url(), &spill);
+        config.max_spill_mb = 1;
+        let mut sink = NatsSink::connect(&config, SUBJECT.into()).await.unwrap();
+        let line_bytes = (line(0).bytes.len() + 8) as u64;
+        let fit = (1 << 20) / line_bytes;
+        let err = sink
+            .write(&lines(0..fit + 500))
+            .await
+            .expect_err("a full spill is an error");
+        assert!(err.to_string().contains("spill is full"), "{err}");
+        let stats = sink.stats();
+        assert!(stats.dropped >= 500, "{stats:?}");
+        assert_eq!(stats.spilled + stats.dropped, fit + 500);
+    })
+    .await;
+}
