@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use journal::nats::{NatsSink, SPILL_FILE, read_stream};
@@ -93,7 +95,10 @@ async fn records_are_read_back_in_order_once_each() {
         }
         sink.flush().await.unwrap();
         let stats = sink.stats();
-        assert_eq!((stats.published, stats.spilled, stats.dropped), (2_500, 0, 0));
+        assert_eq!(
+            (stats.published, stats.spilled, stats.dropped),
+            (2_500, 0, 0)
+        );
         assert_eq!(stored(&server).await, expected(0..2_500));
         assert!(!spill.join(SPILL_FILE).exists());
     })
@@ -126,27 +131,44 @@ async fn a_server_killed_mid_run_loses_and_doubles_nothing() {
         let mut sink = NatsSink::connect(&config(&server.url(), &spill), SUBJECT.into())
             .await
             .unwrap();
-        let all = lines(0..3_000);
-        for (i, batch) in all.chunks(30).enumerate() {
-            match i {
-                // SIGKILL while records keep coming: no goodbye, acks in flight lost.
-                30 => server.kill(),
-                // Back on the same port and store while the writer still writes.
-                60 => server.restart().await,
-                _ => {}
+        // The writer writes on its own task while this one kills the server, so the kill
+        // lands wherever it lands: mid-batch, acks in flight, or between batches.
+        let batches = Arc::new(AtomicUsize::new(0));
+        let written = Arc::clone(&batches);
+        let writer = tokio::spawn(async move {
+            for batch in lines(0..6_000).chunks(30) {
+                sink.write(batch).await.unwrap();
+                written.fetch_add(1, SeqCst);
+                tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            sink.write(batch).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+            sink
+        });
+        wait_until(Duration::from_secs(30), "50 batches written", || {
+            batches.load(SeqCst) >= 50
+        })
+        .await;
+        // SIGKILL while records keep coming: no goodbye, acks in flight lost.
+        server.kill();
+        let at_kill = batches.load(SeqCst);
+        wait_until(Duration::from_secs(30), "30 batches more written", || {
+            batches.load(SeqCst) >= at_kill + 30
+        })
+        .await;
+        // Back on the same port and store while the writer still writes.
+        server.restart().await;
+        let sink = writer.await.unwrap();
         drained(&sink).await;
         let stats = sink.stats();
-        assert!(stats.spilled > 0, "the outage never reached the spill: {stats:?}");
+        assert!(
+            stats.spilled > 0,
+            "the outage never reached the spill: {stats:?}"
+        );
         assert!(stats.replayed > 0, "nothing was replayed: {stats:?}");
         assert_eq!(stats.dropped, 0);
         assert!(!spill.join(SPILL_FILE).exists());
         let ids = stored(&server).await;
-        assert_eq!(ids.len(), 3_000, "stored {} records, not 3000", ids.len());
-        assert_eq!(ids, expected(0..3_000));
+        assert_eq!(ids.len(), 6_000, "stored {} records, not 6000", ids.len());
+        assert_eq!(ids, expected(0..6_000));
     })
     .await;
 }

@@ -124,21 +124,19 @@ impl Spill {
         if out.is_empty() {
             return Ok(appended);
         }
-        if self.file.is_none() {
-            self.file = Some(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.path)?,
-            );
-        }
-        if let Some(file) = self.file.as_mut() {
-            if let Err(e) = file.write_all(&out).and_then(|()| file.sync_data()) {
-                // A part of the batch may be on disk: cut back to the lines we know of, so
-                // the file never holds a half line.
-                let _ = file.set_len(self.len);
-                return Err(e);
-            }
+        let file = match self.file.take() {
+            Some(file) => file,
+            None => OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?,
+        };
+        let file = self.file.insert(file);
+        if let Err(e) = file.write_all(&out).and_then(|()| file.sync_data()) {
+            // A part of the batch may be on disk: cut back to the lines we know of, so the
+            // file never holds a half line.
+            let _ = file.set_len(self.len);
+            return Err(e);
         }
         self.len += out.len() as u64;
         Ok(appended)
