@@ -22,6 +22,7 @@ mod auction;
 mod ledger;
 mod line;
 mod notice;
+pub mod reconcile;
 
 pub use auction::{AuctionRecord, BidLine, Blocks, Call, DealSummary, ImpSummary, Inventory, Win};
 pub use ledger::{LedgerEvent, LedgerRecord};
