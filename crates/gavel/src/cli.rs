@@ -66,6 +66,12 @@ pub enum Command {
     CheckConfig(CheckConfigArgs),
     /// A bidder fleet's shared Redis ledger: create it (once, audited), or show its state.
     Ledger(LedgerArgs),
+    /// Check the exchange's books against the bidders': wins against ledger charges, the
+    /// price each bidder was told against what it charged, notices lost, duplicated or refused.
+    ///
+    /// Exits 0 when the books agree within the tolerance, 1 on a mismatch beyond it, 2 when a
+    /// record file cannot be read (naming the file and line).
+    Reconcile(ReconcileArgs),
     /// Benchmark tool: a bare HTTP server, the ceiling and floor the exchange is measured by.
     ///
     /// Without `--bidders`, it reads each body and answers 204: the request-response ceiling of
@@ -124,6 +130,34 @@ pub enum LedgerAction {
         #[arg(long)]
         config: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// Record files (`*.ndjson`, `*.ndjson.gz`) or directories of them: the exchange's and
+    /// the bidders', together or apart.
+    // The lead wires a second source here: `--nats URL --stream NAME` (then PATHS are optional).
+    #[arg(required = true, value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+    /// Wins an audited bidder may leave uncharged, per million of its wins.
+    #[arg(long, value_name = "PPM", default_value_t = 0,
+        value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub tolerance_ppm: u32,
+    /// Wins an audited bidder may leave uncharged, however few its wins (a bidder passes
+    /// within either limit).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub tolerance: u64,
+    /// A bidder whose books must be checked: without ledger records joined to its wins it
+    /// fails the reconcile (others without any are listed and pass). Repeatable.
+    #[arg(long = "require-bidder", value_name = "NAME")]
+    pub require_bidders: Vec<String>,
+    /// A charge for an auction these records do not hold (another exchange's, or outside the
+    /// window read) fails the reconcile instead of being counted apart.
+    #[arg(long)]
+    pub fail_unknown_auctions: bool,
+    /// Print the report as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -42,19 +42,21 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async { tokio::spawn(commands::run(cli.command)).await });
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        // `gavel load`'s verdicts: a status of their own, one line per reason.
-        Ok(Err(e)) => match e.downcast_ref::<commands::load::verdict::Failed>() {
-            Some(failed) => {
+        // A status of its own: `gavel load`'s verdicts (one line per reason), and commands
+        // that printed their own verdict (`gavel reconcile`).
+        Ok(Err(e)) => {
+            if let Some(failed) = e.downcast_ref::<commands::load::verdict::Failed>() {
                 for reason in &failed.reasons {
                     eprintln!("gavel: {reason}");
                 }
-                ExitCode::from(failed.code)
+                return ExitCode::from(failed.code);
             }
-            None => {
-                eprintln!("gavel: {e:#}");
-                ExitCode::FAILURE
+            if let Some(exit) = e.downcast_ref::<commands::Exit>() {
+                return ExitCode::from(exit.0);
             }
-        },
+            eprintln!("gavel: {e:#}");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("gavel: internal error: {e}");
             ExitCode::FAILURE

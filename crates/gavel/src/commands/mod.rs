@@ -9,6 +9,7 @@ mod edge;
 mod exchange;
 mod ledger;
 pub mod load;
+pub mod reconcile;
 mod replay;
 mod sim;
 
@@ -26,8 +27,22 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Ledger(args) => ledger::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
         Command::Replay(args) => replay::run(args).await,
+        Command::Reconcile(args) => reconcile::run(args).await,
     }
 }
+
+/// A command's verdict as its exit status, when it is not plain success or failure
+/// (`gavel reconcile`: 1 on a mismatch, 2 on a read error). The command has already said why.
+#[derive(Debug)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 /// Runs `reload` each time the process gets SIGHUP (one at a time), for as long as it runs.
 pub(crate) fn on_hangup<F, Fut>(mut reload: F)
