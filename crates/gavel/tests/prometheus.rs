@@ -243,6 +243,7 @@ async fn load(fleet: &Fleet) {
         warmup_rate: None,
         check: ResponseCheck::None,
         authorization: Some(format!("Bearer {SELLER_KEY}")),
+        http: loadgen::HttpOptions::default(),
     };
     let corpus = Arc::new(Corpus::generated(SEED, 1000, TMAX_MS));
     let report = loadgen::run(&spec, corpus).await.unwrap();
