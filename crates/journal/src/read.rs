@@ -50,6 +50,18 @@ pub fn record_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| is_record_file(p))
                 .collect();
+            // A plain file beside its completed `.gz` is one being completed right now: the
+            // `.gz` holds the same records.
+            let completed: std::collections::HashSet<PathBuf> = found
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "gz"))
+                .cloned()
+                .collect();
+            found.retain(|p| {
+                let mut gz = p.clone().into_os_string();
+                gz.push(".gz");
+                !completed.contains(&PathBuf::from(gz))
+            });
             found.sort();
             files.extend(found);
         } else {

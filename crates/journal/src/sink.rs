@@ -31,6 +31,17 @@ pub enum SinkError {
 /// published and acknowledged, or spilled to disk to be sent later) or fails naming why.
 pub trait Sink: Send + 'static {
     fn write(&mut self, lines: &[Line]) -> impl Future<Output = Result<(), SinkError>> + Send;
-    /// Makes what was written durable; called at shutdown and when the queue runs dry.
+    /// Makes what was written durable; called when the queue runs dry.
     fn flush(&mut self) -> impl Future<Output = Result<(), SinkError>> + Send;
+    /// Called about once a second while the writer waits for records, for work that is due
+    /// with time rather than writes (the file sink completes a file past its age). By default,
+    /// nothing.
+    fn tick(&mut self) -> impl Future<Output = Result<(), SinkError>> + Send {
+        async { Ok(()) }
+    }
+    /// Called once, last, at shutdown (under the shutdown deadline): makes everything durable
+    /// and finishes work in flight (the file sink completes its file). By default, `flush`.
+    fn close(&mut self) -> impl Future<Output = Result<(), SinkError>> + Send {
+        self.flush()
+    }
 }
