@@ -85,6 +85,7 @@ fn render_metrics(state: &State) -> String {
     crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));
     state.door.admission().render("gavel_bidder", &mut text);
     state.connections.render("gavel_bidder", &mut text);
+    state.journal.render(&mut text);
     crate::campaign_metrics::render(
         &mut text,
         &state.snapshot.load(),

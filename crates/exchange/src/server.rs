@@ -114,6 +114,7 @@ pub(crate) fn render_metrics(state: &State) -> String {
     let mut text = state.metrics.render();
     state.door.admission().render("gavel_exchange", &mut text);
     state.connections.render("gavel_exchange", &mut text);
+    state.journal.render(&mut text);
     text
 }
 

@@ -69,8 +69,6 @@ pub enum StartError {
     Config(#[from] settings::ConfigError),
     #[error("records sink: {0}")]
     Sink(#[from] SinkError),
-    #[error("records.sink = \"{0}\" is not available in this build")]
-    NotBuilt(&'static str),
 }
 
 /// The handle the request path writes through: cheap to clone, never blocks.
@@ -181,7 +179,9 @@ pub async fn start(
             )
             .await?,
         ),
-        SinkKind::Nats => return Err(StartError::NotBuilt("nats")),
+        SinkKind::Nats => AnySink::Nats(
+            nats::NatsSink::connect(config, format!("gavel.records.{}", server.name())).await?,
+        ),
     };
     Ok(start_with(sink, config.queue, metrics, node))
 }

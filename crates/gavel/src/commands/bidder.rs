@@ -35,7 +35,19 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {} (admin_listen)", config.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?;
     let backend = format!("{:?}", config.ledger.backend).to_lowercase();
-    let bidder = Bidder::start(config).await?;
+    // Without a node name, the process id keeps two bidders' record files apart.
+    let node = config
+        .node
+        .clone()
+        .unwrap_or_else(|| format!("bidder-{}", std::process::id()));
+    let (journal, records) = super::records_sink::start(
+        &config.records,
+        Some(&args.config),
+        journal::Server::Bidder,
+        &node,
+    )
+    .await?;
+    let bidder = Bidder::start_with_journal(config, journal).await?;
     // The campaign file is followed, and SIGHUP reloads it too.
     bidder.watch();
     let on_hup = bidder.clone();
@@ -65,6 +77,7 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
     let _ = admin_task.await;
     // Requests are over: hand leased budget back so other instances can spend it now.
     bidder.shutdown().await;
+    super::records_sink::flush(records).await;
     // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.
     let _ = writeln!(std::io::stdout(), "gavel bidder stopped");
     Ok(())

@@ -46,7 +46,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await
     .context("starting the simulated bidders")?;
 
-    let real_bidder = DemoBidder::start(args.duration, stopped(stop_rx.clone())).await?;
+    let mut real_bidder = DemoBidder::start(args.duration, stopped(stop_rx.clone())).await?;
 
     // In flight at once ~ rate x tmax; give every bidder room for twice that.
     let in_flight = (args.rate * f64::from(args.tmax) / 1000.0).ceil() as u32;
@@ -65,10 +65,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
          [deadline]\ndefault_tmax_ms = {tmax}\nmax_tmax_ms = {tmax}\n\
          [notices]\nfire_lurl = true\nallow_private_addresses = true\n\
          [privacy]\ngvl_file = {gvl_file:?}\n\n\
+         [records]\nsink = \"file\"\ndir = {records:?}\n\n\
          [[sellers]]\nname = \"demo-load\"\nkey_file = {key_file:?}\nbill_on_win = true\n\n\
          {bidders}\n{real}gvl_vendor_id = 16\n",
         key_file = seller_key_file.display().to_string(),
         gvl_file = gvl_file.display().to_string(),
+        records = real_bidder.records_dir().display().to_string(),
         tmax = args.tmax,
         bidders = fleet.exchange_bidders_toml_as(per_bidder, Some(1)),
         real = real_bidder.exchange_toml(per_bidder),
@@ -80,7 +82,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         listener.local_addr()?,
         exchange::AUCTION_PATH
     );
-    let exchange = Exchange::new(config);
+    let (journal, records) =
+        super::records_sink::start(&config.config.records, None, journal::Server::Exchange, "demo")
+            .await?;
+    let exchange = Exchange::with_journal(config, journal);
     let server = tokio::spawn({
         let (exchange, stop) = (exchange.clone(), stopped(stop_rx.clone()));
         async move { exchange.serve(listener, stop).await }
@@ -118,13 +123,36 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     let _ = server.await;
     let books = exchange.report();
+    // The books closed: every notice answered, then every record written, then read back.
+    exchange.flush_notices(Duration::from_secs(5)).await;
+    super::records_sink::flush(records).await;
+    real_bidder.flush_records().await;
+    let reconciled = reconcile(&real_bidder.records_dir());
 
     print!(
         "{}",
         render(&args, &report, &books, &sim_stats, real_notices)
     );
     print!("{campaigns}");
+    print!("{reconciled}");
     Ok(())
+}
+
+/// `gavel reconcile` over the demo's records: the exchange's books against the real bidder's.
+fn reconcile(dir: &std::path::Path) -> String {
+    let read = super::reconcile::reconcile_files(&[dir.to_owned()]);
+    match read {
+        Ok((reconciler, stats)) => {
+            let report = reconciler.finish(&records::reconcile::Tolerance::default());
+            format!(
+                "Records: {} written and read back ({} files); reconcile: {}\n",
+                stats.records,
+                stats.files,
+                super::reconcile::verdict_line(&report)
+            )
+        }
+        Err(e) => format!("Records could not be read back: {e}\n"),
+    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {

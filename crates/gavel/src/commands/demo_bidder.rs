@@ -29,6 +29,8 @@ pub struct DemoBidder {
     pub bidder: Bidder,
     pub endpoint: String,
     dir: PathBuf,
+    /// Its ledger records' writer, flushed by [`DemoBidder::flush_records`].
+    records: Option<journal::Writer>,
 }
 
 impl Drop for DemoBidder {
@@ -129,13 +131,18 @@ impl DemoBidder {
              [ledger]\nreservation_ttl_ms = 2000\nreservation_grace_ms = 1000\n\
              [pacing]\ncontrol_interval_ms = 250\n\
              [admission]\nmax_busy_ms = 0\n[security]\nnotice_key_file = {:?}\n\
-             price_key_file = {:?}\nrequire_price_token = true\n",
+             price_key_file = {:?}\nrequire_price_token = true\n\
+             [records]\nsink = \"file\"\ndir = {:?}\n",
             dir.join("campaigns.json").display().to_string(),
             key_file.display().to_string(),
             price_key.display().to_string(),
+            dir.join("records").display().to_string(),
         ))
         .context("the demo bidder's configuration")?;
-        let bidder = Bidder::start(config)
+        let (journal, records) =
+            super::records_sink::start(&config.records, None, journal::Server::Bidder, "demo")
+                .await?;
+        let bidder = Bidder::start_with_journal(config, journal)
             .await
             .context("starting the demo bidder")?;
         let server = bidder.clone();
@@ -144,7 +151,20 @@ impl DemoBidder {
             endpoint: format!("http://{addr}{}", bidder::BID_PATH),
             bidder,
             dir,
+            records: Some(records),
         })
+    }
+
+    /// Where the demo's records go: the bidder's and the exchange's.
+    pub fn records_dir(&self) -> PathBuf {
+        self.dir.join("records")
+    }
+
+    /// Writes the bidder's queued ledger records (once every notice has been answered).
+    pub async fn flush_records(&mut self) {
+        if let Some(writer) = self.records.take() {
+            super::records_sink::flush(writer).await;
+        }
     }
 
     /// A fresh random seller key, written (owner-only) beside the bidder's files, which are

@@ -47,7 +47,14 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {admin_listen} (admin_listen)"))?;
     let admin_addr = admin_listener.local_addr()?;
     let bidders = validated.config.bidders.len();
-    let exchange = Exchange::new(validated);
+    let (journal, records) = super::records_sink::start(
+        &validated.config.records,
+        validated.source.as_deref(),
+        journal::Server::Exchange,
+        &validated.config.node,
+    )
+    .await?;
+    let exchange = Exchange::with_journal(validated, journal);
     let admin = exchange.admin()?;
     // The bidder list follows the file: on every change, and on SIGHUP.
     exchange.watch();
@@ -84,6 +91,8 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     if unsent > 0 {
         tracing::warn!(unsent, "notices still unsent at exit");
     }
+    // Every auction and notice has its record queued by now.
+    super::records_sink::flush(records).await;
     // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.
     let _ = writeln!(std::io::stdout(), "gavel exchange stopped");
     Ok(())

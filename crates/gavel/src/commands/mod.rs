@@ -10,6 +10,7 @@ mod exchange;
 mod ledger;
 pub mod load;
 pub mod reconcile;
+mod records_sink;
 mod replay;
 mod sim;
 
