@@ -163,7 +163,39 @@ impl FileSink {
         self.completing.retain(|t| !t.is_finished());
     }
 
-    /// Completes the current file if it is past its age.
+    /// Writes `lines` to `current` on the blocking pool; it stays current unless it may now
+    /// end in part of a record.
+    async fn append(&mut self, current: Current, lines: &[Line]) -> Result<(), SinkError> {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        for line in lines {
+            buf.extend_from_slice(&line.bytes);
+            buf.push(b'\n');
+        }
+        let (current, buf, written) = tokio::task::spawn_blocking(move || {
+            let mut current = current;
+            let written = append(&mut current, &buf);
+            (current, buf, written)
+        })
+        .await
+        .map_err(|e| lost_task("writing a record file", &e))?;
+        self.buf = buf;
+        let what = format!("writing {}", current.path.display());
+        self.current = Some(current);
+        match written {
+            Ok(()) => Ok(()),
+            Err(Failed { source, cut_back }) => {
+                if !cut_back {
+                    // Never written again; completed now (a reader skips a last line cut
+                    // short).
+                    self.complete_current();
+                }
+                Err(SinkError::Io { what, source })
+            }
+        }
+    }
+
+    /// Completes the current file if it is past its size or age.
     fn complete_if_old(&mut self) {
         if let Some(c) = &self.current
             && self
@@ -178,54 +210,35 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
+    /// Writes `lines` in order, completing a file as soon as it reaches its size (a batch may
+    /// span files). A failure fails the whole call, though lines before it may be in a file:
+    /// counted as dropped, they are read back all the same.
     async fn write(&mut self, lines: &[Line]) -> Result<(), SinkError> {
-        if lines.is_empty() {
-            return Ok(());
+        let mut rest = lines;
+        while !rest.is_empty() {
+            self.complete_if_old();
+            let current = match self.current.take() {
+                Some(c) => c,
+                None => self.open_next().await?,
+            };
+            // The lines that fit before the file reaches its size; at least one.
+            let room = self.config.limits.max_bytes.saturating_sub(current.len);
+            let mut size = 0u64;
+            let fit = rest
+                .iter()
+                .take_while(|l| {
+                    let fits = size < room;
+                    size += l.bytes.len() as u64 + 1;
+                    fits
+                })
+                .count()
+                .max(1);
+            let (now, later) = rest.split_at(fit.min(rest.len()));
+            rest = later;
+            self.append(current, now).await?;
+            self.complete_if_old();
         }
-        self.complete_if_old();
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        for line in lines {
-            buf.extend_from_slice(&line.bytes);
-            buf.push(b'\n');
-        }
-        let current = match self.current.take() {
-            Some(c) => c,
-            None => match self.open_next().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.buf = buf;
-                    return Err(e);
-                }
-            },
-        };
-        let (current, buf, written) = tokio::task::spawn_blocking(move || {
-            let mut current = current;
-            let written = append(&mut current, &buf);
-            (current, buf, written)
-        })
-        .await
-        .map_err(|e| lost_task("writing a record file", &e))?;
-        self.buf = buf;
-        match written {
-            Ok(()) => {
-                self.current = Some(current);
-                self.complete_if_old();
-                Ok(())
-            }
-            Err(Failed { source, cut_back }) => {
-                let what = format!("writing {}", current.path.display());
-                if cut_back {
-                    self.current = Some(current);
-                } else {
-                    // It may end in part of a record: never written again, completed now (a
-                    // reader skips a last line cut short).
-                    self.current = Some(current);
-                    self.complete_current();
-                }
-                Err(SinkError::Io { what, source })
-            }
-        }
+        Ok(())
     }
 
     /// Nothing waits in memory between batches: every batch is in the OS when `write` returns.

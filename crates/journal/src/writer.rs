@@ -146,12 +146,51 @@ impl<S: Sink> Task<S> {
     }
 }
 
+/// The shutdown signal: `Some(deadline)` once it came. A sink that stalls (a slow disk) must
+/// not hold shutdown past its deadline, so every sink call is raced against it.
+struct Stop {
+    signal: oneshot::Receiver<Instant>,
+    deadline: Option<Instant>,
+}
+
+impl Stop {
+    /// Waits for the signal (once; after it, never ready again).
+    async fn came(&mut self) -> Instant {
+        match self.deadline {
+            Some(_) => std::future::pending().await,
+            None => {
+                // The writer dropped without a shutdown: drain for a while all the same.
+                let d = (&mut self.signal)
+                    .await
+                    .unwrap_or_else(|_| Instant::now() + DROPPED_GRACE);
+                self.deadline = Some(d);
+                d
+            }
+        }
+    }
+
+    /// Runs `work`; once the shutdown signal has come, only until its deadline (`None`: the
+    /// deadline passed first).
+    async fn bound<F: Future>(&mut self, work: F) -> Option<F::Output> {
+        let mut work = std::pin::pin!(work);
+        if self.deadline.is_none() {
+            tokio::select! {
+                biased;
+                out = &mut work => return Some(out),
+                _ = self.came() => {}
+            }
+        }
+        let deadline = self.deadline?;
+        timeout_at(deadline, work).await.ok()
+    }
+}
+
 /// Runs the writer until `stop` brings the shutdown deadline; returns how many records it
 /// could not write at shutdown.
 pub async fn run<S: Sink>(
     sink: S,
     mut queue: mpsc::Receiver<Record>,
-    mut stop: oneshot::Receiver<Instant>,
+    stop: oneshot::Receiver<Instant>,
     instance: String,
     metrics: Arc<Metrics>,
 ) -> u64 {
@@ -161,32 +200,46 @@ pub async fn run<S: Sink>(
         metrics,
         health: Health::default(),
     };
+    let mut stop = Stop {
+        signal: stop,
+        deadline: None,
+    };
+    let mut lost = 0;
     let mut batch = Vec::with_capacity(BATCH);
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let deadline = loop {
+        if let Some(deadline) = stop.deadline {
+            break deadline;
+        }
         tokio::select! {
             biased;
-            deadline = &mut stop => break deadline.unwrap_or_else(|_| Instant::now() + DROPPED_GRACE),
+            deadline = stop.came() => break deadline,
             _ = tick.tick() => {
-                let r = task.sink.tick().await;
-                task.sink_result("the sink's timed work", r);
+                if let Some(r) = stop.bound(task.sink.tick()).await {
+                    task.sink_result("the sink's timed work", r);
+                }
             }
             n = queue.recv_many(&mut batch, BATCH) => {
                 if n == 0 {
                     // Every journal handle is gone: nothing more can come.
                     break Instant::now() + DROPPED_GRACE;
                 }
-                task.write(&batch).await;
+                if stop.bound(task.write(&batch)).await.is_none() {
+                    // Shutdown came and the sink did not take the batch by its deadline.
+                    task.metrics.dropped.add(DropReason::Shutdown, n as u64);
+                    lost += n as u64;
+                }
                 batch.clear();
-                if queue.is_empty() {
-                    let r = task.sink.flush().await;
+                if queue.is_empty()
+                    && let Some(r) = stop.bound(task.sink.flush()).await
+                {
                     task.sink_result("flushing records", r);
                 }
             }
         }
     };
-    drain(task, queue, batch, deadline).await
+    lost + drain(task, queue, batch, deadline).await
 }
 
 /// Closes the queue and writes what it holds until `deadline`; then closes the sink. Returns
