@@ -1,5 +1,6 @@
 //! The file sink end to end: a journal writing real files in a temp directory, read back with
 //! `read::read_paths`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -679,7 +679,11 @@ fn replay_picks_the_winners_and_prices_the_live_settle_picked() {
         record.bids = recorded.bids;
         record.wins = recorded.wins;
         let replayed = replay(&record, &rules).unwrap();
-        assert!(replayed.changes.is_empty(), "{:?}\n{record:?}", replayed.changes);
+        assert!(
+            replayed.changes.is_empty(),
+            "{:?}\n{record:?}",
+            replayed.changes
+        );
         assert_eq!(replayed.kept.len(), record.wins.len(), "{record:?}");
         sold += record.wins.len();
     }

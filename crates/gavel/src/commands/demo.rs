@@ -82,9 +82,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         listener.local_addr()?,
         exchange::AUCTION_PATH
     );
-    let (journal, records) =
-        super::records_sink::start(&config.config.records, None, journal::Server::Exchange, "demo")
-            .await?;
+    let (journal, records) = super::records_sink::start(
+        &config.config.records,
+        None,
+        journal::Server::Exchange,
+        "demo",
+    )
+    .await?;
     let exchange = Exchange::with_journal(config, journal);
     let server = tokio::spawn({
         let (exchange, stop) = (exchange.clone(), stopped(stop_rx.clone()));
