@@ -1,6 +1,6 @@
 //! The queue and the writer over test sinks: what the request path sees when the writer is
 //! behind, what shutdown does, and the ids the writer gives.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

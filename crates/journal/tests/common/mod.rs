@@ -1,5 +1,5 @@
 //! Records to write and ways to look at what was written, shared by the tests and the bench.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
