@@ -5,7 +5,9 @@
 //! - the exchange's books equal what every bidder was told, to the micro;
 //! - the real bidder charged every win exactly once (the billing notice after it charged nothing);
 //! - no campaign was ever over budget, and the small one spent its budget;
-//! - nothing stays reserved.
+//! - nothing stays reserved;
+//! - both sides' records (`[records]`, rotating files) reconcile: every win of the real
+//!   bidder charged once at the price it was told, no mismatch of any kind.
 //!
 //! The simulated bidders put their markup in the bid. A bidder whose markup is fetched from its
 //! win notice counts a win when the fetch reaches it, even if the exchange then drops the bid
@@ -114,7 +116,8 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
     let config = dir.file(
         "bidder.toml",
         &format!(
-            "campaigns = \"campaigns.json\"\nnode = \"money\"\n{}{ledger}{memory_ttl}",
+            "campaigns = \"campaigns.json\"\nnode = \"money\"\n{}{ledger}{memory_ttl}\
+             [records]\nsink = \"file\"\ndir = \"records\"\n",
             testkit::secrets::security_toml(dir.path())
         ),
     );
@@ -159,7 +162,15 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
         listener.local_addr().unwrap(),
         exchange::AUCTION_PATH
     );
-    let exchange = Exchange::new(config);
+    let records = journal::Config {
+        sink: journal::SinkKind::File,
+        dir: dir.join("records").display().to_string(),
+        ..journal::Config::default()
+    };
+    let (journal, writer) = journal::start(&records, journal::Server::Exchange, "money")
+        .await
+        .unwrap();
+    let exchange = Exchange::with_journal(config, journal);
     let server = tokio::spawn({
         let (exchange, stop) = (exchange.clone(), stopped(stop_rx.clone()));
         async move { exchange.serve(listener, stop).await }
@@ -303,6 +314,51 @@ async fn money_loop(redis: Option<&RedisServer>, redis_mode: &str) {
     }
     let _ = stop_tx.send(true);
     server.await.unwrap();
+    // The bidder flushed its ledger records when it stopped; the exchange's now.
+    let lost = writer
+        .shutdown(tokio::time::Instant::now() + Duration::from_secs(10))
+        .await;
+    assert_eq!(lost, 0, "exchange records not written");
+    check_records(&dir.join("records"), real, &books);
+}
+
+/// Both sides' records reconcile: the real bidder audited, each of its wins charged once at
+/// the price it was told; the simulated bidders (no ledger) listed, not audited.
+fn check_records(dir: &std::path::Path, real: &BidderReport, books: &ExchangeReport) {
+    let mut reconciler = records::reconcile::Reconciler::new();
+    let stats = journal::read::read_paths(&[dir.to_owned()], |r| reconciler.add(&r)).unwrap();
+    let report = reconciler.finish(&records::reconcile::Tolerance::default());
+    assert!(
+        report.verdict().is_ok(),
+        "{:?}\n{report:?}",
+        report.verdict()
+    );
+    // Every auction that ran has its record; those answered at once for lack of time have none.
+    assert_eq!(
+        report.seen.auctions,
+        books.sold + books.no_bid - books.no_time_left,
+        "{report:?}"
+    );
+    let gavel = report
+        .bidders
+        .iter()
+        .find(|b| b.bidder == "gavel-bidder")
+        .unwrap_or_else(|| panic!("no gavel-bidder in {report:?}"));
+    assert!(gavel.audited, "{gavel:?}");
+    assert_eq!(
+        (gavel.books.won, gavel.books.charged),
+        (real.wins, real.wins),
+        "{gavel:?}"
+    );
+    assert_eq!(gavel.books.told_micros, i128::from(real.cleared.micros()));
+    assert_eq!(gavel.books.charged_nanos, i128::from(real.cleared.micros()));
+    for sim in report.bidders.iter().filter(|b| b.bidder != "gavel-bidder") {
+        assert!(!sim.audited, "{sim:?}");
+    }
+    eprintln!(
+        "records: {} read from {} files; gavel-bidder {} won, {} charged",
+        stats.records, stats.files, gavel.books.won, gavel.books.charged
+    );
 }
 
 /// The real bidder's side of the books against the exchange's.
