@@ -94,3 +94,38 @@ impl Metrics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_server_renders_its_own_families() {
+        for (server, other) in [
+            (Server::Exchange, "gavel_bidder_"),
+            (Server::Bidder, "gavel_exchange_"),
+        ] {
+            let m = Metrics::new(server);
+            m.dropped.inc(DropReason::SinkError);
+            let mut out = String::new();
+            m.render(&mut out);
+            let s = server.name();
+            for family in [
+                format!("gavel_{s}_records_written_total counter"),
+                format!("gavel_{s}_records_dropped_total counter"),
+                format!("gavel_{s}_records_queue_depth gauge"),
+                format!("gavel_{s}_record_bytes_total counter"),
+                format!("gavel_{s}_record_files_completed_total counter"),
+            ] {
+                assert!(
+                    out.contains(&format!("# TYPE {family}\n")),
+                    "{family}\n{out}"
+                );
+            }
+            assert!(out.contains(&format!(
+                "gavel_{s}_records_dropped_total{{reason=\"sink_error\"}} 1\n"
+            )));
+            assert!(!out.contains(other), "{out}");
+        }
+    }
+}
