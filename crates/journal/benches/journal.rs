@@ -101,6 +101,18 @@ fn benches(c: &mut Criterion) {
         });
     });
 
+    // The writer's whole cost without a sink's: queued, taken, encoded, dropped.
+    group.bench_function("to_discard", |b| {
+        b.iter_custom(|iters| {
+            let metrics = Arc::new(Metrics::new(Server::Exchange));
+            let _guard = rt.enter();
+            let (journal, writer) = journal::start_with(Discard, CHUNK as usize, metrics, "n1");
+            let total = feed(&rt, &journal, &record, iters);
+            rt.block_on(writer.shutdown(tokio::time::Instant::now() + Duration::from_secs(60)));
+            total
+        });
+    });
+
     // The whole way: queued, encoded, written to a file (64 MB files, compressed beside the
     // writer). Timed from the first record queued to the last written.
     let dir = testkit::TempDir::new("journal-bench");
@@ -114,30 +126,42 @@ fn benches(c: &mut Criterion) {
                 },
                 CHUNK as usize,
             ));
-            let metrics = journal.metrics().unwrap();
-            let mut total = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(CHUNK);
-                left -= n;
-                let batch: Vec<_> = (0..n).map(|_| record.clone()).collect();
-                let target = metrics.written.get() + n;
-                let start = Instant::now();
-                for r in batch {
-                    journal.record(r);
-                }
-                rt.block_on(async {
-                    while metrics.written.get() < target {
-                        tokio::time::sleep(Duration::from_micros(50)).await;
-                    }
-                });
-                total += start.elapsed();
-            }
+            let total = feed(&rt, &journal, &record, iters);
             rt.block_on(writer.shutdown(tokio::time::Instant::now() + Duration::from_secs(60)));
             total
         });
     });
     group.finish();
+}
+
+/// Queues `iters` copies of `record` in chunks and waits for each chunk to be written; the
+/// time from each chunk's first record queued to its last written (the copies not timed).
+fn feed(
+    rt: &tokio::runtime::Runtime,
+    journal: &journal::Journal,
+    record: &records::Record,
+    iters: u64,
+) -> Duration {
+    let metrics = journal.metrics().unwrap();
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        left -= n;
+        let batch: Vec<_> = (0..n).map(|_| record.clone()).collect();
+        let target = metrics.written.get() + n;
+        let start = Instant::now();
+        for r in batch {
+            journal.record(r);
+        }
+        rt.block_on(async {
+            while metrics.written.get() < target {
+                tokio::time::sleep(Duration::from_micros(50)).await;
+            }
+        });
+        total += start.elapsed();
+    }
+    total
 }
 
 criterion_group! {

@@ -179,6 +179,26 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_file_beside_its_completed_gz_is_read_once() {
+        // The file sink removes the plain file just after the rename: a reader in between
+        // sees both.
+        let dir = temp_dir("both");
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        writeln!(gz, "{NOTICE}").unwrap();
+        std::fs::write(dir.join("r-0001.ndjson.gz"), gz.finish().unwrap()).unwrap();
+        std::fs::write(dir.join("r-0001.ndjson"), format!("{NOTICE}\n")).unwrap();
+        let stats = read_paths(std::slice::from_ref(&dir), |_| {}).unwrap();
+        assert_eq!(
+            stats,
+            ReadStats {
+                files: 1,
+                records: 1
+            }
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_bad_line_is_named_by_file_and_line() {
         let dir = temp_dir("bad");
         let path = dir.join("r.ndjson");
