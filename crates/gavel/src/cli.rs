@@ -136,9 +136,20 @@ pub enum LedgerAction {
 pub struct ReconcileArgs {
     /// Record files (`*.ndjson`, `*.ndjson.gz`) or directories of them: the exchange's and
     /// the bidders', together or apart.
-    // The lead wires a second source here: `--nats URL --stream NAME` (then PATHS are optional).
-    #[arg(required = true, value_name = "PATHS")]
+    #[arg(required_unless_present = "nats", value_name = "PATHS")]
     pub paths: Vec<PathBuf>,
+    /// Also read the records of a NATS JetStream stream (`records.sink = "nats"`), from its
+    /// first message to its last at the time of the call, after the files.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// The stream `--nats` reads (`records.nats_stream`).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "GAVEL_RECORDS",
+        requires = "nats"
+    )]
+    pub stream: String,
     /// Wins an audited bidder may leave uncharged, per million of its wins.
     #[arg(long, value_name = "PPM", default_value_t = 0,
         value_parser = clap::value_parser!(u32).range(0..=1_000_000))]

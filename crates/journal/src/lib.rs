@@ -179,9 +179,12 @@ pub async fn start(
             )
             .await?,
         ),
-        SinkKind::Nats => AnySink::Nats(
-            nats::NatsSink::connect(config, format!("gavel.records.{}", server.name())).await?,
-        ),
+        SinkKind::Nats => {
+            let subject = format!("gavel.records.{}", server.name());
+            let sink = nats::NatsSink::connect(config, subject).await?;
+            metrics.watch_nats(sink.handle());
+            AnySink::Nats(sink)
+        }
     };
     Ok(start_with(sink, config.queue, metrics, node))
 }

@@ -2,9 +2,12 @@
 //! `gavel_bidder_records_*`), declared once with `telemetry`'s primitives and rendered into the
 //! server's `/metrics`.
 
+use std::sync::OnceLock;
+
 use telemetry::{Counter, Counters, Gauge, Render};
 
 use crate::Server;
+use crate::nats::NatsHandle;
 
 telemetry::labelled_counters! {
     /// Why a record was not written: `queue_full`, the request path outran the writer (a slow
@@ -29,6 +32,12 @@ pub struct Metrics {
     /// Encoded bytes written (the newline between records not counted).
     pub bytes: Counter,
     pub files_completed: Counter,
+    /// NATS sink only: records spilled to disk while the server was away, replayed from the
+    /// spill since, and the bytes waiting in it (read from the sink when rendered).
+    pub spilled: Counter,
+    pub replayed: Counter,
+    pub spill_bytes: Gauge,
+    nats: OnceLock<NatsHandle>,
 }
 
 /// The names of one server's families, in `Metrics` field order.
@@ -38,6 +47,9 @@ struct Names {
     queue_depth: &'static str,
     bytes: &'static str,
     files_completed: &'static str,
+    spilled: &'static str,
+    replayed: &'static str,
+    spill_bytes: &'static str,
 }
 
 const EXCHANGE: Names = Names {
@@ -46,6 +58,9 @@ const EXCHANGE: Names = Names {
     queue_depth: "gavel_exchange_records_queue_depth",
     bytes: "gavel_exchange_record_bytes_total",
     files_completed: "gavel_exchange_record_files_completed_total",
+    spilled: "gavel_exchange_records_spilled_total",
+    replayed: "gavel_exchange_records_replayed_total",
+    spill_bytes: "gavel_exchange_records_spill_bytes",
 };
 
 const BIDDER: Names = Names {
@@ -54,6 +69,9 @@ const BIDDER: Names = Names {
     queue_depth: "gavel_bidder_records_queue_depth",
     bytes: "gavel_bidder_record_bytes_total",
     files_completed: "gavel_bidder_record_files_completed_total",
+    spilled: "gavel_bidder_records_spilled_total",
+    replayed: "gavel_bidder_records_replayed_total",
+    spill_bytes: "gavel_bidder_records_spill_bytes",
 };
 
 impl Metrics {
@@ -78,7 +96,22 @@ impl Metrics {
                 n.files_completed,
                 "Record files completed (compressed, never written again).",
             ),
+            spilled: Counter::new(
+                n.spilled,
+                "Records spilled to disk while the NATS server was away or slow to acknowledge.",
+            ),
+            replayed: Counter::new(
+                n.replayed,
+                "Records published from the spill once the NATS server was back.",
+            ),
+            spill_bytes: Gauge::new(n.spill_bytes, "Bytes in the spill waiting to be replayed."),
+            nats: OnceLock::new(),
         }
+    }
+
+    /// The NATS sink these metrics report the spill of.
+    pub(crate) fn watch_nats(&self, handle: NatsHandle) {
+        let _ = self.nats.set(handle);
     }
 
     /// Every family, in the order `/metrics` shows them.
@@ -91,6 +124,19 @@ impl Metrics {
             &self.files_completed,
         ] {
             metric.render(out);
+        }
+        if let Some(nats) = self.nats.get() {
+            let stats = nats.stats();
+            self.spilled.set(stats.spilled);
+            self.replayed.set(stats.replayed);
+            self.spill_bytes.set(stats.spill_bytes);
+            for metric in [
+                &self.spilled as &dyn Render,
+                &self.replayed,
+                &self.spill_bytes,
+            ] {
+                metric.render(out);
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `gavel reconcile PATHS...`: reads the exchange's and the bidders' records, joins them
+//! `gavel reconcile [PATHS...] [--nats URL]`: reads the exchange's and the bidders' records
+//! (files, a NATS JetStream stream, or both), joins them
 //! (`records::reconcile`, pure) and prints the books per bidder and campaign with the verdict.
 //! Exit status: 0 within the tolerance, 1 on a mismatch beyond it, 2 on a read error.
 //! [`summary`] and [`verdict_line`] are the printing, for `gavel demo` to end with.
@@ -23,17 +24,24 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
         require_bidders: args.require_bidders,
         unknown_auction_fails: args.fail_unknown_auctions,
     };
-    // The record source. The lead wires `--nats URL --stream NAME` here: the NATS helper's
-    // `read_stream` feeding the same `Reconciler::add`, alone or after the files.
     let paths = args.paths;
     let read = tokio::task::spawn_blocking(move || reconcile_files(&paths)).await?;
-    let (reconciler, stats) = match read {
+    let (mut reconciler, mut stats) = match read {
         Ok(read) => read,
         Err(e) => {
             eprintln!("gavel reconcile: {e}");
             return Err(Exit(2).into());
         }
     };
+    if let Some(url) = &args.nats {
+        match journal::nats::read_stream(url, &args.stream, |r| reconciler.add(&r)).await {
+            Ok(read) => stats.records += read.records,
+            Err(e) => {
+                eprintln!("gavel reconcile: {url} stream {}: {e}", args.stream);
+                return Err(Exit(2).into());
+            }
+        }
+    }
     let report = reconciler.finish(&tolerance);
     let text = if args.json {
         let failures: Vec<String> = match report.verdict() {

@@ -95,6 +95,25 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(std::io::Error::other(format!("spill task failed: {e}"))))
 }
 
+/// Reads a [`NatsSink`]'s figures.
+#[derive(Debug, Clone)]
+pub struct NatsHandle(Arc<Shared>);
+
+impl NatsHandle {
+    /// What the sink has done since it started.
+    pub fn stats(&self) -> NatsStats {
+        let c = &self.0.counters;
+        NatsStats {
+            published: c.published.load(Relaxed),
+            duplicates: c.duplicates.load(Relaxed),
+            spilled: c.spilled.load(Relaxed),
+            replayed: c.replayed.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+            spill_bytes: self.0.lock().pending_bytes(),
+        }
+    }
+}
+
 /// The NATS JetStream [`Sink`].
 #[derive(Debug)]
 pub struct NatsSink {
@@ -161,15 +180,13 @@ impl NatsSink {
 
     /// What the sink has done since it started.
     pub fn stats(&self) -> NatsStats {
-        let c = &self.shared.counters;
-        NatsStats {
-            published: c.published.load(Relaxed),
-            duplicates: c.duplicates.load(Relaxed),
-            spilled: c.spilled.load(Relaxed),
-            replayed: c.replayed.load(Relaxed),
-            dropped: c.dropped.load(Relaxed),
-            spill_bytes: self.shared.lock().pending_bytes(),
-        }
+        self.handle().stats()
+    }
+
+    /// A handle that reads [`NatsSink::stats`] from elsewhere (the server's `/metrics`) while
+    /// the writer task owns the sink.
+    pub fn handle(&self) -> NatsHandle {
+        NatsHandle(Arc::clone(&self.shared))
     }
 
     fn state(&self) -> State {
