@@ -41,6 +41,8 @@ TARGETS = {
     "consent_gpp": (GAVEL, None, 4096),
     # Past the 16 KiB TC string limit, so that the refusal of a longer string is reached.
     "consent_tcf": (GAVEL, None, 17408),
+    # Auction records at fan-out 10 are about 3 KB; well past that, short of the 1 MiB limit.
+    "records_line": (GAVEL, None, 16384),
 }
 
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/(\S+)")

@@ -6,7 +6,7 @@
 set -eu
 cd "$(dirname "$0")"
 root=..
-targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml consent_gpp consent_tcf"
+targets="notice_params exchange_config bidder_config campaigns_json campaigns_toml consent_gpp consent_tcf records_line"
 for t in $targets; do mkdir -p "corpus/$t"; done
 
 # put TARGET NAME: stdin to corpus/TARGET/seed-NAME-<hash>, skipped when empty.
@@ -126,3 +126,8 @@ put consent_tcf gvl < "$root/crates/consent/fixtures/gvl/small.json"
 for t in $targets; do
     echo "$t: $(ls "corpus/$t" | wc -l) inputs"
 done
+
+# Record lines: one of each kind, as the exchange and the bidder write them.
+printf '%s' '{"kind":"auction","v":1,"id":"x-1","request_id":"r","at_ms":1764000000000,"seller":"pub","outcome":"bid","currency":"USD","floor_permille":1000,"imps":[{"id":"1","media":"banner","floor_micros":500000,"deals":[{"id":"d","floor_micros":900000,"at":3,"wseat":["s"]}]}],"calls":[{"bidder":"a","outcome":"bid","took_us":1250,"privacy":["ids_removed"]},{"bidder":"b","outcome":"skipped","skip":"privacy","not_called":"no_consent"}],"bids":[{"bidder":"a","id":"b1","imp":"1","price_micros":2000000,"cur":"EUR","converted_micros":2160000,"adomain":["a.example"],"cat":["IAB1"],"status":"won"},{"bidder":"a","id":"b2","imp":"1","price_micros":1,"status":"no_markup","excluded":true}],"wins":[{"imp":"1","bidder":"a","bid":"b1","rule":"second_price","cleared_micros":510000,"charged_micros":472222,"cur":"EUR","billing_by":"exchange"}]}' | put records_line auction
+printf '%s' '{"kind":"notice","v":1,"auction":"x-1","bidder":"a","notice":"billing","outcome":"sent","at_ms":1,"imp":"1","bid":"b1","price_micros":472222,"status":204,"attempts":1}' | put records_line notice
+printf '%s' '{"kind":"ledger","v":1,"event":"commit","at_ms":2,"node":"n","reservation":"b1","auction":"x-1","imp":"1","campaign":"c","amount_nanos":472222,"notice":"billing","outcome":"charged"}' | put records_line ledger
