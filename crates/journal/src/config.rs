@@ -98,3 +98,95 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each bad value is refused naming its key; the defaults and each sink's own settings pass.
+    #[test]
+    fn every_bad_value_is_refused_by_its_key() {
+        let ok = Config::default();
+        assert!(ok.validate().is_ok());
+        let bad = [
+            (
+                "records.queue",
+                Config {
+                    queue: 0,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.queue",
+                Config {
+                    queue: MAX_QUEUE + 1,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.max_file_mb",
+                Config {
+                    max_file_mb: 0,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.max_file_age_s",
+                Config {
+                    max_file_age_s: 0,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.dir",
+                Config {
+                    sink: SinkKind::File,
+                    dir: String::new(),
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.nats_url",
+                Config {
+                    sink: SinkKind::Nats,
+                    nats_url: "http://127.0.0.1:4222".to_owned(),
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.spill_dir",
+                Config {
+                    sink: SinkKind::Nats,
+                    spill_dir: String::new(),
+                    ..Config::default()
+                },
+            ),
+        ];
+        for (key, config) in bad {
+            let err = config.validate().expect_err(key).to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+        for sink in [SinkKind::File, SinkKind::Nats] {
+            assert!(
+                Config {
+                    sink,
+                    ..Config::default()
+                }
+                .validate()
+                .is_ok()
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_or_sink_is_refused() {
+        let parse = |text: &str| toml::from_str::<Config>(text).map_err(|e| e.to_string());
+        assert!(parse("sink = \"file\"\ndir = \"r\"").is_ok());
+        assert!(parse("sink = \"kafka\"").unwrap_err().contains("kafka"));
+        assert!(
+            parse("directory = \"r\"")
+                .unwrap_err()
+                .contains("directory")
+        );
+    }
+}
