@@ -182,7 +182,7 @@ async fn auction(
         seller,
         &admitted,
         settlement,
-        ids.request_id.clone(),
+        ids.request_id,
         &auction_id,
     )
     .await;
@@ -209,7 +209,7 @@ async fn auction(
             roster.get(b).map_or("", |b| b.name.as_str())
         });
         if debug {
-            with_debug(&mut ended.response, &ids.request_id, &record);
+            with_debug(&mut ended.response, &record);
         }
         if state.journal.is_on() {
             state.journal.record(Record::Auction(Box::new(record)));
@@ -239,28 +239,21 @@ fn wants_debug(request: &BidRequest, seller: &Seller) -> bool {
 /// Puts the auction's record in the answer's `ext.debug`, as Prebid Server's debug does: every
 /// bidder's outcome and latency, every bid and why it lost. A no-bid becomes a 200 with no
 /// seatbid, so the detail has somewhere to go.
-fn with_debug(response: &mut Answer, request_id: &str, record: &records::AuctionRecord) {
-    let Ok(debug) = serde_json::to_string(record) else {
-        return;
-    };
-    let body = response.body().clone();
-    let bytes = http_body_util::BodyExt::collect(body);
+fn with_debug(response: &mut Answer, record: &records::AuctionRecord) {
     // `Full` is ready at once: its data is taken without waiting.
-    let bytes = futures_util::FutureExt::now_or_never(bytes)
-        .and_then(Result::ok)
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let mut out = Vec::with_capacity(bytes.len() + debug.len() + 64);
-    match bytes.strip_suffix(b"}") {
+    let answer = futures_util::FutureExt::now_or_never(http_body_util::BodyExt::collect(
+        response.body().clone(),
+    ))
+    .and_then(Result::ok)
+    .map(|c| c.to_bytes())
+    .unwrap_or_default();
+    let mut out = Vec::with_capacity(answer.len() + 4096);
+    match answer.strip_suffix(b"}") {
         // The seller's answer is built here and has no `ext` of its own.
         Some(open) if response.status() == StatusCode::OK => out.extend_from_slice(open),
         _ => {
             out.extend_from_slice(b"{\"id\":");
-            out.extend_from_slice(
-                serde_json::to_string(request_id)
-                    .unwrap_or_default()
-                    .as_bytes(),
-            );
+            let _ = serde_json::to_writer(&mut out, &record.request_id);
             out.extend_from_slice(b",\"seatbid\":[]");
             *response.status_mut() = StatusCode::OK;
             response.headers_mut().insert(
@@ -270,7 +263,9 @@ fn with_debug(response: &mut Answer, request_id: &str, record: &records::Auction
         }
     }
     out.extend_from_slice(b",\"ext\":{\"debug\":");
-    out.extend_from_slice(debug.as_bytes());
+    if serde_json::to_writer(&mut out, record).is_err() {
+        return;
+    }
     out.extend_from_slice(b"}}");
     response.headers_mut().remove(header::CONTENT_LENGTH);
     *response.body_mut() = Full::new(Bytes::from(out));

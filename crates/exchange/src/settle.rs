@@ -291,21 +291,12 @@ fn win_line(
             cand.seat.to_owned()
         },
         deal: cand.deal_id.filter(|d| !d.is_empty()).map(str::to_owned),
-        rule: price_rule_label(winner.price_rule).into(),
+        rule: winner.price_rule.label().into(),
         cleared_micros: winner.clearing_price.micros(),
         charged_micros: in_bid_currency(ctx, winner.clearing_price, source.currency).micros(),
         cur: other.then(|| source.currency.to_owned()),
         billing_by: None,
         dropped: None,
-    }
-}
-
-/// A price rule as records and replays name it.
-pub fn price_rule_label(rule: PriceRule) -> &'static str {
-    match rule {
-        PriceRule::FirstPrice => "first_price",
-        PriceRule::SecondPrice => "second_price",
-        PriceRule::FixedPrice => "fixed_price",
     }
 }
 
