@@ -8,7 +8,7 @@ and site domains."""
 import json, os, random, shutil, socket, subprocess, tempfile, time
 
 from overload import TMAX_MS, WARMUP_S, Target, delta, run_levels
-from procs import LOAD_CORE, SERVER_CORE, Proc, free_port, scrape, settle
+from procs import GAVEL, LOAD_CORE, SERVER_CORE, Proc, free_port, scrape, settle
 
 SLO_MS = 5
 COUNTRIES = ["USA", "USA", "USA", "GBR", "CAN", "DEU", "FRA", "AUS", "BRA", "IND", "JPN", "ESP",
@@ -100,6 +100,10 @@ def variant(name, n, label, ledger, args, capacity, signed=True):
     with tempfile.TemporaryDirectory() as d:
         # The gate off: its shed answers are 204s, which the capacity search would count.
         config, port, _ = write_config(d, n, ledger, "off", signed)
+        if 'backend = "redis' in ledger:
+            # A start never creates a ledger: the operator's act, as in production.
+            subprocess.run([GAVEL, "ledger", "create", "--config", config], check=True,
+                           capture_output=True, timeout=60)
         print(f"{name}: gavel bidder with {n} campaigns on core 0", flush=True)
         with Proc(["bidder", "--config", config], SERVER_CORE, ready="listening", timeout=120) as b:
             url = f"http://127.0.0.1:{port}/openrtb2/bid"
@@ -157,7 +161,7 @@ def run_bidder(args, ctx, capacity):
     try:
         runs["redis-lease-10k"] = variant(
             "redis-lease-10k", 10_000, "redis, leases of 5.0 (redis-server on core 1)",
-            f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\ncreate_if_missing = true\nlease_chunk = 5.0',
+            f'backend = "redis"\nredis_url = "redis://127.0.0.1:{redis.port}"\nlease_chunk = 5.0',
             args, capacity)
     finally:
         redis.stop()
