@@ -1,0 +1,27 @@
+//! Configuration pushed to a fleet: a NATS JetStream key-value bucket that every exchange (its
+//! bidder roster and seller list) or every bidder (its campaign set) follows, and the push
+//! that writes it (`gavel config push`).
+//!
+//! Why NATS KV: the journal already speaks NATS; a key's revisions number every push (the
+//! version a node serves, for free), the bucket keeps a history, and a watch pushes each change
+//! to every node; config traffic stays off the budget Redis. This crate carries bytes and
+//! revisions: what a document means, and whether it is valid, is the server's
+//! (`exchange::fleet_doc`, `bidder::fleet_doc`), through the reload path it already has.
+//!
+//! - [`config`]: the `[fleet]` section.
+//! - [`connect`]: the NATS connection (token, CA) and the bucket.
+//! - [`follow`]: the task that hands each new revision to the server.
+//! - [`push`]: `gavel config push|show`.
+//! - [`version`]: which configuration a server serves (`source`, `revision`, `applied_at`).
+
+pub mod config;
+pub mod connect;
+pub mod follow;
+pub mod push;
+pub mod version;
+
+pub use config::FleetSection;
+pub use connect::FleetError;
+pub use follow::{Change, follow};
+pub use push::{MAX_DOCUMENT_BYTES, Shown, push, show};
+pub use version::{ConfigVersion, Pushed, Served, Source, digest};
