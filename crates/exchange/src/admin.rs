@@ -2,7 +2,7 @@
 //!
 //! | endpoint | does |
 //! | --- | --- |
-//! | `GET /admin/bidders` | the roster: each bidder's endpoint, whether the file enables it, whether an operator paused it, its breaker state and trips |
+//! | `GET /admin/bidders` | the roster: each bidder's endpoint, whether the file enables it, whether an operator paused it, its breaker state and trips; and `config`, the version serving (`source` file or nats, `revision`, `applied_at`) |
 //! | `POST /admin/bidders/{name}/disable` | stop calling it (kept across reloads until enabled); audited |
 //! | `POST /admin/bidders/{name}/enable` | call it again; audited |
 //! | `POST /admin/reload` | reload the configuration file now (as SIGHUP); audited |
@@ -93,7 +93,8 @@ impl ExchangeAdmin {
         match (req.method(), path) {
             (&Method::GET, "/admin/bidders") => json(
                 StatusCode::OK,
-                json!({ "bidders": roster(state) }).to_string(),
+                json!({ "bidders": roster(state), "config": state.metrics.served.version() })
+                    .to_string(),
             ),
             (_, "/admin/bidders") => method_not_allowed("GET"),
             (&Method::POST, "/admin/reload") => self.reload(&caller).await,

@@ -106,6 +106,10 @@ pub struct Config {
     /// Where the auction and notice records go (docs/records.md). Default: nowhere.
     #[serde(default)]
     pub records: journal::Config,
+    /// Follow a bidder roster and seller list pushed to a NATS key-value bucket
+    /// (docs/fleet.md). Default: none, the file's lists serve.
+    #[serde(default)]
+    pub fleet: Option<fleet::FleetSection>,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -464,10 +468,26 @@ impl Config {
     /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`; files it
     /// names (seller keys, the admin token) are relative to its directory.
     pub fn load(path: &Path) -> Result<Validated, ConfigError> {
-        let mut config = Config::parse(&settings::read_bounded(path, MAX_CONFIG_BYTES)?)?;
+        Config::load_with(path, |config| config)
+    }
+
+    /// [`Config::load`], the file's configuration passed through `edit` before it is
+    /// validated: a fleet node puts the pushed bidders and sellers in place of the file's
+    /// (`fleet_doc`).
+    pub fn load_with(
+        path: &Path,
+        edit: impl FnOnce(Config) -> Config,
+    ) -> Result<Validated, ConfigError> {
+        let mut config = edit(Config::parse(&settings::read_bounded(
+            path,
+            MAX_CONFIG_BYTES,
+        )?)?);
         let dir = path.parent();
         if let Some(dir) = dir {
             config.security.resolve_paths(dir);
+            if let Some(fleet) = &mut config.fleet {
+                fleet.resolve_paths(dir);
+            }
         }
         let mut validated = config.validate_in(dir)?;
         validated.source = Some(path.to_owned());
@@ -531,6 +551,9 @@ impl Config {
         self.admission.validate()?;
         self.breaker.validate()?;
         self.records.validate()?;
+        if let Some(fleet) = &self.fleet {
+            fleet.validate()?;
+        }
         let n = &self.notices;
         if n.timeout_ms == 0 || n.timeout_ms > 60_000 {
             return Err(invalid("notices.timeout_ms", "must be 1..=60000"));

@@ -22,6 +22,7 @@ mod count;
 pub mod currency_config;
 pub mod enrich;
 pub mod fanout;
+pub mod fleet_doc;
 pub mod intake;
 pub mod markup_cache;
 pub mod metrics;

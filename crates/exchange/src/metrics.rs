@@ -187,6 +187,13 @@ pub struct Metrics {
     pub unauthorized: Counters<KeyRefusal>,
     /// Configuration reloads by outcome (the reason, when refused).
     pub config_reloads: Counters<ReloadOutcome>,
+    /// Which configuration serves (the file, or the fleet bucket's revision): what the
+    /// reload path records and `config_version` shows at scrape time.
+    pub served: Arc<fleet::Served>,
+    /// `gavel_exchange_config_version{source}`, set from `served` when rendered.
+    config_version: Gauge,
+    /// Pushed documents refused (the configuration in force kept serving).
+    pub config_push_refused: Counter,
     /// Request fields repaired before validation, by field (`validate::repair`'s labels).
     pub repairs: Tally,
     /// Imps dropped past `auction.max_imps`.
@@ -272,6 +279,15 @@ impl Metrics {
                 "gavel_exchange_config_reloads_total",
                 "Configuration reloads: applied, or refused (the last good configuration stays) and why.",
                 "outcome",
+            ),
+            served: Arc::new(fleet::Served::from_file(units::Timestamp::now())),
+            config_version: Gauge::new(
+                "gavel_exchange_config_version",
+                "The configuration version served: the fleet bucket's revision (source=\"nats\"), or how many times the file was applied (source=\"file\").",
+            ),
+            config_push_refused: Counter::new(
+                "gavel_exchange_config_push_refused_total",
+                "Documents pushed to the fleet bucket and refused: the configuration in force kept serving.",
             ),
             repairs: Tally::new(
                 "gavel_exchange_request_repairs_total",
@@ -387,6 +403,12 @@ impl Metrics {
         }
         self.render_sellers(o);
         self.config_reloads.render(o);
+        let version = self.served.version();
+        self.config_version.set(version.revision);
+        self.config_version.header(o);
+        self.config_version
+            .samples(o, &[("source", version.source.label())]);
+        self.config_push_refused.render(o);
         let table = self.bidders.load();
         render_each(
             o,

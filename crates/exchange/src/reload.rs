@@ -12,12 +12,20 @@
 //!
 //! Reloads run when the file changes ([`Exchange::watch`], over `settings::follow`) and when
 //! asked (the binary calls [`Exchange::reload`] on SIGHUP).
+//!
+//! With `[fleet]`, the bidders and sellers may come from a document pushed to a NATS
+//! key-value bucket instead (`fleet_doc`, docs/fleet.md): each new revision is one more reload
+//! through the same path, the pushed lists in place of the file's, refused as a whole
+//! (`gavel_exchange_config_push_refused_total`) or applied as a whole. While a pushed revision
+//! is in force it wins: a change of the file still applies the file's other sections, never
+//! its lists. Deleting the key brings the file's lists back.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::{Config, ConfigError, Validated};
+use crate::fleet_doc::{DEFAULT_KEY, RosterDocument};
 use crate::outcome::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
 use crate::sellers::Sellers;
@@ -104,6 +112,9 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     if running.admin_listen != new.admin_listen {
         sections.push("admin_listen");
     }
+    if running.fleet != new.fleet {
+        sections.push("[fleet]");
+    }
     if running.security != new.security {
         sections.push("[security]");
     }
@@ -119,9 +130,14 @@ pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str>
     sections
 }
 
-/// Reads and validates the file at `path` (blocking: call it off the runtime's threads).
-fn load(path: &Path) -> Result<Validated, ReloadError> {
-    Config::load(path).map_err(|e| match e {
+/// Reads and validates the file at `path`, with a pushed document's bidders and sellers in
+/// place of the file's when given (blocking: call it off the runtime's threads).
+fn load(path: &Path, pushed: Option<&RosterDocument>) -> Result<Validated, ReloadError> {
+    Config::load_with(path, |config| match pushed {
+        Some(doc) => doc.over(config),
+        None => config,
+    })
+    .map_err(|e| match e {
         ConfigError::Read(e) => ReloadError::Unreadable(e),
         e => ReloadError::Invalid {
             path: path.display().to_string(),
@@ -130,26 +146,93 @@ fn load(path: &Path) -> Result<Validated, ReloadError> {
     })
 }
 
+/// Where a reload takes the bidders and sellers from.
+#[derive(Debug, Clone)]
+enum Lists {
+    /// The pushed revision in force, if any, else the file's (a file change, SIGHUP).
+    InForce,
+    /// A new revision from the fleet bucket.
+    Pushed(fleet::Pushed),
+    /// The file's: the bucket's key was removed.
+    File,
+}
+
+/// What a reload validates: the file (or, for an exchange built from text, the configuration
+/// it runs), with `pushed`'s lists in place of its own. Blocking.
+fn load_lists(
+    source: Option<&Path>,
+    running: &Config,
+    pushed: Option<(u64, &RosterDocument)>,
+) -> Result<Validated, ReloadError> {
+    match (source, pushed) {
+        (Some(path), pushed) => load(path, pushed.map(|(_, doc)| doc)),
+        (None, Some((revision, doc))) => {
+            doc.over(running.clone())
+                .validate()
+                .map_err(|e| ReloadError::Invalid {
+                    path: format!("fleet revision {revision}"),
+                    reason: e.to_string(),
+                })
+        }
+        (None, None) => running
+            .clone()
+            .validate()
+            .map_err(|e| ReloadError::Invalid {
+                path: "the running configuration".to_owned(),
+                reason: e.to_string(),
+            }),
+    }
+}
+
 impl Exchange {
     /// Reloads the bidder list from the file the configuration was loaded from (what SIGHUP
     /// does); on any error the last good configuration keeps serving.
     pub async fn reload(&self) -> Result<ReloadReport, ReloadError> {
-        match &self.state.config.source {
-            Some(path) => reload(&self.state, path).await,
-            None => Err(ReloadError::NoFile),
+        if self.state.config.source.is_none() && self.state.metrics.served.pushed().is_none() {
+            return Err(ReloadError::NoFile);
         }
+        reload(&self.state, Lists::InForce, None).await
     }
 
     /// Reloads the bidder list from the configuration file at `path`; on any error the last
     /// good configuration keeps serving.
     pub async fn reload_from(&self, path: &Path) -> Result<ReloadReport, ReloadError> {
-        reload(&self.state, path).await
+        reload(&self.state, Lists::InForce, Some(path)).await
+    }
+
+    /// Applies a change of the fleet bucket's key (what the `[fleet]` follower hands over):
+    /// a pushed document's bidders and sellers in place of the file's, or the file's again
+    /// when the key was removed. On any error the configuration in force keeps serving.
+    pub async fn apply_pushed(&self, change: fleet::Change) -> Result<ReloadReport, ReloadError> {
+        match change {
+            fleet::Change::Put(pushed) => reload(&self.state, Lists::Pushed(pushed), None).await,
+            fleet::Change::Removed { revision } => {
+                tracing::warn!(
+                    revision,
+                    "the fleet key was removed: the file's bidders and sellers serve again"
+                );
+                reload(&self.state, Lists::File, None).await
+            }
+        }
     }
 
     /// Follows the file the configuration was loaded from, and the key files it names,
     /// reloading on each change, until the exchange is dropped. Does nothing for a
     /// configuration built from text.
+    /// With `[fleet]`, also follows the bucket's key (`exchange.roster` unless `fleet.key`
+    /// says otherwise), from NATS whenever it is there.
     pub fn watch(&self) {
+        if let Some(section) = &self.state.config.config.fleet {
+            fleet::follow(
+                Arc::downgrade(&self.state),
+                section.clone(),
+                section.key_or(DEFAULT_KEY).to_owned(),
+                "gavel-exchange",
+                |state, change| async move {
+                    let _ = Exchange { state }.apply_pushed(change).await;
+                },
+            );
+        }
         if let Some(tls) = &self.state.config.listener_tls {
             http_front::ServerTls::watch(tls);
         }
@@ -168,12 +251,49 @@ impl Exchange {
     }
 }
 
-async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError> {
+/// One reload: `path` in place of the file the configuration came from, when given.
+async fn reload(
+    state: &State,
+    lists: Lists,
+    path: Option<&Path>,
+) -> Result<ReloadReport, ReloadError> {
     let _one_at_a_time = state.reload_lock.lock().await;
-    let owned = path.to_owned();
+    let served = &state.metrics.served;
+    let pushed = match &lists {
+        Lists::InForce => served.pushed(),
+        Lists::Pushed(p) => Some(p.clone()),
+        Lists::File => None,
+    };
+    let source = path
+        .map(Path::to_path_buf)
+        .or_else(|| state.config.source.clone());
+    let origin = match (&lists, &source) {
+        (Lists::Pushed(p), _) => format!("fleet revision {}", p.revision),
+        (_, Some(path)) => path.display().to_string(),
+        (_, None) => "the running configuration".to_owned(),
+    };
+    let doc = match &pushed {
+        None => None,
+        Some(p) => match RosterDocument::parse(&p.value) {
+            Ok(doc) => Some((p.revision, doc)),
+            Err(e) => {
+                let e = ReloadError::Invalid {
+                    path: format!("fleet revision {}", p.revision),
+                    reason: e.to_string(),
+                };
+                return Err(refused(state, &lists, &origin, e));
+            }
+        },
+    };
+    let running = state.config.config.clone();
     // Loading looks hosts up, and so do the warnings: both off the runtime's threads.
     let loaded = match tokio::task::spawn_blocking(move || {
-        load(&owned).inspect(|v| {
+        load_lists(
+            source.as_deref(),
+            &running,
+            doc.as_ref().map(|(r, d)| (*r, d)),
+        )
+        .inspect(|v| {
             for w in crate::warnings::warnings(v) {
                 tracing::warn!("{w}");
             }
@@ -183,24 +303,30 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
     {
         Ok(result) => result,
         Err(e) => Err(ReloadError::Unreadable(settings::ReadError::Io {
-            path: path.display().to_string(),
+            path: origin.clone(),
             reason: format!("loading stopped: {e}"),
         })),
     };
     let validated = match loaded {
         Ok(v) => v,
-        Err(e) => {
-            state.metrics.config_reloads.inc(e.outcome());
-            tracing::error!(file = %path.display(), reason = e.outcome().label(), error = %e, "configuration refused; the last good configuration keeps serving");
-            return Err(e);
-        }
+        Err(e) => return Err(refused(state, &lists, &origin, e)),
     };
     let report = apply(state, &validated);
     state.watched.store(Arc::new(validated.watched_files()));
     state.metrics.config_reloads.inc(ReloadOutcome::Applied);
+    let now = units::Timestamp::now();
+    match (lists, &pushed) {
+        (Lists::Pushed(p), _) => served.push_applied(p, now),
+        (Lists::File, _) | (Lists::InForce, None) => served.file_applied(now),
+        (Lists::InForce, Some(p)) => tracing::info!(
+            revision = p.revision,
+            "fleet revision {} is in force and wins over the file: the file's other sections were applied, its [[bidders]] and [[sellers]] were not",
+            p.revision
+        ),
+    }
     let b = &report.bidders;
     tracing::info!(
-        file = %path.display(),
+        from = %origin,
         added = ?b.added,
         removed = ?b.removed,
         changed = ?b.changed,
@@ -211,6 +337,18 @@ async fn reload(state: &State, path: &Path) -> Result<ReloadReport, ReloadError>
         tracing::warn!(sections = ?report.restart_needed, "these sections changed; they take effect at the next restart");
     }
     Ok(report)
+}
+
+/// Counts and logs a refused reload; the error, to return.
+fn refused(state: &State, lists: &Lists, origin: &str, e: ReloadError) -> ReloadError {
+    state.metrics.config_reloads.inc(e.outcome());
+    if matches!(lists, Lists::Pushed(_)) {
+        state.metrics.config_push_refused.inc();
+        tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "pushed configuration refused; the configuration in force keeps serving");
+    } else {
+        tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "configuration refused; the last good configuration keeps serving");
+    }
+    e
 }
 
 fn apply(state: &State, new: &Validated) -> ReloadReport {
@@ -267,16 +405,16 @@ mod tests {
     fn unreadable_and_invalid_files_say_why() {
         let dir = std::env::temp_dir().join(format!("gavel-reload-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let missing = load(&dir.join("missing.toml")).unwrap_err();
+        let missing = load(&dir.join("missing.toml"), None).unwrap_err();
         assert_eq!(missing.outcome(), ReloadOutcome::Unreadable);
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "[[bidders]]\nname = \"a\"\nendpoint = \"ftp://x/\"\n").unwrap();
-        let e = load(&bad).unwrap_err();
+        let e = load(&bad, None).unwrap_err();
         assert_eq!(e.outcome(), ReloadOutcome::Invalid);
         assert!(e.to_string().contains("bidders[0].endpoint"), "{e}");
         let huge = dir.join("huge.toml");
         std::fs::write(&huge, vec![b'#'; crate::config::MAX_CONFIG_BYTES + 1]).unwrap();
-        assert!(load(&huge).unwrap_err().to_string().contains("limit"));
+        assert!(load(&huge, None).unwrap_err().to_string().contains("limit"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

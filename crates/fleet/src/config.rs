@@ -74,7 +74,10 @@ impl FleetSection {
 
     /// Files named relative to the configuration file's directory `dir`.
     pub fn resolve_paths(&mut self, dir: &Path) {
-        for path in [&mut self.ca_file, &mut self.token_file].into_iter().flatten() {
+        for path in [&mut self.ca_file, &mut self.token_file]
+            .into_iter()
+            .flatten()
+        {
             *path = settings::relative_to(Some(dir), path);
         }
     }
@@ -193,7 +196,11 @@ mod tests {
         assert_eq!(s.bucket, DEFAULT_BUCKET);
         assert_eq!(s.key_or("exchange.roster"), "exchange.roster");
         assert_eq!(s.resync(), Duration::from_secs(2));
-        assert!(parse("nats_url = \"nats://n\"\nkeys = \"x\"").unwrap_err().contains("keys"));
+        assert!(
+            parse("nats_url = \"nats://n\"\nkeys = \"x\"")
+                .unwrap_err()
+                .contains("keys")
+        );
         assert!(parse("bucket = \"b\"").unwrap_err().contains("nats_url"));
     }
 }

@@ -40,8 +40,9 @@ pub enum Patience {
 /// The token `[fleet]` names: `token_file`, else [`TOKEN_ENV`], else none. Blocking (reads a
 /// small file).
 fn token(section: &FleetSection) -> Result<Option<String>, FleetError> {
-    let secret = settings::load_secret("fleet.token_file", section.token_file.as_deref(), TOKEN_ENV)
-        .map_err(|e| FleetError::Token(e.to_string()))?;
+    let secret =
+        settings::load_secret("fleet.token_file", section.token_file.as_deref(), TOKEN_ENV)
+            .map_err(|e| FleetError::Token(e.to_string()))?;
     secret
         .map(|s| {
             String::from_utf8(s.expose().to_vec())

@@ -94,9 +94,7 @@ where
         section: &FleetSection,
         key: &str,
     ) -> Result<(), String> {
-        let store = open(js, &section.bucket)
-            .await
-            .map_err(|e| e.to_string())?;
+        let store = open(js, &section.bucket).await.map_err(|e| e.to_string())?;
         let mut watch = store
             .watch(key)
             .await

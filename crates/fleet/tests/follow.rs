@@ -72,16 +72,25 @@ async fn pushes_reach_every_follower_once_in_order() {
     let nats = NatsServer::start().await;
     let s = section(nats.url());
     assert!(show(&s, "test.key").await.is_err(), "no bucket yet");
-    let first = push(&s, "test.key", Bytes::from_static(b"one")).await.unwrap();
+    let first = push(&s, "test.key", Bytes::from_static(b"one"))
+        .await
+        .unwrap();
     let nodes: Vec<_> = (0..3).map(|_| start(&s)).collect();
     converge(&nodes, first).await;
-    let second = push(&s, "test.key", Bytes::from_static(b"two")).await.unwrap();
-    let third = push(&s, "test.key", Bytes::from_static(b"three")).await.unwrap();
+    let second = push(&s, "test.key", Bytes::from_static(b"two"))
+        .await
+        .unwrap();
+    let third = push(&s, "test.key", Bytes::from_static(b"three"))
+        .await
+        .unwrap();
     assert!(first < second && second < third);
     converge(&nodes, third).await;
     for node in &nodes {
         let seen = node.revisions();
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order, once: {seen:?}");
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "in order, once: {seen:?}"
+        );
         assert_eq!(
             node.last(),
             Some(Change::Put(Pushed {
@@ -106,7 +115,9 @@ async fn pushes_reach_every_follower_once_in_order() {
 async fn a_follower_outlives_nats_and_starts_without_it() {
     let mut nats = NatsServer::start().await;
     let s = section(nats.url());
-    let first = push(&s, "test.key", Bytes::from_static(b"one")).await.unwrap();
+    let first = push(&s, "test.key", Bytes::from_static(b"one"))
+        .await
+        .unwrap();
     let early = start(&s);
     converge(std::slice::from_ref(&early), first).await;
     nats.kill();
@@ -116,7 +127,9 @@ async fn a_follower_outlives_nats_and_starts_without_it() {
     assert_eq!(late.last(), None);
     nats.restart().await;
     converge(&[early.clone(), late.clone()], first).await;
-    let second = push(&s, "test.key", Bytes::from_static(b"two")).await.unwrap();
+    let second = push(&s, "test.key", Bytes::from_static(b"two"))
+        .await
+        .unwrap();
     converge(&[early.clone(), late.clone()], second).await;
     // A delete is offered as a removal.
     let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
@@ -124,8 +137,15 @@ async fn a_follower_outlives_nats_and_starts_without_it() {
     store.delete("test.key").await.unwrap();
     let until = Instant::now() + Duration::from_secs(15);
     while !matches!(early.last(), Some(Change::Removed { .. })) {
-        assert!(Instant::now() < until, "removal not seen: {:?}", early.last());
+        assert!(
+            Instant::now() < until,
+            "removal not seen: {:?}",
+            early.last()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(early.revisions().iter().filter(|r| **r == second).count(), 1);
+    assert_eq!(
+        early.revisions().iter().filter(|r| **r == second).count(),
+        1
+    );
 }
