@@ -1,7 +1,8 @@
 //! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit), with
 //! `/metrics` (the token only with `security.metrics_need_token`) and `/healthz`:
 //! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
-//! record), `POST /admin/reload` (reload the campaign file now; audited) and
+//! record, and `config`: the set serving, from the file or which fleet revision), `POST
+//! /admin/reload` (reload the campaign file now; audited) and
 //! `POST /admin/ledger/open` (create and open the ledger in a Redis that holds none: a first
 //! start, or the operator's decision after Redis lost its data; audited).
 
@@ -190,6 +191,7 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
         "ledger": state.ledger.kind(),
         "node": state.node,
         "loaded_at_ms": snapshot.loaded_at.millis(),
+        "config": state.metrics.served.version(),
         "campaigns": list,
     });
     json_response(StatusCode::OK, body.to_string())

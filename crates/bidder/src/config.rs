@@ -81,6 +81,10 @@ pub struct BidderConfig {
     /// What `/metrics` shows per campaign.
     #[serde(default)]
     pub metrics: MetricsSection,
+    /// Follow a campaign set pushed to a NATS key-value bucket (docs/fleet.md). Default:
+    /// none, the campaign file serves.
+    #[serde(default)]
+    pub fleet: Option<fleet::FleetSection>,
 }
 
 /// The `[metrics]` section.
@@ -344,6 +348,9 @@ impl BidderConfig {
             if config.ledger.state_dir.is_none() {
                 config.ledger.state_dir = Some(dir.to_owned());
             }
+            if let Some(fleet) = &mut config.fleet {
+                fleet.resolve_paths(dir);
+            }
         }
         Ok(config)
     }
@@ -364,6 +371,9 @@ impl BidderConfig {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.records.validate()?;
+        if let Some(fleet) = &self.fleet {
+            fleet.validate()?;
+        }
         if let Some(node) = &self.node
             && (node.is_empty()
                 || node.len() > 64

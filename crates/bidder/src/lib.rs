@@ -28,6 +28,7 @@ pub mod campaign_metrics;
 pub mod config;
 mod count;
 mod decision;
+pub mod fleet_doc;
 pub mod ledger_open;
 mod ledger_record;
 pub mod metrics;

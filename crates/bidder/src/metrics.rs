@@ -224,6 +224,13 @@ pub struct Metrics {
     /// Campaigns serving now.
     pub campaigns: Gauge,
     pub decision_latency: Latency,
+    /// Which campaign set serves (the file, or the fleet bucket's revision): what the reload
+    /// path records and `config_version` shows at scrape time.
+    pub served: std::sync::Arc<fleet::Served>,
+    /// `gavel_bidder_config_version{source}`, set from `served` when rendered.
+    config_version: Gauge,
+    /// Campaign sets pushed to the fleet bucket and refused (the set in force kept serving).
+    pub config_push_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -284,6 +291,15 @@ impl Default for Metrics {
             decision_latency: Latency::new(
                 "gavel_bidder_decision_seconds",
                 "Time from reading a request to its answer.",
+            ),
+            served: std::sync::Arc::new(fleet::Served::from_file(units::Timestamp::now())),
+            config_version: Gauge::new(
+                "gavel_bidder_config_version",
+                "The campaign set version served: the fleet bucket's revision (source=\"nats\"), or how many times the file was applied (source=\"file\").",
+            ),
+            config_push_refused: Counter::new(
+                "gavel_bidder_config_push_refused_total",
+                "Campaign sets pushed to the fleet bucket and refused: the set in force kept serving.",
             ),
         }
     }
@@ -373,6 +389,12 @@ impl Metrics {
         ] {
             metric.render(&mut o);
         }
+        let version = self.served.version();
+        self.config_version.set(version.revision);
+        self.config_version.header(&mut o);
+        self.config_version
+            .samples(&mut o, &[("source", version.source.label())]);
+        self.config_push_refused.render(&mut o);
         o
     }
 }

@@ -6,6 +6,12 @@
 //! Reloads run when the file changes (`Bidder::watch`, over `settings::follow`), on
 //! `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload`).
 //!
+//! With `[fleet]`, the campaign set may come from a NATS key-value bucket instead
+//! (`fleet_doc`, docs/fleet.md): each new revision is indexed aside and swapped in the same way,
+//! or refused as a whole (`gavel_bidder_config_push_refused_total`, and the reload failure by
+//! reason). While a pushed revision is in force it wins: a change of the file is logged and
+//! not applied. Deleting the key brings the file back.
+//!
 //! The price keys (`security.price_key_file`) follow the same rules: read again when their
 //! file changes and on SIGHUP or `POST /admin/reload`; a file that fails keeps the keys in
 //! force (`gavel_bidder_price_key_reloads_total{outcome="failed"}`).
@@ -137,8 +143,32 @@ pub(crate) async fn load(
     interval: Duration,
 ) -> Result<Snapshot, LoadError> {
     let path = path.to_owned();
+    build(move || read_set(&path), previous, interval).await
+}
+
+/// [`load`] for a pushed campaign set.
+async fn load_pushed(
+    value: bytes::Bytes,
+    previous: Option<Arc<Snapshot>>,
+    interval: Duration,
+) -> Result<Snapshot, LoadError> {
+    let read = move || {
+        crate::fleet_doc::campaign_set(&value).map_err(|e| LoadError {
+            why: ReloadFailure::of_kind(e.kind()),
+            message: e.to_string(),
+        })
+    };
+    build(read, previous, interval).await
+}
+
+/// Reads a set with `read`, then indexes it and builds its snapshot, on a blocking thread.
+async fn build(
+    read: impl FnOnce() -> Result<CampaignSet, LoadError> + Send + 'static,
+    previous: Option<Arc<Snapshot>>,
+    interval: Duration,
+) -> Result<Snapshot, LoadError> {
     let build = move || {
-        let set = read_set(&path)?;
+        let set = read()?;
         Ok(Snapshot::build(
             set,
             previous.as_deref(),
@@ -156,9 +186,56 @@ pub(crate) async fn load(
 }
 
 /// Reloads the campaign file; returns how many campaigns now serve, or why the last good set
-/// stays.
+/// stays. While a pushed set is in force the file is not applied (the bucket wins).
 pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     let _one_at_a_time = state.reload_lock.lock().await;
+    if let Some(pushed) = state.metrics.served.pushed() {
+        tracing::warn!(
+            file = %state.config.campaigns.display(),
+            revision = pushed.revision,
+            "fleet revision {} is in force and wins over the campaign file: the file was not applied",
+            pushed.revision
+        );
+        return Ok(state.snapshot.load().states.len());
+    }
+    reload_file(state).await
+}
+
+/// Applies a change of the fleet bucket's key (what the `[fleet]` follower hands over): a
+/// pushed campaign set, or the file again when the key was removed. On any error the set in
+/// force keeps serving.
+pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result<usize, String> {
+    let _one_at_a_time = state.reload_lock.lock().await;
+    let pushed = match change {
+        fleet::Change::Put(pushed) => pushed,
+        fleet::Change::Removed { revision } => {
+            tracing::warn!(
+                revision,
+                "the fleet key was removed: the campaign file serves again"
+            );
+            return reload_file(state).await;
+        }
+    };
+    let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
+    let previous = Some(state.snapshot.load_full());
+    let snapshot = match load_pushed(pushed.value.clone(), previous, interval).await {
+        Ok(snapshot) => snapshot,
+        Err(e) => {
+            state.metrics.reload_failed(e.why);
+            state.metrics.config_push_refused.inc();
+            tracing::error!(revision = pushed.revision, error = %e.message, reason = e.why.label(), "pushed campaign set refused; the campaigns in force keep serving");
+            return Err(e.message);
+        }
+    };
+    let revision = pushed.revision;
+    let count = install(state, snapshot).await;
+    state.metrics.served.push_applied(pushed, Timestamp::now());
+    tracing::info!(revision, campaigns = count, "pushed campaign set applied");
+    Ok(count)
+}
+
+/// Reads the campaign file and swaps it in; the caller holds the reload lock.
+async fn reload_file(state: &State) -> Result<usize, String> {
     let path = &state.config.campaigns;
     let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
     let snapshot = match load(path, Some(state.snapshot.load_full()), interval).await {
@@ -169,6 +246,14 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
             return Err(e.message);
         }
     };
+    let count = install(state, snapshot).await;
+    state.metrics.served.file_applied(Timestamp::now());
+    tracing::info!(file = %path.display(), campaigns = count, "campaign file applied");
+    Ok(count)
+}
+
+/// Swaps a validated, indexed set in; how many campaigns now serve.
+async fn install(state: &State, snapshot: Snapshot) -> usize {
     // Budgets first, so that no new campaign bids before the ledger knows its limits. If the
     // ledger cannot be told (Redis down), the new set still serves: its campaigns' reservations
     // are refused until the pacing tick, which retries, gets the limits through.
@@ -180,13 +265,23 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
     state.metrics.campaigns.set(count as u64);
     state.snapshot.store(Arc::new(snapshot));
     state.metrics.reload(ReloadOutcome::Applied);
-    tracing::info!(file = %path.display(), campaigns = count, "campaign file applied");
-    Ok(count)
+    count
 }
 
-/// Follows the campaign file and the price key file, reloading each on its changes, until the
-/// bidder is dropped.
+/// Follows the campaign file and the price key file, reloading each on its changes, and with
+/// `[fleet]` the bucket's key, until the bidder is dropped.
 pub(crate) fn watch(state: &Arc<State>) {
+    if let Some(section) = &state.config.fleet {
+        fleet::follow(
+            Arc::downgrade(state),
+            section.clone(),
+            section.key_or(crate::fleet_doc::DEFAULT_KEY).to_owned(),
+            "gavel-bidder",
+            |state, change| async move {
+                let _ = apply_pushed(&state, change).await;
+            },
+        );
+    }
     let path = state.config.campaigns.clone();
     settings::follow(Arc::downgrade(state), path, |state| async move {
         let _ = reload(&state).await;

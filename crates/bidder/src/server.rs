@@ -40,8 +40,15 @@ impl Bidder {
         crate::reload::reload_price_keys(&self.state).await
     }
 
-    /// Follows the campaign file (and the price key file): reloads on each change, until the
-    /// bidder is dropped.
+    /// Applies a change of the fleet bucket's key (what the `[fleet]` follower started by
+    /// [`Bidder::watch`] hands over): a pushed campaign set, or the file again when the key was
+    /// removed; how many campaigns serve, or why the set in force stays.
+    pub async fn apply_pushed(&self, change: fleet::Change) -> Result<usize, String> {
+        crate::reload::apply_pushed(&self.state, change).await
+    }
+
+    /// Follows the campaign file (and the price key file, and with `[fleet]` the bucket's
+    /// key): reloads on each change, until the bidder is dropped.
     pub fn watch(&self) {
         crate::reload::watch(&self.state);
     }
