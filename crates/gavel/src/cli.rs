@@ -66,6 +66,9 @@ pub enum Command {
     CheckConfig(CheckConfigArgs),
     /// A bidder fleet's shared Redis ledger: create it (once, audited), or show its state.
     Ledger(LedgerArgs),
+    /// Configuration pushed to a fleet over NATS KV (docs/fleet.md): push a roster or a
+    /// campaign set, validated as a server would, or show the revision the bucket holds.
+    Config(ConfigArgs),
     /// Check the exchange's books against the bidders': wins against ledger charges, the
     /// price each bidder was told against what it charged, notices lost, duplicated or refused.
     ///
@@ -99,6 +102,65 @@ pub struct ReplayArgs {
     /// Show at most this many changed auctions; the totals still cover every record.
     #[arg(long)]
     pub limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub action: ConfigAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Validate FILE exactly as the servers of `--kind` would (refused: exit 1, naming the
+    /// problem, nothing pushed), create the bucket if missing (ten revisions kept per key),
+    /// put it, and print the new revision and its digest.
+    Push {
+        #[command(flatten)]
+        target: FleetTarget,
+        /// Validate the roster over this exchange configuration (its sections, its directory
+        /// for seller key files) rather than over the defaults. Exchange only.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// `exchange`: `[[bidders]]` and `[[sellers]]` TOML; `bidder`: a campaign file, JSON
+        /// or TOML.
+        file: PathBuf,
+    },
+    /// Print the latest revision of the key, its digest and size; exit 1 when it holds
+    /// nothing.
+    Show {
+        #[command(flatten)]
+        target: FleetTarget,
+    },
+}
+
+/// The bucket and key `gavel config` works on: the `[fleet]` section's, as flags.
+#[derive(Debug, Args)]
+pub struct FleetTarget {
+    /// NATS server (`fleet.nats_url`).
+    #[arg(long, value_name = "URL", env = "GAVEL_FLEET_NATS")]
+    pub nats: String,
+    /// Key-value bucket (`fleet.bucket`).
+    #[arg(long, value_name = "NAME", default_value = fleet::config::DEFAULT_BUCKET)]
+    pub bucket: String,
+    /// Which servers the document is for; it picks the default key and the validation.
+    #[arg(long, value_enum)]
+    pub kind: FleetKind,
+    /// Key (`fleet.key`). Default `exchange.roster` or `bidder.campaigns` by `--kind`.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// CA certificate (PEM) for a `tls://` server (`fleet.ca_file`).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// File holding the NATS token (`fleet.token_file`); else `GAVEL_FLEET_TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FleetKind {
+    Exchange,
+    Bidder,
 }
 
 #[derive(Debug, Args)]

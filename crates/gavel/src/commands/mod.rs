@@ -3,6 +3,7 @@
 mod baseline;
 mod bidder;
 mod check_config;
+mod config_push;
 mod demo;
 mod demo_bidder;
 mod edge;
@@ -26,6 +27,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(args).await,
         Command::CheckConfig(args) => check_config::run(&args).await,
         Command::Ledger(args) => ledger::run(args).await,
+        Command::Config(args) => config_push::run(args).await,
         Command::Baseline(args) => baseline::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Reconcile(args) => reconcile::run(args).await,

@@ -1,0 +1,146 @@
+//! `gavel config push|show` against a real `nats-server -js`, and a real `gavel exchange`
+//! process following the pushed roster: invalid documents (bad TOML, a bidder with a bad URL,
+//! a section that is not a list, a campaign set that fails validation) are refused before
+//! anything is pushed, naming the problem, exit 1; a good roster is pushed, the process serves
+//! its revision, and `show` prints the same revision and digest.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+use testkit::http::call_as;
+use testkit::secrets::ADMIN_TOKEN;
+use testkit::{NatsServer, TempDir};
+
+/// `gavel config <args>`, run off the runtime's threads.
+async fn gavel_config(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_gavel"))
+            .arg("config")
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn push_args(url: &str, kind: &str, file: &Path) -> Vec<String> {
+    vec![
+        "push".into(),
+        "--nats".into(),
+        url.into(),
+        "--kind".into(),
+        kind.into(),
+        file.display().to_string(),
+    ]
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_documents_are_refused_and_a_good_one_reaches_a_running_exchange() {
+    let nats = NatsServer::start().await;
+    let url = nats.url();
+    let dir = TempDir::new("config-push");
+    let show = |kind: &str| {
+        vec![
+            "show".to_owned(),
+            "--nats".into(),
+            url.clone(),
+            "--kind".into(),
+            kind.into(),
+        ]
+    };
+
+    let refused = [
+        (
+            "exchange",
+            "bad.toml",
+            "[[bidders]\nname = \"b\"\n",
+            "not valid TOML",
+        ),
+        (
+            "exchange",
+            "ftp.toml",
+            "[[bidders]]\nname = \"b\"\nendpoint = \"ftp://127.0.0.1:9/\"\n",
+            "bidders[0].endpoint",
+        ),
+        ("exchange", "node.toml", "node = \"elsewhere\"\n", "node"),
+        (
+            "bidder",
+            "campaigns.json",
+            r#"[{"id": "", "budget": {"total": 1}, "bid": {"cpm": 2},
+                "creatives": [{"id": "cr", "w": 300, "h": 250, "adm": "x"}]}]"#,
+            "campaigns[0].id",
+        ),
+    ];
+    for (kind, name, body, named) in refused {
+        let path = dir.file(name, body);
+        let out = gavel_config(push_args(&url, kind, &path)).await;
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("nothing pushed"), "{name}: {err}");
+        assert!(err.contains(named), "{name} should name {named:?}: {err}");
+    }
+    // Nothing reached the bucket: it does not even exist.
+    let out = gavel_config(show("exchange")).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+
+    // A real exchange process whose file names bidder `a`, following the bucket.
+    let admin = testkit::secrets::admin_toml(dir.path());
+    let config = dir.file(
+        "exchange.toml",
+        &format!(
+            "{admin}open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:9/\"\n\
+             [fleet]\nnats_url = \"{url}\"\nresync_ms = 200\n"
+        ),
+    );
+    let (mut child, _, admin_addr, _lines) =
+        tokio::task::spawn_blocking(move || common::spawn_listening_admin("exchange", &config))
+            .await
+            .unwrap();
+
+    let roster = dir.file(
+        "roster.toml",
+        "[[bidders]]\nname = \"b\"\nendpoint = \"http://127.0.0.1:9/\"\n",
+    );
+    let out = gavel_config(push_args(&url, "exchange", &roster)).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pushed = text(&out.stdout);
+    let first = pushed.lines().next().unwrap().to_owned();
+    let revision: u64 = first
+        .strip_prefix("revision ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no revision in {pushed:?}"));
+    let digest = fleet::digest(&std::fs::read(&roster).unwrap());
+    assert!(first.contains(&digest), "{first}");
+
+    testkit::time::eventually(
+        Duration::from_secs(15),
+        "the exchange process to serve the pushed roster",
+        || async {
+            let (status, body) =
+                call_as(admin_addr, "GET", "/admin/bidders", Some(ADMIN_TOKEN), "").await;
+            let v: Value = serde_json::from_str(&body).unwrap_or_default();
+            status == 200
+                && v["config"]["source"] == "nats"
+                && v["config"]["revision"] == revision
+                && v["bidders"][0]["name"] == "b"
+        },
+    )
+    .await;
+
+    let out = gavel_config(show("exchange")).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().next(), Some(first.as_str()));
+    let _ = child.kill();
+    let _ = child.wait();
+}
