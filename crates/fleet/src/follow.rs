@@ -46,6 +46,9 @@ struct Follower<T, F> {
     apply: F,
     /// The last revision offered (applied or refused): never offered twice.
     seen: Option<u64>,
+    /// The last problem logged: logged again only when it changes, not every `resync_ms`
+    /// while NATS is away; cleared once the bucket answers.
+    last_problem: Option<String>,
 }
 
 impl<T, F, Fut> Follower<T, F>
@@ -102,6 +105,9 @@ where
         if !self.catch_up(&store, key).await? {
             return Ok(());
         }
+        if self.last_problem.take().is_some() {
+            tracing::info!(target: "fleet", bucket = %section.bucket, key, "the bucket answers again");
+        }
         loop {
             let alive = match tokio::time::timeout(section.resync(), watch.next()).await {
                 Ok(Some(Ok(entry))) => self.offer(entry).await,
@@ -136,10 +142,9 @@ where
             owner,
             apply,
             seen: None,
+            last_problem: None,
         };
         let mut js: Option<Context> = None;
-        // Logged when it changes, not every `resync_ms` while NATS is away.
-        let mut last_problem: Option<String> = None;
         while follower.owner.strong_count() > 0 {
             let outcome = match &js {
                 Some(js) => follower.session(js, &section, &key).await,
@@ -154,7 +159,7 @@ where
             match outcome {
                 Ok(()) => return,
                 Err(problem) => {
-                    if last_problem.as_ref() != Some(&problem) {
+                    if follower.last_problem.as_ref() != Some(&problem) {
                         tracing::warn!(
                             target: "fleet",
                             bucket = %section.bucket,
@@ -162,7 +167,7 @@ where
                             "{problem}; the configuration in force keeps serving, trying again every {} ms",
                             section.resync_ms
                         );
-                        last_problem = Some(problem);
+                        follower.last_problem = Some(problem);
                     }
                 }
             }

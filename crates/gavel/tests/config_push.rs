@@ -89,6 +89,36 @@ async fn invalid_documents_are_refused_and_a_good_one_reaches_a_running_exchange
         assert!(err.contains("nothing pushed"), "{name}: {err}");
         assert!(err.contains(named), "{name} should name {named:?}: {err}");
     }
+    // A seller whose key variable is not set here is refused as a node would refuse it.
+    let unset = dir.file(
+        "unset.toml",
+        "[[sellers]]\nname = \"s\"\nkey_env = \"GAVEL_TEST_NEVER_SET_SELLER_KEYS\"\n",
+    );
+    let out = gavel_config(push_args(&url, "exchange", &unset)).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("GAVEL_TEST_NEVER_SET_SELLER_KEYS"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Over a node's file (`--config`): a roster without sellers is refused by a node that is
+    // not open to all sellers, though it passes over the defaults.
+    let closed = dir.file("closed.toml", "node = \"n1\"\n");
+    let no_sellers = dir.file(
+        "no-sellers.toml",
+        "[[bidders]]\nname = \"b\"\nendpoint = \"http://127.0.0.1:9/\"\n",
+    );
+    let mut over = push_args(&url, "exchange", &no_sellers);
+    over.insert(1, "--config".into());
+    over.insert(2, closed.display().to_string());
+    let out = gavel_config(over).await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("closed.toml") && err.contains("sellers"),
+        "{err}"
+    );
+
     // Nothing reached the bucket: it does not even exist.
     let out = gavel_config(show("exchange")).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
