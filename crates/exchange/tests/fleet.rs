@@ -4,7 +4,8 @@
 //! every node while the last good revision serves; NATS killed and restarted with its store,
 //! then a later push still arrives; a node started while NATS is down serves its file and
 //! takes the bucket's revision when NATS is back; while a revision is in force the file's
-//! lists do not override it; removing the key brings the file's lists back.
+//! lists do not override it; removing the key brings the file's lists back. Times from push
+//! to every node serving it are printed (`cargo test -p exchange --test fleet -- --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -120,10 +121,15 @@ async fn three_exchanges_follow_one_roster_through_faults() {
 
     // A push reaches all three; each serves the same revision and calls the pushed bidder.
     let doc = bidder_block("b", &b.endpoint());
+    let pushed_at = std::time::Instant::now();
     let r1 = fleet::push(&section, KEY, Bytes::from(doc.clone()))
         .await
         .unwrap();
     converge(&all, "nats", r1).await;
+    println!(
+        "push to 3 exchanges serving it (admin-polled): {:?}",
+        pushed_at.elapsed()
+    );
     for ex in all {
         assert_eq!(roster(ex).await.0, ["b"]);
         assert_eq!(winner(ex).await, "b");
@@ -198,9 +204,14 @@ async fn three_exchanges_follow_one_roster_through_faults() {
     .await;
     assert_eq!(roster(&x4).await.1["source"], "file");
     let both = format!("{doc}{}", bidder_block("a", &a.endpoint()));
+    let pushed_at = std::time::Instant::now();
     let r2 = fleet::push(&section, KEY, Bytes::from(both)).await.unwrap();
     let every = [&x1, &x2, &x3, &x4];
     converge(&every, "nats", r2).await;
+    println!(
+        "push after a NATS restart to 4 exchanges serving it: {:?}",
+        pushed_at.elapsed()
+    );
     for ex in every {
         assert_eq!(roster(ex).await.0, ["b", "a"]);
     }
