@@ -44,7 +44,7 @@ def main() -> int:
         parser.error(f"--only: unknown part {', '.join(sorted(unknown))}")
     gavel = args.gavel or find_gavel(args.root)
     if gavel is None or not gavel.is_file():
-        print(f"deploy check: no gavel binary (give --gavel; `cargo build -p gavel` makes one)", file=sys.stderr)
+        print("deploy check: no gavel binary (give --gavel; `cargo build -p gavel` makes one)", file=sys.stderr)
         return 2
     venv_bin = Path(sys.executable).parent
     report = Report()
