@@ -44,6 +44,8 @@ CASES = [
      "            allowPrivilegeEscalation: false", "            allowPrivilegeEscalation: true", "allowPrivilegeEscalation"),
     ("a manifest the kustomization leaves out", "k8s", "deploy/k8s/kustomization.yaml",
      "  - edge.yaml\n", "", "does not list edge.yaml"),
+    ("a ledger marker directory nothing makes", "k8s", "deploy/k8s/bidder.yaml",
+     '    state_dir = "/var/lib/gavel"', '    state_dir = "/var/lib/gavel/state"', "not writable"),
     ("a compose service on a Gavel subcommand that does not exist", "compose", "deploy/compose/compose.yaml",
      'command: ["edge", "--config", "/etc/gavel/edge.toml"]', 'command: ["edges", "--config", "/etc/gavel/edge.toml"]', "runs no Gavel server"),
     ("a compose port published on every interface", "compose", "deploy/compose/compose.yaml",

@@ -20,6 +20,8 @@ from pathlib import Path
 from . import toml_write
 
 SERVERS = ("exchange", "bidder", "edge")
+# Where every deployment here mounts the server's writable volume (the image's WORKDIR).
+STATE_DIR = "/var/lib/gavel"
 
 # Read by name by the binary (docs/security.md, docs/operations.md) or by the image
 # (GAVEL_HEALTH_PORT, the Dockerfile's HEALTHCHECK).
@@ -171,6 +173,11 @@ def check(
             report.problem(where, f"{config_name} reads {name}, which the environment does not set")
             run_env[name] = dummy_secret(name)
     merged = point_hosts_home(toml_write.dumps(doc), local_names, f"{where} {config_name}", report)
+    # The state volume, as the server finds it: an empty directory at STATE_DIR. A path under
+    # it that Gavel needs to exist and does not make (ledger.state_dir) shows as a warning.
+    state = work / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    merged = merged.replace(f'"{STATE_DIR}', f'"{state}')
     (config_dir / config_name).write_text(merged)
     result = subprocess.run(
         [str(gavel), "check-config", "--kind", kind, str(config_dir / config_name)],
@@ -179,6 +186,9 @@ def check(
         text=True,
         timeout=120,
     )
+    for line in (result.stdout + result.stderr).splitlines():
+        if line.startswith("warning:") and "not writable" in line:
+            report.problem(f"{where} {config_name}", "on an empty state volume: " + line.replace(str(state), STATE_DIR))
     if result.returncode != 0:
         # Gavel's refusal names the key; its TOML excerpt spans lines: keep them on one.
         why = " | ".join(l.strip() for l in (result.stderr or result.stdout).splitlines() if l.strip().strip("|"))
