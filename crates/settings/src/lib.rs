@@ -4,7 +4,9 @@
 //! keys and tokens from their own files or the environment ([`load_secret`], and lists of keys
 //! valid at once with [`read_key_file`]), and read CA
 //! certificate files ([`read_certificates`]); and refuse a file in one shape for every server
-//! ([`ConfigError`], [`Invalid`] naming the key, [`parse_toml`]).
+//! ([`ConfigError`], [`Invalid`] naming the key, [`parse_toml`]); lay `GAVEL_<SERVER>__...`
+//! variables over a file ([`EnvOverlay`], [`parse_toml_with`]); read `listen` addresses that
+//! name a host ([`resolve_listen`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
 //! naming the key); how it is read and watched is written once here, so that the exchange's
@@ -13,15 +15,21 @@
 //! last good one (the caller keeps serving what it has).
 
 mod config_error;
+mod env_overlay;
 mod key_list;
+mod listen;
 mod moved;
 mod pem;
 mod read;
 mod secret;
 mod watch;
 
-pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml};
+pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml, parse_toml_with};
+pub use env_overlay::{
+    EnvOverlay, EnvVar, Level, MAX_ENV_DEPTH, MAX_ENV_NAME_BYTES, MAX_ENV_VALUE_BYTES, MAX_ENV_VARS,
+};
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
+pub use listen::{MAX_LISTEN_BYTES, deserialize_listen, resolve_listen};
 pub use moved::moved_key;
 pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes, relative_to};
