@@ -5,7 +5,8 @@
 //!
 //! | piece | job |
 //! | --- | --- |
-//! | [`serve`] | the accept loop: a cap on connections, a header timeout against slowloris, an idle timeout, a header size limit, a graceful stop |
+//! | [`serve`] | the accept loop: a cap on connections, a header timeout against slowloris, an idle timeout, a header size limit, a graceful stop (in-flight requests answered within `drain_timeout`) |
+//! | [`Readiness`], [`readyz_answer`] | `/readyz`: 503 from the moment a drain starts, or while the server's own check fails |
 //! | [`Door`] | the shape of a working route: read the body, admit, run, observe (both servers) |
 //! | [`read_body`] | a body bounded in size and time |
 //! | [`json`], [`json_error`], [`no_bid`], [`shed_answer`], ... | the small answers every route needs |
@@ -31,6 +32,7 @@ mod door;
 pub mod framing;
 pub mod log_limit;
 pub mod process;
+mod ready;
 mod serve;
 pub mod sni;
 pub mod tls;
@@ -41,9 +43,10 @@ pub use admin::{
 };
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
+pub use ready::{DRAINING, Readiness, readyz_answer, render_ready};
 pub use serve::{
-    AnswerBody, ConnStats, DEFAULT_MAX_BODY_BYTES, HttpSection, Limits, MIN_HEADER_BYTES, serve,
-    serve_with_tls,
+    AnswerBody, ConnStats, DEFAULT_MAX_BODY_BYTES, HttpSection, Limits, MIN_HEADER_BYTES,
+    MOVED_SHUTDOWN_GRACE, serve, serve_with_tls,
 };
 pub use sni::SniCerts;
 pub use tls::{ServerTls, Tls};

@@ -41,8 +41,9 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Largest request line plus headers, in bytes (431 beyond).
     pub max_header_bytes: usize,
-    /// On shutdown, how long requests in flight may take before their connections are dropped.
-    pub shutdown_grace: Duration,
+    /// Once the listener closes, how long requests in flight may take before their
+    /// connections are dropped.
+    pub drain_timeout: Duration,
     /// Open connections from one IP address at most; more are closed as soon as accepted.
     pub max_connections_per_ip: u32,
 }
@@ -54,7 +55,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(60),
             max_header_bytes: 16 * 1024,
-            shutdown_grace: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(10),
             max_connections_per_ip: 1_024,
         }
     }
@@ -77,8 +78,13 @@ pub struct HttpSection {
     pub idle_timeout_ms: u64,
     /// Largest request line plus headers, in bytes (431 beyond). Default 16384.
     pub max_header_bytes: usize,
-    /// On SIGTERM, how long requests in flight may take to finish, in ms. Default 5000.
-    pub shutdown_grace_ms: u64,
+    /// On SIGTERM or SIGINT, how long the listener keeps accepting (and answering as usual)
+    /// after `/readyz` turned 503, so that a load balancer stops sending first, in ms.
+    /// Default 5000; 0 closes the listener at once.
+    pub drain_grace_ms: u64,
+    /// Once the listener closes, how long requests in flight may take to finish before their
+    /// connections are dropped, in ms. Default 10000.
+    pub drain_timeout_ms: u64,
     /// Open client connections from one IP address at most. Default 1024.
     pub max_connections_per_ip: u32,
 }
@@ -91,7 +97,8 @@ impl Default for HttpSection {
             max_connections: 4_096,
             idle_timeout_ms: 60_000,
             max_header_bytes: 16 * 1024,
-            shutdown_grace_ms: 5_000,
+            drain_grace_ms: 5_000,
+            drain_timeout_ms: 10_000,
             max_connections_per_ip: 1_024,
         }
     }
@@ -146,9 +153,15 @@ impl HttpSection {
                 "must be 8192..=1048576",
             ));
         }
-        if self.shutdown_grace_ms > 600_000 {
+        if self.drain_grace_ms > 600_000 {
             return Err(settings::Invalid::new(
-                "http.shutdown_grace_ms",
+                "http.drain_grace_ms",
+                "must be at most 600000",
+            ));
+        }
+        if self.drain_timeout_ms > 600_000 {
+            return Err(settings::Invalid::new(
+                "http.drain_timeout_ms",
                 "must be at most 600000",
             ));
         }
@@ -168,11 +181,19 @@ impl HttpSection {
             header_timeout: Duration::from_millis(self.read_timeout_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             max_header_bytes: self.max_header_bytes,
-            shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            drain_timeout: Duration::from_millis(self.drain_timeout_ms),
             max_connections_per_ip: self.max_connections_per_ip,
         }
     }
+
+    /// How long the listener keeps accepting once a drain starts.
+    pub fn drain_grace(&self) -> Duration {
+        Duration::from_millis(self.drain_grace_ms)
+    }
 }
+
+/// The key `[http] shutdown_grace_ms` moved to, for each server's moved keys.
+pub const MOVED_SHUTDOWN_GRACE: (&str, &str) = ("http.shutdown_grace_ms", "http.drain_timeout_ms");
 
 /// Smallest header bound hyper accepts for its read buffer.
 pub const MIN_HEADER_BYTES: usize = 8 * 1024;
@@ -228,8 +249,11 @@ impl ConnStats {
 }
 
 /// Accepts connections until `shutdown` completes, serving each over HTTP/1.1 keep-alive with
-/// `handler` (given each request and its peer's address) within `limits`. Then it stops accepting, asks every connection to close after its
-/// request in flight, and returns once all are closed or `limits.shutdown_grace` has passed.
+/// `handler` (given each request and its peer's address) within `limits`. Then it stops
+/// accepting, asks every connection to close after its request in flight (an idle kept-alive
+/// connection closes now, a busy one answers with `Connection: close`), and returns once all
+/// are closed or `limits.drain_timeout` has passed. A drain's grace (accepting on while not
+/// ready) is the caller's: `shutdown` completes when it is over.
 pub async fn serve<H, F, B>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
@@ -317,7 +341,7 @@ pub async fn serve_with_tls<H, F, B>(
     let _ = stop_tx.send(true);
     // Every connection holds one slot: all slots back means all connections are closed.
     let _ = tokio::time::timeout(
-        limits.shutdown_grace,
+        limits.drain_timeout,
         slots.acquire_many(limits.max_connections),
     )
     .await;
@@ -718,7 +742,8 @@ mod tests {
             read_timeout_ms: 100,
             idle_timeout_ms: 1_000,
             max_header_bytes: 8192,
-            shutdown_grace_ms: 100,
+            drain_grace_ms: 0,
+            drain_timeout_ms: 100,
             max_connections_per_ip: 1_024,
         };
         assert_eq!(good.check(), Ok(()));
@@ -747,10 +772,17 @@ mod tests {
             ),
             (
                 HttpSection {
-                    shutdown_grace_ms: 600_001,
+                    drain_grace_ms: 600_001,
                     ..good
                 },
-                "http.shutdown_grace_ms",
+                "http.drain_grace_ms",
+            ),
+            (
+                HttpSection {
+                    drain_timeout_ms: 600_001,
+                    ..good
+                },
+                "http.drain_timeout_ms",
             ),
         ] {
             assert_eq!(bad.check().map_err(|e| e.key), Err(key.to_owned()));
@@ -762,7 +794,7 @@ mod tests {
         header_timeout: Duration::from_millis(100),
         idle_timeout: Duration::from_millis(1_000),
         max_header_bytes: 8192,
-        shutdown_grace: Duration::from_millis(100),
+        drain_timeout: Duration::from_millis(100),
         max_connections_per_ip: 1_024,
     };
 
