@@ -1,5 +1,6 @@
 //! Admin endpoints, on `admin_listen` only, behind the admin door (token, audit), with
-//! `/metrics` (the token only with `security.metrics_need_token`) and `/healthz`:
+//! `/metrics` (the token only with `security.metrics_need_token`), `/healthz` and `/readyz`
+//! (without a token; [`not_ready`] says when the bidder should get no traffic):
 //! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
 //! record, and `config`: the set serving, from the file or which fleet revision), `POST
 //! /admin/reload` (reload the campaign file now; audited) and
@@ -51,6 +52,9 @@ pub(crate) async fn handle(
             return http_front::metrics_answer(&state.admin, &req, peer, || render_metrics(state));
         }
         "/healthz" => return http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
+        "/readyz" => {
+            return http_front::readyz_answer(req.method(), not_ready(state).as_deref());
+        }
         _ => {}
     }
     let caller = match state.admin.check(&req, peer) {
@@ -79,8 +83,24 @@ pub(crate) async fn handle(
 }
 
 /// The Prometheus page, served on the admin listener.
+/// Why the bidder should get no traffic now, or `None`: draining; or a Redis ledger it cannot
+/// spend from (never opened, its marker gone, or lost since: `ledger_missing`), or that has not
+/// yet been told the campaigns' limits once. The in-memory ledger is always usable.
+pub(crate) fn not_ready(state: &State) -> Option<String> {
+    state.readiness.not_ready(|| {
+        if state.ledger.ledger_missing() {
+            Some("ledger missing")
+        } else if !state.limits_written_once.load(Relaxed) {
+            Some("campaign limits not yet written to the ledger")
+        } else {
+            None
+        }
+    })
+}
+
 fn render_metrics(state: &State) -> String {
     let mut text = state.metrics.render();
+    http_front::render_ready("gavel_bidder", not_ready(state).is_none(), &mut text);
     crate::metrics::render_leases(&mut text, state.ledger.lease_status());
     crate::metrics::render_ledger_missing(&mut text, state.ledger.ledger_missing());
     crate::metrics::render_notices_in_flight(&mut text, state.notices_in_flight.load(Relaxed));

@@ -16,7 +16,11 @@ pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
 /// Keys that moved to `[deadline]` (shared with the exchange) from this file's `[http]`: a file
 /// that still has them is refused with their new name.
-const MOVED_KEYS: [(&str, &str); 3] = [
+/// The bidder's variables are `GAVEL_BIDDER__<KEY>__...`.
+pub const ENV_SERVER: &str = "BIDDER";
+
+const MOVED_KEYS: [(&str, &str); 4] = [
+    http_front::MOVED_SHUTDOWN_GRACE,
     ("http.default_tmax_ms", "deadline.default_tmax_ms"),
     ("http.max_tmax_ms", "deadline.max_tmax_ms"),
     ("http.answer_margin_ms", "deadline.answer_margin_ms"),
@@ -29,12 +33,19 @@ use settings::invalid;
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BidderConfig {
-    /// Address to listen on. Default `127.0.0.1:9100`; `--listen` overrides it.
-    #[serde(default = "default_listen")]
+    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
+    /// address, else its first). Default `127.0.0.1:9100`; `--listen` overrides it.
+    #[serde(
+        default = "default_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub listen: SocketAddr,
     /// Address of the admin endpoints (`/admin/*`), which the bid port does not serve. Default
     /// `127.0.0.1:9101`; a non-loopback address needs `security.admin_remote = true`.
-    #[serde(default = "default_admin_listen")]
+    #[serde(
+        default = "default_admin_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub admin_listen: SocketAddr,
     /// Campaign file (JSON, or TOML when it ends in `.toml`), relative to this file's directory.
     /// Watched and reloaded on change. Required.
@@ -323,9 +334,11 @@ fn default_seat() -> String {
 impl BidderConfig {
     /// Reads, parses and validates a configuration file; a relative `campaigns` path is
     /// resolved against the file's directory.
+    /// `GAVEL_BIDDER__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<BidderConfig, ConfigError> {
+        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
         let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
-        let mut config = BidderConfig::from_toml(&text)?;
+        let mut config = BidderConfig::from_toml_with(&text, &overlay)?;
         if let Some(dir) = path.parent() {
             let resolve = |p: &mut PathBuf| {
                 if p.is_relative() {
@@ -357,13 +370,28 @@ impl BidderConfig {
 
     /// Parses and validates a TOML document.
     pub fn from_toml(text: &str) -> Result<BidderConfig, ConfigError> {
-        let config: BidderConfig = settings::parse_toml(
+        BidderConfig::from_toml_with(text, &settings::EnvOverlay::default())
+    }
+
+    /// A configuration from the process's `GAVEL_BIDDER__...` variables alone, over the
+    /// defaults (`campaigns` is still required; paths are relative to the working directory).
+    pub fn load_env() -> Result<BidderConfig, ConfigError> {
+        BidderConfig::from_toml_with("", &settings::EnvOverlay::from_process(ENV_SERVER)?)
+    }
+
+    /// [`BidderConfig::from_toml`] with `overlay`'s variables laid over the document.
+    pub fn from_toml_with(
+        text: &str,
+        overlay: &settings::EnvOverlay,
+    ) -> Result<BidderConfig, ConfigError> {
+        let config: BidderConfig = settings::parse_toml_with(
             text,
             &settings::FileRules {
                 server: "the bidder",
                 max_bytes: MAX_CONFIG_BYTES,
                 moved: &MOVED_KEYS,
             },
+            overlay,
         )?;
         config.validate()?;
         Ok(config)

@@ -53,15 +53,19 @@ impl Bidder {
         crate::reload::watch(&self.state);
     }
 
-    /// Serves until `shutdown` completes; then stops accepting, lets requests in flight finish
-    /// (within `http.shutdown_grace_ms`) and returns.
+    /// Serves until `shutdown` completes; then (not ready from then on) stops accepting, lets
+    /// requests in flight finish (within `http.drain_timeout_ms`) and returns.
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
+        let readiness = state.readiness.clone();
         http_front::serve(
             listener,
-            shutdown,
+            async move {
+                shutdown.await;
+                readiness.start_draining();
+            },
             limits,
             connections,
             move |req, _peer| {
@@ -70,6 +74,21 @@ impl Bidder {
             },
         )
         .await;
+    }
+
+    /// Whether the bidder is draining; the binary starts the drain on its stop signal.
+    pub fn readiness(&self) -> Arc<http_front::Readiness> {
+        self.state.readiness.clone()
+    }
+
+    /// Why `/readyz` answers 503 now, or `None` when it answers 200.
+    pub fn not_ready(&self) -> Option<String> {
+        crate::admin::not_ready(&self.state)
+    }
+
+    /// Connection counters of the bid listener (open connections while draining).
+    pub fn connections(&self) -> &http_front::ConnStats {
+        &self.state.connections
     }
 
     /// Serves the admin endpoints on `listener` (bound to `admin_listen`) until `shutdown`.
@@ -108,6 +127,9 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         }
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/healthz", _) => method_not_allowed("GET"),
+        (method, "/readyz", _) => {
+            http_front::readyz_answer(method, crate::admin::not_ready(state).as_deref())
+        }
         // Campaigns' wins and spend: never on the port exchanges and notices reach.
         (_, "/metrics", _) => json_error(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         (_, path, _) if path.starts_with("/admin") => json_error(

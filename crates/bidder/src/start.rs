@@ -317,6 +317,8 @@ impl Bidder {
             reload_lock: tokio::sync::Mutex::new(()),
             notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
+            limits_written_once: AtomicBool::new(!limits_pending),
+            readiness: Arc::new(http_front::Readiness::new()),
             journal,
         });
         let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
@@ -358,6 +360,7 @@ async fn pace(state: Weak<State>, interval: Duration) {
         if state.limits_pending.load(Relaxed) {
             if state.ledger.set_campaigns(&snapshot.limits()).await.is_ok() {
                 state.limits_pending.store(false, Relaxed);
+                state.limits_written_once.store(true, Relaxed);
             } else {
                 continue;
             }

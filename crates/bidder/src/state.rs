@@ -48,6 +48,11 @@ pub(crate) struct State {
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
+    /// The ledger has been told the campaigns' limits at least once (`/readyz` waits for it;
+    /// a later failed write leaves the last limits in force, so it does not turn back).
+    pub(crate) limits_written_once: AtomicBool,
+    /// Draining (`/readyz` 503) once the stop signal came.
+    pub(crate) readiness: Arc<http_front::Readiness>,
     /// Bid requests come in through it (notices do not: they have their own gate below).
     pub(crate) door: http_front::Door,
     /// Notices being handled now (their own gate: `max_notices_in_flight`).

@@ -26,12 +26,19 @@ use settings::invalid;
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Address to listen on. Default `127.0.0.1:8090`; `--listen` overrides it.
-    #[serde(default = "default_listen")]
+    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
+    /// address, else its first). Default `127.0.0.1:8090`; `--listen` overrides it.
+    #[serde(
+        default = "default_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub listen: SocketAddr,
     /// Address of `/metrics` (and `/healthz`), which the public port does not serve. Default
     /// `127.0.0.1:8091`; a non-loopback address needs `security.admin_remote = true`.
-    #[serde(default = "default_admin_listen")]
+    #[serde(
+        default = "default_admin_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub admin_listen: SocketAddr,
     /// Who may scrape `/metrics` (`metrics_need_token`, `admin_token_file`), as in the other
     /// servers' `[security]`.
@@ -293,6 +300,9 @@ pub struct TlsSection {
     pub check_interval_s: u64,
 }
 
+/// The edge's variables are `GAVEL_EDGE__<KEY>__...`.
+pub const ENV_SERVER: &str = "EDGE";
+
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8090))
 }
@@ -344,9 +354,21 @@ impl Config {
     ///
     /// # Errors
     /// A message naming the file or the key at fault.
+    /// `GAVEL_EDGE__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
         let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
-        Config::parse(&text)?.validate_in(path.parent())
+        Config::parse_with(&text, &overlay)?.validate_in(path.parent())
+    }
+
+    /// A configuration from the process's `GAVEL_EDGE__...` variables alone, over the
+    /// defaults (paths relative to the working directory).
+    ///
+    /// # Errors
+    /// A message naming the variable or the key at fault.
+    pub fn load_env() -> Result<Config, ConfigError> {
+        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
+        Config::parse_with("", &overlay)?.validate_in(None)
     }
 
     /// Parses a TOML document (not yet validated).
@@ -354,13 +376,22 @@ impl Config {
     /// # Errors
     /// The TOML error, with the key it stopped at.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        settings::parse_toml(
+        Config::parse_with(text, &settings::EnvOverlay::default())
+    }
+
+    /// [`Config::parse`] with `overlay`'s variables laid over the document.
+    ///
+    /// # Errors
+    /// The TOML error, with the key or the variable it stopped at.
+    pub fn parse_with(text: &str, overlay: &settings::EnvOverlay) -> Result<Config, ConfigError> {
+        settings::parse_toml_with(
             text,
             &settings::FileRules {
                 server: "the edge",
                 max_bytes: MAX_CONFIG_BYTES,
-                moved: &[],
+                moved: &[http_front::MOVED_SHUTDOWN_GRACE],
             },
+            overlay,
         )
     }
 

@@ -104,6 +104,7 @@ impl Edge {
             read_timeout: config.http.read_timeout(),
             tls,
             admin: http_front::AdminDoor::open(&config.security)?,
+            readiness: Arc::new(http_front::Readiness::new()),
         };
         Ok(Edge {
             state: Arc::new(state),
@@ -111,15 +112,19 @@ impl Edge {
         })
     }
 
-    /// Serves on `listener` until `shutdown` completes, then lets answers in flight finish
-    /// (within `http.shutdown_grace_ms`).
+    /// Serves on `listener` until `shutdown` completes, then (not ready from then on) lets
+    /// answers in flight finish (within `http.drain_timeout_ms`).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let state = self.state.clone();
         let tls = self.state.tls.clone().map(http_front::Tls::Sni);
+        let readiness = self.state.readiness.clone();
         http_front::serve_with_tls(
             listener,
             tls,
-            shutdown,
+            async move {
+                shutdown.await;
+                readiness.start_draining();
+            },
             self.limits,
             self.state.conns.clone(),
             move |request, peer: SocketAddr| server::route(state.clone(), request, peer),
@@ -139,6 +144,21 @@ impl Edge {
             move |request, peer: SocketAddr| server::admin_route(state.clone(), request, peer),
         )
         .await;
+    }
+
+    /// Whether the edge is draining; the binary starts the drain on its stop signal.
+    pub fn readiness(&self) -> Arc<http_front::Readiness> {
+        self.state.readiness.clone()
+    }
+
+    /// Why `/readyz` answers 503 now, or `None` when it answers 200.
+    pub fn not_ready(&self) -> Option<String> {
+        server::not_ready(&self.state)
+    }
+
+    /// Connection counters of the public listener (open connections while draining).
+    pub fn connections(&self) -> &http_front::ConnStats {
+        &self.state.conns
     }
 
     /// The counters.

@@ -1,4 +1,4 @@
-//! The routes of `gavel edge`: `/assets/...`, `/cache`, `/healthz`, `/metrics`.
+//! The routes of `gavel edge`: `/assets/...`, `/cache`, `/healthz`, `/readyz`, `/metrics`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,14 @@ pub struct State {
     pub tls: Option<Arc<http_front::SniCerts>>,
     /// Who may scrape `/metrics` on the admin listener.
     pub admin: http_front::AdminDoor,
+    /// Draining (`/readyz` 503) once the stop signal came.
+    pub readiness: Arc<http_front::Readiness>,
+}
+
+/// Why the edge should get no traffic now, or `None`: only a drain (it answers `/readyz` only
+/// once it listens, and its stores need nothing outside the process).
+pub fn not_ready(state: &State) -> Option<String> {
+    state.readiness.not_ready(|| None::<String>)
 }
 
 /// Answers one request.
@@ -42,6 +50,17 @@ pub async fn route(
     match path {
         "/cache" => cache(&state, request, peer).await,
         "/healthz" => plain(StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
+        "/readyz" => {
+            let (parts, body) =
+                http_front::readyz_answer(request.method(), not_ready(&state).as_deref())
+                    .into_parts();
+            // A whole body: collecting it takes its one frame without waiting.
+            let bytes = http_body_util::BodyExt::collect(body)
+                .await
+                .map(http_body_util::Collected::to_bytes)
+                .unwrap_or_default();
+            Response::from_parts(parts, EdgeBody::whole(bytes))
+        }
         "/metrics" => answer::refuse(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         _ => answer::refuse(
             StatusCode::NOT_FOUND,
@@ -216,7 +235,7 @@ fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Respons
     r
 }
 
-/// The admin listener's routes: `/metrics` (through the admin door) and `/healthz`.
+/// The admin listener's routes: `/metrics` (through the admin door), `/healthz`, `/readyz`.
 pub async fn admin_route(
     state: Arc<State>,
     request: Request<Incoming>,
@@ -227,15 +246,17 @@ pub async fn admin_route(
             http_front::metrics_answer(&state.admin, &request, peer, || render_metrics(&state))
         }
         "/healthz" => http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
+        "/readyz" => http_front::readyz_answer(request.method(), not_ready(&state).as_deref()),
         _ => http_front::json_error(
             StatusCode::NOT_FOUND,
-            "the admin listener serves /metrics and /healthz",
+            "the admin listener serves /metrics, /healthz and /readyz",
         ),
     }
 }
 
 fn render_metrics(state: &State) -> String {
     let mut out = String::with_capacity(8 * 1024);
+    http_front::render_ready("gavel_edge", not_ready(state).is_none(), &mut out);
     state.assets.common.metrics.render(&mut out);
     let mut origins: Vec<_> = state.assets.origins.values().collect();
     origins.sort_by(|a, b| a.name.cmp(&b.name));

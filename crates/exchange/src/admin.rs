@@ -8,6 +8,7 @@
 //! | `POST /admin/reload` | reload the configuration file now (as SIGHUP); audited |
 //! | `GET /metrics` | Prometheus text (the token only with `security.metrics_need_token`) |
 //! | `GET /healthz` | `ok`, without a token |
+//! | `GET /readyz` | `ready`, or 503 `not ready: draining`, without a token |
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -71,6 +72,12 @@ impl ExchangeAdmin {
                 });
             }
             "/healthz" => return http_front::plain(StatusCode::OK, "text/plain", "ok\n"),
+            "/readyz" => {
+                return http_front::readyz_answer(
+                    req.method(),
+                    crate::server::not_ready(&self.exchange.state).as_deref(),
+                );
+            }
             _ => {}
         }
         let caller = match self.door.check(&req, peer) {

@@ -26,7 +26,8 @@ pub const MAX_CONFIG_BYTES: usize = 4 * 1024 * 1024;
 /// file that still has them is refused with their new name.
 /// And keys that moved from `[http]` to `[upstream]` (issue 33: `[http]` is one section shared
 /// by every server, what it accepts from its own clients).
-const MOVED_KEYS: [(&str, &str); 6] = [
+const MOVED_KEYS: [(&str, &str); 7] = [
+    http_front::MOVED_SHUTDOWN_GRACE,
     ("auction.default_tmax_ms", "deadline.default_tmax_ms"),
     ("auction.max_tmax_ms", "deadline.max_tmax_ms"),
     ("auction.answer_margin_ms", "deadline.answer_margin_ms"),
@@ -37,6 +38,9 @@ const MOVED_KEYS: [(&str, &str); 6] = [
     ("http.bidder_drain_ms", "upstream.drain_ms"),
     ("http.dns_refresh_ms", "upstream.dns_refresh_ms"),
 ];
+/// The exchange's variables are `GAVEL_EXCHANGE__<KEY>__...`.
+pub const ENV_SERVER: &str = "EXCHANGE";
+
 /// Upper bound on configured bidders: fan-out beyond this is a mistake, not a plan.
 pub const MAX_BIDDERS: usize = 1024;
 
@@ -47,12 +51,19 @@ use settings::invalid;
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Address to listen on. Default `127.0.0.1:8080`; `--listen` overrides it.
-    #[serde(default = "default_listen")]
+    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
+    /// address, else its first). Default `127.0.0.1:8080`; `--listen` overrides it.
+    #[serde(
+        default = "default_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub listen: SocketAddr,
     /// Address of the admin endpoints (`/admin/*`). Default `127.0.0.1:8081`; a non-loopback
     /// address needs `security.admin_remote = true`.
-    #[serde(default = "default_admin_listen")]
+    #[serde(
+        default = "default_admin_listen",
+        deserialize_with = "settings::deserialize_listen"
+    )]
     pub admin_listen: SocketAddr,
     /// Admin access: token, audit log (docs/security.md).
     #[serde(default)]
@@ -467,21 +478,22 @@ impl Validated {
 impl Config {
     /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`; files it
     /// names (seller keys, the admin token) are relative to its directory.
+    /// `GAVEL_EXCHANGE__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<Validated, ConfigError> {
         Config::load_with(path, |config| config)
     }
 
     /// [`Config::load`], the file's configuration passed through `edit` before it is
     /// validated: a fleet node puts the pushed bidders and sellers in place of the file's
-    /// (`fleet_doc`).
+    /// (`fleet_doc`). The environment's overlay applies here too, so a push is validated
+    /// against the configuration the node actually runs.
     pub fn load_with(
         path: &Path,
         edit: impl FnOnce(Config) -> Config,
     ) -> Result<Validated, ConfigError> {
-        let mut config = edit(Config::parse(&settings::read_bounded(
-            path,
-            MAX_CONFIG_BYTES,
-        )?)?);
+        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
+        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
+        let mut config = edit(Config::parse_with(&text, &overlay)?);
         let dir = path.parent();
         if let Some(dir) = dir {
             config.security.resolve_paths(dir);
@@ -497,17 +509,33 @@ impl Config {
     /// Parses and validates a TOML document (files it names are relative to the working
     /// directory).
     pub fn from_toml(text: &str) -> Result<Validated, ConfigError> {
-        Config::parse(text)?.validate()
+        Config::from_toml_with(text, &settings::EnvOverlay::default())
     }
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        settings::parse_toml(
+    /// [`Config::from_toml`] with `overlay`'s variables laid over the document.
+    pub fn from_toml_with(
+        text: &str,
+        overlay: &settings::EnvOverlay,
+    ) -> Result<Validated, ConfigError> {
+        Config::parse_with(text, overlay)?.validate()
+    }
+
+    /// A configuration from the process's `GAVEL_EXCHANGE__...` variables alone, over the
+    /// defaults (no file: nothing to follow; files it names are relative to the working
+    /// directory).
+    pub fn load_env() -> Result<Validated, ConfigError> {
+        Config::from_toml_with("", &settings::EnvOverlay::from_process(ENV_SERVER)?)
+    }
+
+    fn parse_with(text: &str, overlay: &settings::EnvOverlay) -> Result<Config, ConfigError> {
+        settings::parse_toml_with(
             text,
             &settings::FileRules {
                 server: "the exchange",
                 max_bytes: MAX_CONFIG_BYTES,
                 moved: &MOVED_KEYS,
             },
+            overlay,
         )
     }
 

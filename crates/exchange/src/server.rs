@@ -43,13 +43,23 @@ impl Exchange {
         self.state.door.admission()
     }
 
+    /// Whether the exchange is draining; the binary starts the drain on its stop signal.
+    pub fn readiness(&self) -> Arc<http_front::Readiness> {
+        self.state.readiness.clone()
+    }
+
+    /// Why `/readyz` answers 503 now, or `None` when it answers 200.
+    pub fn not_ready(&self) -> Option<String> {
+        not_ready(&self.state)
+    }
+
     /// Connection counters, for tests and reports.
     pub fn connections(&self) -> &ConnStats {
         &self.state.connections
     }
 
-    /// Serves until `shutdown` completes; then stops accepting, lets auctions in flight finish
-    /// (within `http.shutdown_grace_ms`) and returns. Queued notices are the notifier's: see
+    /// Serves until `shutdown` completes; then (not ready from then on) stops accepting, lets
+    /// auctions in flight finish (within `http.drain_timeout_ms`) and returns. Queued notices are the notifier's: see
     /// [`Exchange::flush_notices`]. While serving, bidder hosts given by name are looked up
     /// again every `upstream.dns_refresh_ms` (`resolver.rs`).
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
@@ -64,6 +74,7 @@ impl Exchange {
         let state = self.state.clone();
         let limits = state.config.limits();
         let connections = state.connections.clone();
+        let readiness = state.readiness.clone();
         http_front::serve_with_tls(
             listener,
             state
@@ -71,7 +82,10 @@ impl Exchange {
                 .listener_tls
                 .clone()
                 .map(http_front::Tls::Single),
-            shutdown,
+            async move {
+                shutdown.await;
+                readiness.start_draining();
+            },
             limits,
             connections,
             move |req, _peer| {
@@ -93,6 +107,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         }
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/healthz") => method_not_allowed("GET"),
+        (method, "/readyz") => http_front::readyz_answer(method, not_ready(state).as_deref()),
         // Sellers' names, bidders' wins and cleared revenue: never on the auction port.
         (_, "/metrics") => json_error(StatusCode::NOT_FOUND, http_front::METRICS_ELSEWHERE),
         (_, path) if path.starts_with("/admin") => json_error(
@@ -109,9 +124,16 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
+/// Why the exchange should get no traffic now, or `None`: only a drain. Its configuration
+/// was loaded and its roster built before it could serve at all (`Exchange::new`).
+pub(crate) fn not_ready(state: &State) -> Option<String> {
+    state.readiness.not_ready(|| None::<String>)
+}
+
 /// The Prometheus page, served on the admin listener.
 pub(crate) fn render_metrics(state: &State) -> String {
     let mut text = state.metrics.render();
+    http_front::render_ready("gavel_exchange", not_ready(state).is_none(), &mut text);
     state.door.admission().render("gavel_exchange", &mut text);
     state.connections.render("gavel_exchange", &mut text);
     state.journal.render(&mut text);

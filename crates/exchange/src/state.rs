@@ -44,6 +44,8 @@ pub(crate) struct State {
     /// Auction requests come in through it.
     pub(crate) door: Door,
     pub(crate) connections: Arc<ConnStats>,
+    /// Draining (`/readyz` 503) once the stop signal came.
+    pub(crate) readiness: Arc<http_front::Readiness>,
     /// The vendor list and GDPR default now (a reload replaces them).
     pub(crate) privacy: ArcSwap<PrivacyNow>,
     /// The exchange rates now.
@@ -172,6 +174,7 @@ impl Exchange {
             notice_client,
             door,
             connections: Arc::new(ConnStats::default()),
+            readiness: Arc::new(http_front::Readiness::new()),
             auction_seq: AtomicU64::new(0),
             config,
         };

@@ -1,7 +1,7 @@
 //! Command-line definitions. Every value has a bound, checked by clap or by the command, with a
 //! message that names the flag.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -273,9 +273,11 @@ pub struct BaselineArgs {
 
 #[derive(Debug, Args)]
 pub struct EdgeArgs {
-    /// Edge configuration (TOML; see docs/edge.md).
+    /// Edge configuration (TOML; see docs/edge.md). Without it, the configuration is the
+    /// defaults and the `GAVEL_<SERVER>__...` variables (docs/config.md); with it, those
+    /// variables are laid over the file.
     #[arg(long)]
-    pub config: PathBuf,
+    pub config: Option<PathBuf>,
     /// Listen address (`host:port`); overrides `listen` in the file.
     #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
@@ -290,9 +292,11 @@ pub struct EdgeArgs {
 
 #[derive(Debug, Args)]
 pub struct BidderArgs {
-    /// Bidder configuration (TOML; see docs/bidder.md).
+    /// Bidder configuration (TOML; see docs/bidder.md). Without it, the configuration is the
+    /// defaults and the `GAVEL_<SERVER>__...` variables (docs/config.md); with it, those
+    /// variables are laid over the file.
     #[arg(long)]
-    pub config: PathBuf,
+    pub config: Option<PathBuf>,
     /// Listen address (`host:port`); overrides `listen` in the file.
     #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
@@ -308,9 +312,11 @@ pub struct BidderArgs {
 
 #[derive(Debug, Args)]
 pub struct ExchangeArgs {
-    /// Exchange configuration (TOML; see docs/config.md).
+    /// Exchange configuration (TOML; see docs/config.md). Without it, the configuration is the
+    /// defaults and the `GAVEL_<SERVER>__...` variables (docs/config.md); with it, those
+    /// variables are laid over the file.
     #[arg(long)]
-    pub config: PathBuf,
+    pub config: Option<PathBuf>,
     /// Listen address (`host:port`); overrides `listen` in the file.
     #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
@@ -601,24 +607,7 @@ pub struct DemoArgs {
 /// Parses a listen address, `host:port`: an IP address as is, or a name resolved now (its
 /// first IPv4 address, else its first address).
 pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    if !text.contains(':') {
-        return Err(format!(
-            "{text:?} has no port; expected host:port, e.g. 127.0.0.1:8080"
-        ));
-    }
-    let addrs: Vec<SocketAddr> = text
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
-        .collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or_else(|| addrs.first())
-        .copied()
-        .ok_or_else(|| format!("{text:?} resolves to no address"))
+    settings::resolve_listen(text)
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, or a bare number of seconds.

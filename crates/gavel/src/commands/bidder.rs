@@ -1,4 +1,5 @@
-//! `gavel bidder --config FILE [--listen ADDR] [--admin-listen ADDR] [--check]`.
+//! `gavel bidder [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--check]`: serves
+//! until SIGTERM or SIGINT, then drains (`drain.rs`) and hands its leases back.
 
 use std::io::Write as _;
 
@@ -9,8 +10,12 @@ use tokio::net::TcpListener;
 use crate::cli::BidderArgs;
 
 pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
-    let mut config = BidderConfig::load(&args.config)
-        .with_context(|| format!("{} refused", args.config.display()))?;
+    let source = super::config_source(args.config.as_deref());
+    let mut config = match &args.config {
+        Some(file) => BidderConfig::load(file),
+        None => BidderConfig::load_env(),
+    }
+    .with_context(|| format!("{source} refused"))?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
@@ -23,7 +28,7 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         config.admin_listen = admin;
     }
     if args.check {
-        return super::check_config::bidder(&args.config, &config).await;
+        return super::check_config::bidder(std::path::Path::new(&source), &config).await;
     }
     let listener = TcpListener::bind(config.listen)
         .await
@@ -42,11 +47,12 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("bidder-{}", std::process::id()));
     let (journal, records) = super::records_sink::start(
         &config.records,
-        Some(&args.config),
+        args.config.as_deref(),
         journal::Server::Bidder,
         &node,
     )
     .await?;
+    let drain = super::drain::Drain::new("bidder", &config.http);
     let bidder = Bidder::start_with_journal(config, journal).await?;
     // The campaign file is followed, and SIGHUP reloads it too.
     bidder.watch();
@@ -72,11 +78,15 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
             })
             .await;
     });
-    bidder.serve(listener, super::shutdown_signal()).await;
+    bidder
+        .serve(listener, drain.until_listener_closes(bidder.readiness()))
+        .await;
+    drain.report_in_flight(bidder.connections());
     let _ = admin_stop.send(());
     let _ = admin_task.await;
     // Requests are over: hand leased budget back so other instances can spend it now.
     bidder.shutdown().await;
+    tracing::info!("drain: leases handed back");
     super::records_sink::flush(records).await;
     // Not println!: a parent that stopped reading stdout must not turn a clean exit into a panic.
     let _ = writeln!(std::io::stdout(), "gavel bidder stopped");

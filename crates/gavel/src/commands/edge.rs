@@ -1,4 +1,5 @@
-//! `gavel edge --config FILE [--listen ADDR] [--check]`.
+//! `gavel edge [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--check]`: serves until
+//! SIGTERM or SIGINT, then drains (`drain.rs`).
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -10,8 +11,12 @@ use tokio::net::TcpListener;
 use crate::cli::EdgeArgs;
 
 pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
-    let mut config =
-        Config::load(&args.config).with_context(|| format!("{} refused", args.config.display()))?;
+    let source = super::config_source(args.config.as_deref());
+    let mut config = match &args.config {
+        Some(file) => Config::load(file),
+        None => Config::load_env(),
+    }
+    .with_context(|| format!("{source} refused"))?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
@@ -23,7 +28,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         config.admin_listen = admin;
     }
     if args.check {
-        return super::check_config::edge(&args.config, &config);
+        return super::check_config::edge(std::path::Path::new(&source), &config);
     }
     let edge = Edge::new(&config, Arc::new(SystemClock))?;
     let listener = TcpListener::bind(config.listen)
@@ -64,7 +69,10 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             })
             .await;
     });
-    edge.serve(listener, super::shutdown_signal()).await;
+    let drain = super::drain::Drain::new("edge", &config.http);
+    edge.serve(listener, drain.until_listener_closes(edge.readiness()))
+        .await;
+    drain.report_in_flight(edge.connections());
     let _ = admin_stop.send(());
     let _ = admin_task.await;
     let _ = writeln!(std::io::stdout(), "gavel edge stopped");

@@ -1,4 +1,5 @@
-//! `gavel exchange --config FILE [--listen ADDR] [--admin-listen ADDR] [--check]`.
+//! `gavel exchange [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--check]`: serves
+//! until SIGTERM or SIGINT, then drains (`drain.rs`).
 
 use std::io::Write as _;
 
@@ -9,8 +10,12 @@ use tokio::net::TcpListener;
 use crate::cli::ExchangeArgs;
 
 pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
-    let mut validated =
-        Config::load(&args.config).with_context(|| format!("{} refused", args.config.display()))?;
+    let source = super::config_source(args.config.as_deref());
+    let mut validated = match &args.config {
+        Some(file) => Config::load(file),
+        None => Config::load_env(),
+    }
+    .with_context(|| format!("{source} refused"))?;
     if let Some(listen) = args.listen {
         validated.config.listen = listen;
     }
@@ -23,7 +28,7 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         validated.config.admin_listen = admin;
     }
     if args.check {
-        return super::check_config::exchange(&args.config, &validated);
+        return super::check_config::exchange(std::path::Path::new(&source), &validated);
     }
     let listen = validated.config.listen;
     let examples = exchange::warnings::example_key_sellers(&validated);
@@ -47,6 +52,7 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {admin_listen} (admin_listen)"))?;
     let admin_addr = admin_listener.local_addr()?;
     let bidders = validated.config.bidders.len();
+    let drain = super::drain::Drain::new("exchange", &validated.config.http);
     let (journal, records) = super::records_sink::start(
         &validated.config.records,
         validated.source.as_deref(),
@@ -68,10 +74,9 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     println!(
         "gavel exchange listening on http://{}{} with {bidders} bidders (admin: \
          http://{admin_addr}/admin/bidders; metrics: http://{admin_addr}/metrics; the bidder \
-         list reloads when {} changes, and on SIGHUP)",
+         list reloads when {source} changes, and on SIGHUP)",
         listener.local_addr()?,
         exchange::AUCTION_PATH,
-        args.config.display()
     );
     let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
     let admin_task = tokio::spawn(async move {
@@ -81,7 +86,10 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
             })
             .await;
     });
-    exchange.serve(listener, super::shutdown_signal()).await;
+    exchange
+        .serve(listener, drain.until_listener_closes(exchange.readiness()))
+        .await;
+    drain.report_in_flight(exchange.connections());
     let _ = admin_stop.send(());
     let _ = admin_task.await;
     // Auctions are over; what they promised bidders (win and billing notices) goes out now.
@@ -90,6 +98,8 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         .await;
     if unsent > 0 {
         tracing::warn!(unsent, "notices still unsent at exit");
+    } else {
+        tracing::info!("drain: notice queues flushed");
     }
     // Every auction and notice has its record queued by now.
     super::records_sink::flush(records).await;

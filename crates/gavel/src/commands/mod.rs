@@ -6,6 +6,7 @@ mod check_config;
 mod config_push;
 mod demo;
 mod demo_bidder;
+mod drain;
 mod edge;
 mod exchange;
 mod ledger;
@@ -72,7 +73,15 @@ where
     drop(reload);
 }
 
-/// Completes on Ctrl-C or SIGTERM.
+/// Where a server's configuration comes from, for its messages: the file, or the environment.
+pub(crate) fn config_source(file: Option<&std::path::Path>) -> String {
+    file.map_or_else(
+        || "the environment (no --config)".to_owned(),
+        |f| f.display().to_string(),
+    )
+}
+
+/// Completes on Ctrl-C or SIGTERM (the servers drain instead: `drain.rs`).
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

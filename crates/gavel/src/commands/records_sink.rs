@@ -37,5 +37,7 @@ pub(crate) async fn flush(writer: Writer) {
         .await;
     if lost > 0 {
         tracing::warn!(lost, "records not written at exit");
+    } else {
+        tracing::info!("drain: records flushed");
     }
 }
