@@ -129,6 +129,13 @@ pub fn parse_toml_with<T: DeserializeOwned>(
         // toml adds `in <key>` lines below; the path above says where already.
         let message = message.lines().next().unwrap_or_default().trim_end();
         if let Some(var) = culprit(&applied, &at) {
+            let key = var.key();
+            if let Some((old, new)) = rules.moved.iter().find(|(old, _)| *old == key) {
+                return ConfigError::Env {
+                    var: var.name.clone(),
+                    problem: format!("{old} has moved: write it as {new}"),
+                };
+            }
             return ConfigError::Env {
                 var: var.name.clone(),
                 problem: if at == var.key() || at == "." {
@@ -321,6 +328,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, plain);
+        let e = with_env("", &[("GAVEL_EXCHANGE__HTTP__OLD", "1")]).unwrap_err();
+        assert_eq!(
+            e,
+            "GAVEL_EXCHANGE__HTTP__OLD: http.old has moved: write it as http.max_connections"
+        );
         let e = with_env("[http]\nold = 1\n", &vars).unwrap_err();
         assert_eq!(e, "http.old has moved: write it as http.max_connections");
         let e = with_env("[[[", &vars).unwrap_err();
