@@ -49,6 +49,7 @@ fn exchange_session(args: &[&str], envs: &[(&str, &str)]) -> (String, String) {
         .args(args)
         .env_remove("GAVEL_LOG")
         .env_remove("GAVEL_LOG_FORMAT")
+        .envs(common::NO_DRAIN_GRACE)
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
