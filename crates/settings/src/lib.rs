@@ -19,18 +19,20 @@ mod env_overlay;
 mod key_list;
 mod listen;
 mod moved;
+mod overlaid;
 mod pem;
 mod read;
 mod secret;
 mod watch;
 
-pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml, parse_toml_with};
+pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml};
 pub use env_overlay::{
     EnvOverlay, EnvVar, Level, MAX_ENV_DEPTH, MAX_ENV_NAME_BYTES, MAX_ENV_VALUE_BYTES, MAX_ENV_VARS,
 };
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
 pub use listen::{MAX_LISTEN_BYTES, deserialize_listen, resolve_listen};
 pub use moved::moved_key;
+pub use overlaid::parse_toml_with;
 pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes, relative_to};
 pub use secret::{
