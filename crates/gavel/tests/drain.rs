@@ -68,6 +68,9 @@ fn auction_body() -> String {
     .to_string()
 }
 
+/// An auction the load sent: when, and its outcome to come.
+type Sent = (Instant, tokio::task::JoinHandle<Result<u16, String>>);
+
 /// One auction on a fresh connection: its status, or the step that failed.
 async fn auction(addr: SocketAddr) -> Result<u16, String> {
     let a = testkit::http::send(addr, "POST", "/openrtb2/auction", auction_body()).await?;
@@ -163,8 +166,7 @@ async fn sigterm_drains_under_load_without_a_failed_request() {
 
     // The load: a steady rate of auctions, each on its own connection, until well after the
     // listener closed; and one kept-alive connection asking one auction after another.
-    let sent: Arc<Mutex<Vec<(Instant, tokio::task::JoinHandle<Result<u16, String>>)>>> =
-        Arc::default();
+    let sent: Arc<Mutex<Vec<Sent>>> = Arc::default();
     let load = {
         let sent = sent.clone();
         tokio::spawn(async move {
