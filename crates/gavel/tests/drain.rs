@@ -1,4 +1,5 @@
-//! The drain of a real `gavel exchange` process under steady load: SIGTERM turns `/readyz` to
+//! The drain of a real `gavel exchange` process, in front of a `gavel sim` bidder, under
+//! steady load: SIGTERM turns `/readyz` to
 //! 503 at once while the listener still accepts; every request sent during the grace is
 //! answered (no connect error, no failure), the auctions in flight when the listener closes
 //! are answered (a kept-alive connection's with `Connection: close`), then connections are
@@ -10,7 +11,6 @@
 
 mod common;
 
-use std::convert::Infallible;
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -18,14 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, Response};
+use http::Request;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use testkit::TempDir;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// How long each auction stays at the bidder: longer than the gap between sends, so that
 /// auctions are always in flight, and in flight when the listener closes.
@@ -38,28 +36,37 @@ const SEND_EVERY: Duration = Duration::from_millis(25);
 /// connection the kernel took but the loop never accepted is reset); earlier ones may not.
 const MARGIN: Duration = Duration::from_millis(100);
 
-/// A bidder that bids after [`BIDDER_DELAY`] (no notice URLs: nothing to flush).
-async fn slow_bidder() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<Incoming>| async move {
-                    let body = req.into_body().collect().await.unwrap().to_bytes();
-                    let r: Value = serde_json::from_slice(&body).unwrap_or_default();
-                    tokio::time::sleep(BIDDER_DELAY).await;
-                    let answer = json!({"id": r["id"], "seatbid": [{"bid": [{
-                        "id": "b", "impid": "1", "price": 1.0, "adm": "<div/>"}]}]});
-                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(answer.to_string()))))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(s), svc)
-                    .await;
-            });
+/// A `gavel sim` bidder that answers every request after [`BIDDER_DELAY`], with the exchange
+/// configuration it writes (its `[[bidders]]` section) at `config`; the process is the caller's.
+fn sim_fleet(dir: &TempDir, config: &std::path::Path) -> std::process::Child {
+    let profiles = dir.file(
+        "profiles.toml",
+        &format!(
+            "[[bidders]]\nname = \"steady\"\nprice = {{ kind = \"fixed\", cpm = 1.5 }}\n\
+             latency = {{ kind = \"fixed\", ms = {} }}\n",
+            BIDDER_DELAY.as_millis()
+        ),
+    );
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_gavel"))
+        .args(["sim", "--profiles"])
+        .arg(&profiles)
+        .arg("--write-bidders")
+        .arg(config)
+        // Ends by itself should the test fail before it stops it.
+        .args(["--duration", "120s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(sim.stdout.take().unwrap()).lines();
+    for line in lines {
+        if line.unwrap().starts_with("wrote the [[bidders]] section") {
+            return sim;
         }
-    });
-    addr
+    }
+    let _ = sim.kill();
+    let _ = sim.wait();
+    panic!("gavel sim never wrote its bidders");
 }
 
 fn auction_body() -> String {
@@ -75,7 +82,7 @@ type Sent = (Instant, tokio::task::JoinHandle<Result<u16, String>>);
 async fn auction(addr: SocketAddr) -> Result<u16, String> {
     let a = testkit::http::send(addr, "POST", "/openrtb2/auction", auction_body()).await?;
     let body: Value = serde_json::from_slice(&a.body).map_err(|e| format!("body: {e}"))?;
-    if a.status == 200 && body["seatbid"][0]["bid"][0]["adm"] != "<div/>" {
+    if a.status == 200 && !body["seatbid"][0]["bid"][0]["adm"].is_string() {
         return Err(format!("200 without the bid: {body}"));
     }
     Ok(a.status.as_u16())
@@ -116,17 +123,19 @@ async fn kept_alive(addr: SocketAddr) -> Vec<(u16, bool)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_under_load_without_a_failed_request() {
-    let bidder = slow_bidder().await;
     let dir = TempDir::new("drain");
-    let config = dir.file(
-        "exchange.toml",
-        &format!(
-            "open_to_all_sellers = true\n[deadline]\nmax_tmax_ms = 2000\n\
-             [http]\ndrain_grace_ms = 0\ndrain_timeout_ms = {}\n\
-             [[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n",
+    let config = dir.join("exchange.toml");
+    let mut sim = sim_fleet(&dir, &config);
+    let bidders = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{bidders}\n[deadline]\nmax_tmax_ms = 2000\n\
+             [http]\ndrain_grace_ms = 0\ndrain_timeout_ms = {}\n",
             TIMEOUT.as_millis()
         ),
-    );
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
         .args(["exchange", "--config"])
         .arg(&config)
@@ -275,18 +284,16 @@ async fn sigterm_drains_under_load_without_a_failed_request() {
     ] {
         assert!(logs.contains(phase), "no {phase:?} in the log:\n{logs}");
     }
+    let _ = sim.kill();
+    let _ = sim.wait();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_exits_at_once() {
-    let bidder = slow_bidder().await;
     let dir = TempDir::new("drain-twice");
     let config = dir.file(
         "exchange.toml",
-        &format!(
-            "open_to_all_sellers = true\n[http]\ndrain_grace_ms = 60000\n\
-             [[bidders]]\nname = \"slow\"\nendpoint = \"http://{bidder}/bid\"\n"
-        ),
+        "open_to_all_sellers = true\n[http]\ndrain_grace_ms = 60000\n",
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_gavel"))
         .args(["exchange", "--config"])
