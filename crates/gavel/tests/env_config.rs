@@ -1,5 +1,5 @@
 //! Configuration from the environment, through real `gavel` processes: a `GAVEL_<SERVER>__...`
-//! variable wins over its file (the edge, the bidder; the exchange's is in `drain.rs`), a
+//! variable wins over its file (each server's, and the exchange's drain grace in `drain.rs`), a
 //! server can be configured by the environment alone, `check-config` shows what is in effect
 //! with the variables, a variable the layout does not have is refused by name, and
 //! `examples/edge.toml` runs as written and answers `/readyz`.
@@ -126,6 +126,34 @@ fn a_variable_the_layout_does_not_have_or_of_the_wrong_type_is_refused_by_name()
     );
     let shown = text(&gavel(&["check-config", named.to_str().unwrap()], &[]));
     assert!(shown.contains("listen = \"127.0.0.1:9200\"\n"), "{shown}");
+}
+
+#[test]
+fn an_exchange_variable_wins_over_the_file() {
+    let dir = TempDir::new("env-exchange");
+    let config = dir.file(
+        "exchange.toml",
+        "open_to_all_sellers = true\nlisten = \"localhost:8080\"\n[http]\ndrain_grace_ms = 0\n",
+    );
+    let file = config.to_str().unwrap();
+    let envs = [
+        ("GAVEL_EXCHANGE__HTTP__DRAIN_GRACE_MS", "1500"),
+        ("GAVEL_EXCHANGE__LISTEN", "0.0.0.0:18080"),
+        ("GAVEL_BIDDER__HTTP__DRAIN_GRACE_MS", "not the exchange's"),
+    ];
+    for args in [
+        vec!["exchange", "--config", file, "--check"],
+        vec!["check-config", file],
+    ] {
+        let out = gavel(&args, &envs);
+        let shown = text(&out);
+        assert!(out.status.success(), "{shown}");
+        assert!(shown.contains("drain_grace_ms = 1500\n"), "{shown}");
+        assert!(shown.contains("listen = \"0.0.0.0:18080\"\n"), "{shown}");
+    }
+    let shown = text(&gavel(&["check-config", file], &[]));
+    assert!(shown.contains("drain_grace_ms = 0\n"), "{shown}");
+    assert!(shown.contains("listen = \"127.0.0.1:8080\"\n"), "{shown}");
 }
 
 #[test]
