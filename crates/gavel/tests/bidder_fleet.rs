@@ -437,7 +437,7 @@ async fn crash(mode: &str) -> (i64, i64, Duration) {
         // The dead instance's lease of the campaign is reclaimed by the others' sweep.
         testkit::time::eventually(Duration::from_secs(20), "b0's lease reclaimed", || async {
             redis
-                .raw("EXISTS gavel:own:b0:shared")
+                .raw("EXISTS gavel:{shared}own:b0:shared")
                 .await
                 .starts_with(":0")
         })

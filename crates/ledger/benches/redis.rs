@@ -32,7 +32,10 @@ async fn pairs(l: &RedisLedger, tag: &str, from: u64, count: u64) {
             .await
             .unwrap()
             .unwrap();
-        l.commit(&id, Nanos(4_000), NOW).await.unwrap().unwrap();
+        l.commit(&id, Some("c"), Nanos(4_000), NOW)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }
 

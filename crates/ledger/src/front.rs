@@ -235,7 +235,7 @@ impl Ledger {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e)),
             },
-            Store::PerBid(redis) => match redis.commit(id, price, now).await {
+            Store::PerBid(redis) => match redis.commit(id, campaign, price, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e)),
             },
@@ -257,7 +257,7 @@ impl Ledger {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e)),
             },
-            Store::PerBid(redis) => match redis.release(id, now).await {
+            Store::PerBid(redis) => match redis.release(id, campaign, now).await {
                 Ok(r) => r.map_err(NoticeError::Settle),
                 Err(e) => Err(NoticeError::Unavailable(e)),
             },

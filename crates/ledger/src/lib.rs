@@ -28,7 +28,8 @@ pub use book::{Balance, Book, CommitOutcome, DailyBalance, Refusal, ReleaseOutco
 pub use front::{Ledger, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use redis::{
-    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, LeaseClose, LeaseError, LeaseGrant, LeaseReport,
-    LeaseState, LedgerError, MAX_AMOUNT, PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, Swept,
+    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, Keys, LeaseClose, LeaseError, LeaseGrant,
+    LeaseReport, LeaseState, LedgerError, MAX_AMOUNT, OPEN_BATCH, PIPELINE_MAX, RedisConfig,
+    RedisLedger, RedisTls, SWEEP_CAMPAIGNS, Swept,
 };
 pub use units::Limits;

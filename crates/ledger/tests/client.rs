@@ -79,7 +79,7 @@ async fn nonsense_from_the_peer_is_a_protocol_error() {
         }
     });
     let l = ledger(addr, Duration::from_secs(1));
-    let err = l.balance("c", Timestamp(0)).await.unwrap_err();
+    let err = l.ping().await.unwrap_err();
     assert!(matches!(err, LedgerError::Protocol(_)), "{err:?}");
 }
 

@@ -51,8 +51,10 @@ async fn spender(task: usize, seed: u64, a: RedisLedger, b: RedisLedger) -> i64 
         match rng.random_range(0..10) {
             0..=5 => {
                 let (p1, p2) = (rng.random_range(0..=amount), rng.random_range(0..=amount));
-                let (r1, r2) =
-                    tokio::join!(a.commit(&id, Nanos(p1), NOW), b.commit(&id, Nanos(p2), NOW));
+                let (r1, r2) = tokio::join!(
+                    a.commit(&id, Some("c"), Nanos(p1), NOW),
+                    b.commit(&id, Some("c"), Nanos(p2), NOW)
+                );
                 match (r1.unwrap().unwrap(), r2.unwrap().unwrap()) {
                     (CommitOutcome::Charged(x), CommitOutcome::AlreadyCommitted(y))
                     | (CommitOutcome::AlreadyCommitted(y), CommitOutcome::Charged(x)) => {
@@ -63,13 +65,16 @@ async fn spender(task: usize, seed: u64, a: RedisLedger, b: RedisLedger) -> i64 
                 }
                 if rng.random_bool(0.3) {
                     assert_eq!(
-                        b.release(&id, NOW).await.unwrap(),
+                        b.release(&id, Some("c"), NOW).await.unwrap(),
                         Ok(ReleaseOutcome::AlreadyCommitted)
                     );
                 }
             }
             6..=8 => {
-                let (r1, r2) = tokio::join!(a.release(&id, NOW), b.release(&id, NOW));
+                let (r1, r2) = tokio::join!(
+                    a.release(&id, Some("c"), NOW),
+                    b.release(&id, Some("c"), NOW)
+                );
                 let mut answers = [r1.unwrap().unwrap(), r2.unwrap().unwrap()];
                 answers.sort_by_key(|r| format!("{r:?}"));
                 assert_eq!(
@@ -130,7 +135,12 @@ async fn concurrent_spenders_never_overspend_and_charges_add_up() {
     assert_eq!(clients[2].check_invariants().await.unwrap(), Ok(()));
     // Everything left open expires; the books end with spent only.
     let later = Timestamp(NOW.0 + 60_000);
-    while clients[3].expire(later).await.unwrap().more {}
+    while clients[3]
+        .expire_campaigns(&["c"], later)
+        .await
+        .unwrap()
+        .more
+    {}
     let end = clients[0].balance("c", later).await.unwrap().unwrap();
     assert_eq!((end.spent.get(), end.reserved), (charged, Nanos::ZERO));
     assert!(end.spent.get() <= BUDGET);

@@ -33,7 +33,7 @@ fn config(instance: &str, chunk: i64) -> LeaseConfig {
 
 /// How many lease hashes (`l:` keys: open leases and recent tombstones) Redis holds.
 async fn lease_keys(server: &RedisServer) -> usize {
-    let reply = server.raw("KEYS gavel:l:*").await;
+    let reply = server.raw("KEYS gavel:{*}l:*").await;
     let header = reply.lines().next().unwrap_or_default();
     header
         .strip_prefix('*')
@@ -575,8 +575,10 @@ async fn only_spending_campaigns_take_leases_and_cost_calls() {
         ledger.stats().open_leases == 10
     })
     .await;
-    // A window of steady spending: every round's cost is bounded by the ten spenders (a report
-    // and a top-up each at most, plus one sweep and one inbox drain), not by the 5,000 configured.
+    // A window of steady spending: every round's cost is bounded by the ten spenders (a report,
+    // a top-up, a sweep of its index and a drain of its inbox each at most: on a cluster each
+    // campaign's keys are in its own slot), plus two more campaigns swept in turn, not by the
+    // 5,000 configured.
     let s1 = ledger.stats();
     eventually(Duration::from_secs(3), "ten rounds", || async {
         ledger.stats().rounds >= s1.rounds + 10
@@ -589,7 +591,7 @@ async fn only_spending_campaigns_take_leases_and_cost_calls() {
         "{rounds} rounds: {calls} calls in {trips} round trips ({:.1} calls per round)",
         calls as f64 / rounds as f64
     );
-    assert!(calls <= 22 * rounds, "{calls} calls in {rounds} rounds");
+    assert!(calls <= 42 * rounds, "{calls} calls in {rounds} rounds");
     assert!(calls > 0);
     // Pipelined: a round is at most three round trips (upkeep, top-ups, and a retry).
     assert!(
@@ -694,13 +696,14 @@ async fn an_idle_lease_is_extended_then_closed_and_its_budget_returned() {
     );
     assert!(closed_after < idle_close + Duration::from_secs(10));
     assert_eq!((closed.idle_closes, closed.leases_lost), (1, 0));
-    // While idle: one sweep and one inbox drain per full round (pipelined in one round trip),
-    // a few extensions (every half TTL) and the close.
+    // While idle: per full round, the leased campaign's sweep and inbox drain and the sweep of
+    // the campaigns in turn (both of them here), pipelined in one round trip; a few extensions
+    // (every half TTL) and the close.
     let (rounds, calls) = (
         closed.rounds - quiet.rounds,
         closed.redis_calls - quiet.redis_calls,
     );
-    assert!(calls <= 2 * rounds + 6, "{calls} calls in {rounds} rounds");
+    assert!(calls <= 3 * rounds + 6, "{calls} calls in {rounds} rounds");
     // The unspent part is back in the shared budget; nothing is lost.
     let a = shared
         .balance("a", Timestamp::now())
@@ -746,10 +749,10 @@ async fn a_burst_on_a_new_campaign_gets_its_lease_at_once() {
     let ledger =
         LeasedLedger::start(redis(&server), cfg, vec![("c".into(), limits(50_000_000))]).await;
     let s0 = ledger.stats();
-    // Start wrote the limits, swept and drained its inbox; no lease.
+    // Start wrote the limits and swept the campaign's index (no inbox to drain: no lease).
     assert_eq!(
         (s0.grants, s0.open_leases, s0.redis_calls),
-        (0, 0, 3),
+        (0, 0, 2),
         "{s0:?}"
     );
     // The first bid on the campaign is refused: nothing is leased yet. It asks for a lease.

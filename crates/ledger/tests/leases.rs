@@ -88,7 +88,7 @@ async fn reports_are_cumulative_idempotent_and_order_tolerant() {
         .unwrap();
     let later = Timestamp(EXP.0 + 5_000);
     let r = l
-        .report_lease("l1", n(100), later, NOW)
+        .report_lease("l1", "c", n(100), later, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -98,12 +98,12 @@ async fn reports_are_cumulative_idempotent_and_order_tolerant() {
     );
     // The same report again, then an older one arriving late: nothing changes.
     let again = l
-        .report_lease("l1", n(100), later, NOW)
+        .report_lease("l1", "c", n(100), later, NOW)
         .await
         .unwrap()
         .unwrap();
     let older = l
-        .report_lease("l1", n(50), EXP, NOW)
+        .report_lease("l1", "c", n(50), EXP, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -114,7 +114,7 @@ async fn reports_are_cumulative_idempotent_and_order_tolerant() {
     // The expiry never moves back.
     assert_eq!(older.expires_at, later);
     let r = l
-        .report_lease("l1", n(300), later, NOW)
+        .report_lease("l1", "c", n(300), later, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -123,7 +123,7 @@ async fn reports_are_cumulative_idempotent_and_order_tolerant() {
     assert_eq!((b.spent, b.reserved, b.available), (n(300), n(200), n(500)));
     // Beyond the lease: capped, the excess reported as uncharged, once.
     let over = l
-        .report_lease("l1", n(700), later, NOW)
+        .report_lease("l1", "c", n(700), later, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -132,7 +132,7 @@ async fn reports_are_cumulative_idempotent_and_order_tolerant() {
         (n(200), n(200), n(500))
     );
     let over_again = l
-        .report_lease("l1", n(700), later, NOW)
+        .report_lease("l1", "c", n(700), later, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -149,11 +149,15 @@ async fn close_reports_and_returns_the_remainder_once() {
         .await
         .unwrap()
         .unwrap();
-    l.report_lease("l1", n(20), EXP, NOW)
+    l.report_lease("l1", "c", n(20), EXP, NOW)
         .await
         .unwrap()
         .unwrap();
-    let closed = l.close_lease("l1", n(120), NOW).await.unwrap().unwrap();
+    let closed = l
+        .close_lease("l1", "c", n(120), NOW)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         closed,
         LeaseClose {
@@ -167,14 +171,18 @@ async fn close_reports_and_returns_the_remainder_once() {
     let b = bal(&l, NOW).await;
     assert_eq!((b.spent, b.reserved, b.available), (n(120), n(0), n(880)));
     assert_eq!(b.daily.map(|d| (d.spent, d.reserved)), Some((n(120), n(0))));
-    let twice = l.close_lease("l1", n(120), NOW).await.unwrap().unwrap();
+    let twice = l
+        .close_lease("l1", "c", n(120), NOW)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((twice.charged, twice.released), (n(0), n(0)));
     assert_eq!(
         l.take_lease("l1", "c", n(10), EXP, NOW).await.unwrap(),
         Err(LeaseError::LeaseClosed)
     );
     let late = l
-        .report_lease("l1", n(120), EXP, NOW)
+        .report_lease("l1", "c", n(120), EXP, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -192,7 +200,7 @@ async fn an_expired_lease_is_reclaimed_only_after_its_expiry() {
     assert_eq!(l.expire(Timestamp(EXP.0 - 1)).await.unwrap().leases, 0);
     // Extended before it expired: the sweep at the old expiry leaves it alone.
     let extended = Timestamp(EXP.0 + 10_000);
-    l.report_lease("l1", n(50), extended, NOW)
+    l.report_lease("l1", "c", n(50), extended, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -203,7 +211,7 @@ async fn an_expired_lease_is_reclaimed_only_after_its_expiry() {
     let b = bal(&l, extended).await;
     assert_eq!((b.spent, b.reserved, b.available), (n(50), n(0), n(950)));
     let after = l
-        .report_lease("l1", n(50), extended, extended)
+        .report_lease("l1", "c", n(50), extended, extended)
         .await
         .unwrap()
         .unwrap();
@@ -222,7 +230,7 @@ async fn a_late_report_after_reclaim_charges_at_most_what_is_left() {
         .await
         .unwrap()
         .unwrap();
-    l.report_lease("l1", n(100), EXP, NOW)
+    l.report_lease("l1", "c", n(100), EXP, NOW)
         .await
         .unwrap()
         .unwrap();
@@ -236,7 +244,7 @@ async fn a_late_report_after_reclaim_charges_at_most_what_is_left() {
     assert_eq!(g.granted, n(850));
     // l1's holder was cut off and reports 400 late: 300 new, only 50 left to charge.
     let late = l
-        .report_lease("l1", n(400), EXP, EXP)
+        .report_lease("l1", "c", n(400), EXP, EXP)
         .await
         .unwrap()
         .unwrap();
@@ -251,7 +259,7 @@ async fn a_late_report_after_reclaim_charges_at_most_what_is_left() {
     );
     // Idempotent too.
     let again = l
-        .report_lease("l1", n(400), EXP, EXP)
+        .report_lease("l1", "c", n(400), EXP, EXP)
         .await
         .unwrap()
         .unwrap();
@@ -282,23 +290,37 @@ async fn lease_refusals_change_nothing() {
         Err(LeaseError::UnknownCampaign)
     );
     assert_eq!(
-        l.report_lease("nope", n(5), EXP, NOW).await.unwrap(),
+        l.report_lease("nope", "c", n(5), EXP, NOW).await.unwrap(),
         Err(LeaseError::UnknownLease)
     );
     assert_eq!(
-        l.close_lease("nope", n(5), NOW).await.unwrap(),
+        l.close_lease("nope", "c", n(5), NOW).await.unwrap(),
         Err(LeaseError::UnknownLease)
     );
     l.take_lease("l", "c", n(5), EXP, NOW)
         .await
         .unwrap()
         .unwrap();
+    // Lease ids are per campaign hash tag: campaigns whose tags are equal ("{" is tagged by
+    // its hex form, which reads like the plain name "#7b") share ids, and one's lease is not
+    // the other's.
+    for c in ["{", "#7b"] {
+        let limits = Limits {
+            total: n(10),
+            daily: None,
+        };
+        l.set_limits(c, limits, NOW).await.unwrap();
+    }
+    l.take_lease("m", "{", n(5), EXP, NOW)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        l.take_lease("l", "d", n(5), EXP, NOW).await.unwrap(),
+        l.take_lease("m", "#7b", n(5), EXP, NOW).await.unwrap(),
         Err(LeaseError::CampaignMismatch)
     );
     assert_eq!(
-        l.report_lease("l", n(-1), EXP, NOW).await.unwrap(),
+        l.report_lease("l", "c", n(-1), EXP, NOW).await.unwrap(),
         Err(LeaseError::NegativeSpend)
     );
     assert_eq!(LeaseError::CampaignMismatch.label(), "campaign_mismatch");
@@ -314,7 +336,7 @@ async fn a_lease_counts_against_the_day_it_was_grown_on() {
         .await
         .unwrap()
         .unwrap();
-    l.report_lease("l1", n(100), Timestamp(12 * DAY), NOW)
+    l.report_lease("l1", "c", n(100), Timestamp(12 * DAY), NOW)
         .await
         .unwrap()
         .unwrap();
@@ -339,7 +361,7 @@ async fn a_lease_counts_against_the_day_it_was_grown_on() {
     checked(&l).await;
     // 300 more spent: the first 250 count against day 11's grant, the rest against the total.
     let r = l
-        .report_lease("l1", n(400), Timestamp(12 * DAY), morning)
+        .report_lease("l1", "c", n(400), Timestamp(12 * DAY), morning)
         .await
         .unwrap()
         .unwrap();
@@ -350,7 +372,11 @@ async fn a_lease_counts_against_the_day_it_was_grown_on() {
         b.daily.map(|d| (d.spent, d.reserved, d.available)),
         Some((n(250), n(0), n(50)))
     );
-    let closed = l.close_lease("l1", n(400), morning).await.unwrap().unwrap();
+    let closed = l
+        .close_lease("l1", "c", n(400), morning)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(closed.released, n(150));
     let end = bal(&l, morning).await;
     assert_eq!(

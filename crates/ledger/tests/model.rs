@@ -50,8 +50,11 @@ async fn run(seed: u64, steps: usize, server: &RedisServer) {
         } else {
             now
         };
-        let id = format!("r{}", rng.random_range(0..60));
+        let n = rng.random_range(0..60);
         let campaign = CAMPAIGNS[rng.random_range(0..CAMPAIGNS.len())];
+        // Ids are unique across campaigns (the bidder's are random); a notice names the
+        // campaign, whose slot holds the reservation.
+        let id = format!("{campaign}/r{n}");
         let what = rng.random_range(0..100);
         let context = format!("seed {seed} step {step} at {at:?}");
         if std::env::var("MODEL_TRACE").is_ok() {
@@ -71,12 +74,12 @@ async fn run(seed: u64, steps: usize, server: &RedisServer) {
             40..=69 => {
                 let price = Nanos(rng.random_range(-3..950));
                 let want = book.commit(&id, price, at);
-                let got = redis.commit(&id, price, at).await.unwrap();
+                let got = redis.commit(&id, Some(campaign), price, at).await.unwrap();
                 assert_eq!(got, want, "commit {id} {price:?}: {context}");
             }
             70..=84 => {
                 let want = book.release(&id, at);
-                let got = redis.release(&id, at).await.unwrap();
+                let got = redis.release(&id, Some(campaign), at).await.unwrap();
                 assert_eq!(got, want, "release {id}: {context}");
             }
             85..=94 => {

@@ -166,7 +166,7 @@ async fn notices_sent_round_robin_to_four_instances_are_all_charged_once() {
     eventually(Duration::from_secs(10), "inboxes drained", || async {
         let n: u64 = ledgers.iter().map(|l| l.stats().settled_elsewhere).sum();
         // 3 in 4 first notices reach another instance; each reservation is settled once.
-        n > 0 && server.raw("KEYS gavel:in:*").await.starts_with("*0")
+        n > 0 && server.raw("KEYS gavel:{*}in:*").await.starts_with("*0")
     })
     .await;
     for l in &ledgers {
@@ -228,7 +228,7 @@ async fn a_win_for_a_dead_holder_is_charged_from_the_campaign_once_its_lease_is_
     // n0 dies without a word: its lease is reclaimed by the others' sweep after its expiry.
     drop(ledgers.remove(0));
     eventually(Duration::from_secs(10), "n0's lease reclaimed", || async {
-        server.raw("KEYS gavel:own:n0:*").await.starts_with("*0")
+        server.raw("KEYS gavel:{*}own:n0:*").await.starts_with("*0")
     })
     .await;
     let now = Timestamp::now();
@@ -277,7 +277,7 @@ async fn a_win_settled_while_redis_is_away_is_claimed_there_once_it_answers() {
     // Once Redis answers, the claim lands: a replay anywhere is a duplicate.
     eventually(Duration::from_secs(10), "the claim written", || async {
         server
-            .raw(&format!("HGET gavel:d:{id} state"))
+            .raw(&format!("HGET gavel:{{c}}d:{id} state"))
             .await
             .contains("charged")
     })

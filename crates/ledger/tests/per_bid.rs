@@ -76,11 +76,11 @@ impl Fx {
         price: i64,
         now: Timestamp,
     ) -> Result<CommitOutcome, SettleError> {
-        self.l.commit(id, n(price), now).await.unwrap()
+        self.l.commit(id, Some("c"), n(price), now).await.unwrap()
     }
 
     async fn release(&self, id: &str, now: Timestamp) -> Result<ReleaseOutcome, SettleError> {
-        self.l.release(id, now).await.unwrap()
+        self.l.release(id, Some("c"), now).await.unwrap()
     }
 }
 
@@ -375,16 +375,16 @@ async fn tombstones_are_forgotten_after_their_ttl() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        l.commit("r1", n(100), NOW).await.unwrap(),
+        l.commit("r1", Some("c"), n(100), NOW).await.unwrap(),
         Ok(CommitOutcome::Charged(n(100)))
     );
     assert_eq!(
-        l.commit("r1", n(100), NOW).await.unwrap(),
+        l.commit("r1", Some("c"), n(100), NOW).await.unwrap(),
         Ok(CommitOutcome::AlreadyCommitted(n(100)))
     );
     // The TTL runs on Redis's clock: wait for it (bounded).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while server.raw("EXISTS gavel:r:r1").await.starts_with(":1") {
+    while server.raw("EXISTS gavel:{c}r:r1").await.starts_with(":1") {
         assert!(
             tokio::time::Instant::now() < deadline,
             "tombstone outlived its TTL"
@@ -393,7 +393,7 @@ async fn tombstones_are_forgotten_after_their_ttl() {
     }
     // Forgotten: a late duplicate charges nothing, and the id may be used again.
     assert_eq!(
-        l.commit("r1", n(100), NOW).await.unwrap(),
+        l.commit("r1", Some("c"), n(100), NOW).await.unwrap(),
         Err(SettleError::UnknownReservation)
     );
     assert_eq!(
@@ -630,14 +630,18 @@ async fn amounts_are_exact_up_to_2_pow_53_and_refused_beyond() {
     let b = f.l.balance("big", NOW).await.unwrap().unwrap();
     assert_eq!((b.reserved, b.available), (n(MAX_AMOUNT), n(0)));
     assert_eq!(
-        f.l.commit("a", n(i64::MAX), NOW).await.unwrap(),
+        f.l.commit("a", Some("big"), n(i64::MAX), NOW)
+            .await
+            .unwrap(),
         Err(SettleError::AboveReservation {
             reserved: n(MAX_AMOUNT - 2),
             price: n(i64::MAX)
         })
     );
     assert_eq!(
-        f.l.commit("a", n(MAX_AMOUNT - 4), NOW).await.unwrap(),
+        f.l.commit("a", Some("big"), n(MAX_AMOUNT - 4), NOW)
+            .await
+            .unwrap(),
         Ok(CommitOutcome::Charged(n(MAX_AMOUNT - 4)))
     );
     let b = f.l.balance("big", NOW).await.unwrap().unwrap();
@@ -646,7 +650,7 @@ async fn amounts_are_exact_up_to_2_pow_53_and_refused_beyond() {
         (n(MAX_AMOUNT - 4), n(2), n(2))
     );
     // Stored as plain integers, not exponent notation.
-    let raw = f._server.raw("HGET gavel:c:big spent").await;
+    let raw = f._server.raw("HGET gavel:{big}c:big spent").await;
     assert!(raw.contains(&(MAX_AMOUNT - 4).to_string()), "{raw}");
     f.checked().await;
 }
@@ -673,7 +677,7 @@ async fn scripts_are_reloaded_after_a_script_flush() {
 async fn prefixes_keep_ledgers_apart() {
     let server = RedisServer::start().await;
     let a = server.ledger("a:");
-    let b = server.ledger("{b}:");
+    let b = server.ledger("b:");
     a.set_limits(
         "c",
         Limits {
@@ -706,7 +710,7 @@ async fn prefixes_keep_ledgers_apart() {
         .await
         .unwrap()
         .unwrap();
-    assert!(server.raw("EXISTS {b}:c:c").await.starts_with(":1"));
+    assert!(server.raw("EXISTS b:{c}c:c").await.starts_with(":1"));
 }
 
 /// A backlog of expiries larger than one sweep batch is cleared by one `Ledger::expire` call

@@ -119,7 +119,7 @@ impl Inner {
             (Step::Grant(g), Ok(Answer::Grant(grant))) => self.apply_grant(local, g, grant, now),
             (Step::Sweep, Ok(Answer::Swept(swept))) => {
                 // Behind: sweep again at once rather than one batch per report interval.
-                self.sweep_behind.store(swept.more, Ordering::Relaxed);
+                self.sweep_behind.fetch_or(swept.more, Ordering::Relaxed);
                 swept.more
             }
             (Step::Drain, Ok(Answer::Drained(items))) => {

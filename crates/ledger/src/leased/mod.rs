@@ -191,6 +191,12 @@ impl LeasedLedger {
         for camp in known.values_mut() {
             camp.active = false;
         }
+        {
+            let mut sweep = self.inner.redis.sweep_list();
+            for (name, _) in &campaigns {
+                sweep.add(name);
+            }
+        }
         for (name, limits) in campaigns {
             match known.get_mut(&name) {
                 Some(camp) => {

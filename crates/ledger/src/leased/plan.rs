@@ -18,6 +18,12 @@ use crate::redis::script::{
 /// that reports and top-ups are not held up behind it). [`LeasedLedger::start`] writes them all.
 pub(super) const LIMITS_PER_ROUND: usize = 2_000;
 
+/// Campaigns of the whole list a full round sweeps besides those it leases or tops up (whose
+/// indexes it sweeps every full round): on a cluster each campaign has its own sweep index, so
+/// a campaign no instance spends from has an expired lease (of a crashed instance) reclaimed
+/// within `campaigns / SWEEP_ROTATION` full rounds, and at once once any instance asks for it.
+pub(super) const SWEEP_ROTATION: usize = 2;
+
 /// Most outcomes settled while Redis was away that a round claims.
 const MARKS_PER_ROUND: usize = 1_000;
 
@@ -102,6 +108,7 @@ impl Inner {
                 steps.push((
                     Call::CloseLease(CloseLease {
                         id: lease.id.clone(),
+                        campaign: name.clone(),
                         cumulative,
                     }),
                     Step::Close {
@@ -116,6 +123,7 @@ impl Inner {
                 steps.push((
                     Call::ReportLease(ReportLease {
                         id: lease.id.clone(),
+                        campaign: name.clone(),
                         cumulative,
                         expires_at: now.saturating_add(config.lease_ttl),
                     }),
@@ -128,15 +136,28 @@ impl Inner {
             }
         }
         if full || self.sweep_behind.swap(false, Ordering::Relaxed) {
-            steps.push((Call::Expire(Expire), Step::Sweep));
+            // The indexes of the campaigns this instance spends from or asks for, and a few
+            // more of the whole list in turn (see `SWEEP_ROTATION`).
+            let mut sweep: Vec<String> = local.leased.iter().cloned().collect();
+            sweep.extend(local.wanted.iter().cloned());
+            sweep.extend(self.redis.sweep_list().window(SWEEP_ROTATION).0);
+            sweep.sort_unstable();
+            sweep.dedup();
+            for campaign in sweep {
+                steps.push((Call::Expire(Expire { campaign }), Step::Sweep));
+            }
         }
         if full {
-            steps.push((
-                Call::Drain(Drain {
-                    node: config.instance_id.clone(),
-                }),
-                Step::Drain,
-            ));
+            // Our inbox is per campaign tag: those we hold a lease of.
+            for campaign in &local.leased {
+                steps.push((
+                    Call::Drain(Drain {
+                        node: config.instance_id.clone(),
+                        campaign: campaign.clone(),
+                    }),
+                    Step::Drain,
+                ));
+            }
         }
         for mark in marks {
             steps.push((Call::Settle(mark.clone()), Step::Mark(mark)));

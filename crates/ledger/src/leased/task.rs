@@ -218,6 +218,7 @@ impl Inner {
                     let cumulative = spent.saturating_sub(lease.base);
                     let call = Call::CloseLease(CloseLease {
                         id: lease.id.clone(),
+                        campaign: name.clone(),
                         cumulative,
                     });
                     let step = Step::Close {

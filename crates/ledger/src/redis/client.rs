@@ -17,8 +17,8 @@ use super::transport::RedisTls;
 /// `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
 #[derive(Debug)]
 pub(crate) struct Script {
-    body: &'static str,
-    sha: String,
+    pub(crate) body: &'static str,
+    pub(crate) sha: String,
 }
 
 impl Script {
@@ -34,6 +34,9 @@ impl Script {
         &self.sha
     }
 }
+
+/// A script call ready to send: the script, then the key count, the keys and the arguments.
+pub(crate) type ScriptCall<'a> = (&'a Script, Vec<&'a [u8]>);
 
 #[derive(Debug)]
 pub(crate) struct Client {
@@ -78,20 +81,20 @@ impl Client {
             .map_err(|_| LedgerError::Timeout)?
     }
 
-    /// Runs `script` with no keys and `argv`, bounded by `timeout`. A `NOSCRIPT` answer means
+    /// Runs `script` with `tail` (the key count, the keys, then the arguments), bounded by
+    /// `timeout`. A `NOSCRIPT` answer means
     /// the script did not run, so sending the body with `EVAL` cannot apply it twice.
     pub(crate) async fn eval(
         &self,
         script: &Script,
-        argv: &[&[u8]],
+        tail: &[&[u8]],
         timeout: Duration,
     ) -> Result<Value, LedgerError> {
         tokio::time::timeout(timeout, async {
-            let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len() + 3);
+            let mut args: Vec<&[u8]> = Vec::with_capacity(tail.len() + 2);
             args.push(b"EVALSHA");
             args.push(script.sha.as_bytes());
-            args.push(b"0");
-            args.extend_from_slice(argv);
+            args.extend_from_slice(tail);
             let reply = self.call_unbounded(&args).await?;
             if let Value::Error(msg) = &reply
                 && msg.starts_with("NOSCRIPT")
@@ -110,10 +113,11 @@ impl Client {
     /// order, each atomically, other clients' commands possibly in between), bounded by
     /// `timeout` as a whole. The outer error is the transport: any of the scripts may or may not
     /// have run. The inner ones are per script (its error reply). Scripts answered `NOSCRIPT`
-    /// did not run and are sent again with `EVAL`, after the others (a second round trip).
+    /// did not run: each is loaded once (`SCRIPT LOAD`) and they are sent again, after the others
+    /// (a second round trip).
     pub(crate) async fn eval_pipeline(
         &self,
-        calls: &[(&Script, Vec<&[u8]>)],
+        calls: &[ScriptCall<'_>],
         timeout: Duration,
     ) -> Result<Vec<Result<Value, LedgerError>>, LedgerError> {
         if calls.is_empty() {
@@ -122,12 +126,11 @@ impl Client {
         tokio::time::timeout(timeout, async {
             let commands: Vec<Vec<&[u8]>> = calls
                 .iter()
-                .map(|(script, argv)| {
-                    let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len() + 3);
+                .map(|(script, tail)| {
+                    let mut args: Vec<&[u8]> = Vec::with_capacity(tail.len() + 2);
                     args.push(b"EVALSHA");
                     args.push(script.sha.as_bytes());
-                    args.push(b"0");
-                    args.extend_from_slice(argv);
+                    args.extend_from_slice(tail);
                     args
                 })
                 .collect();
@@ -139,18 +142,23 @@ impl Client {
                 .map(|(i, _)| i)
                 .collect();
             if !missing.is_empty() {
-                let retry: Vec<Vec<&[u8]>> = missing
+                // Each missing script loaded once (not its body sent with every call), then the
+                // calls again by hash, in one more round trip.
+                let mut loads: Vec<&Script> = Vec::new();
+                for &i in &missing {
+                    if let Some((script, _)) = calls.get(i)
+                        && !loads.iter().any(|l| l.sha == script.sha)
+                    {
+                        loads.push(script);
+                    }
+                }
+                let mut retry: Vec<Vec<&[u8]>> = loads
                     .iter()
-                    .filter_map(|&i| {
-                        let mut args = commands.get(i)?.clone();
-                        let (script, _) = calls.get(i)?;
-                        *args.get_mut(0)? = b"EVAL";
-                        *args.get_mut(1)? = script.body.as_bytes();
-                        Some(args)
-                    })
+                    .map(|script| vec![&b"SCRIPT"[..], b"LOAD", script.body.as_bytes()])
                     .collect();
+                retry.extend(missing.iter().filter_map(|&i| commands.get(i).cloned()));
                 let again = self.exchange(&retry).await?;
-                for (i, reply) in missing.into_iter().zip(again) {
+                for (i, reply) in missing.into_iter().zip(again.into_iter().skip(loads.len())) {
                     if let Some(slot) = replies.get_mut(i) {
                         *slot = reply;
                     }
@@ -160,6 +168,21 @@ impl Client {
         })
         .await
         .map_err(|_| LedgerError::Timeout)?
+    }
+
+    /// Several plain commands in one round trip, bounded by `timeout` as a whole; error
+    /// replies come back as [`Value::Error`].
+    pub(crate) async fn call_many(
+        &self,
+        commands: &[Vec<&[u8]>],
+        timeout: Duration,
+    ) -> Result<Vec<Value>, LedgerError> {
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        tokio::time::timeout(timeout, self.exchange(commands))
+            .await
+            .map_err(|_| LedgerError::Timeout)?
     }
 
     /// A pipeline of commands on one connection (see [`Conn::request_many`]).
@@ -219,7 +242,7 @@ impl Client {
 }
 
 /// Turns a script's error reply into a transport error; other replies pass through.
-fn script_reply(reply: Value) -> Result<Value, LedgerError> {
+pub(crate) fn script_reply(reply: Value) -> Result<Value, LedgerError> {
     match reply {
         Value::Error(msg) => Err(classify_error(msg)),
         other => Ok(other),

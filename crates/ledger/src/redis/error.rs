@@ -31,6 +31,10 @@ pub enum LedgerError {
     /// version on one side, not worth retrying.
     #[error("redis protocol error: {0}")]
     Protocol(String),
+    /// A notice that names no campaign: a reservation's keys are in its campaign's hash slot,
+    /// so it cannot be found without it (never guessed). The bidder's signed notices carry it.
+    #[error("the notice names no campaign, so its reservation cannot be found")]
+    NoCampaign,
     /// An amount beyond what the scripts compute exactly (see [`MAX_AMOUNT`](super::MAX_AMOUNT)).
     #[error("{0} is beyond the ledger's exact range")]
     OutOfRange(&'static str),
@@ -45,6 +49,7 @@ impl LedgerError {
             LedgerError::NoLedger => "no_ledger",
             LedgerError::Timeout => "timeout",
             LedgerError::Protocol(_) => "protocol",
+            LedgerError::NoCampaign => "no_campaign",
             LedgerError::OutOfRange(_) => "out_of_range",
         }
     }

@@ -36,7 +36,7 @@ impl RedisLedger {
         self.run(&call, now).await
     }
 
-    /// Reports the lease holder's cumulative spend: charges what is new since the highest
+    /// Reports the lease holder's cumulative spend (lease `lease_id` of `campaign`): charges what is new since the highest
     /// earlier report (so repeats and reordering change nothing), capped at the lease amount;
     /// extends an open lease's expiry to `new_expires_at` (never shortens it). After the lease
     /// was reclaimed or closed, charges at most what the campaign still has available and says
@@ -44,12 +44,14 @@ impl RedisLedger {
     pub async fn report_lease(
         &self,
         lease_id: &str,
+        campaign: &str,
         cumulative_spent: Nanos,
         new_expires_at: Timestamp,
         now: Timestamp,
     ) -> Reply<LeaseReport, LeaseError> {
         let call = ReportLease {
             id: lease_id.to_owned(),
+            campaign: campaign.to_owned(),
             cumulative: cumulative_spent,
             expires_at: new_expires_at,
         };
@@ -61,11 +63,13 @@ impl RedisLedger {
     pub async fn close_lease(
         &self,
         lease_id: &str,
+        campaign: &str,
         cumulative_spent: Nanos,
         now: Timestamp,
     ) -> Reply<LeaseClose, LeaseError> {
         let call = CloseLease {
             id: lease_id.to_owned(),
+            campaign: campaign.to_owned(),
             cumulative: cumulative_spent,
         };
         self.run(&call, now).await

@@ -56,28 +56,41 @@
 //! [`RedisLedger::expire`] (lease mode runs that sweep itself, every report interval).
 //!
 //! # Key layout (prefix `P`, default `gavel:`)
+//! One layout on one Redis and on Redis Cluster, every name built by [`Keys`] (`keys.rs`). A
+//! campaign's keys share its **hash tag** `{t}` (the name itself, or `#` and its hex when it is
+//! empty or holds a brace), so they are in one hash slot, and each script touches one slot:
+//!
 //! | key | type | content |
 //! |---|---|---|
-//! | `P c:<campaign>` | hash | `total`, `daily` (configured limits; `daily` absent if none), `spent`, `reserved`, `day`, `day_spent`, `day_reserved` |
-//! | `P r:<reservation id>` | hash | `campaign`, `amount`, `day`, `expires_at`, `state` (`open`/`committed`/`released`/`expired`), `charged` |
-//! | `P l:<lease id>` | hash | `campaign`, `amount` (granted in total), `reported` (charged), `seen` (highest cumulative report), `lost` (reported but uncharged), `day`, `day_open` (part counted in that day), `expires_at`, `state` (`open`/`closed`/`reclaimed`) |
-//! | `P exp` | zset | `r:<id>` and `l:<id>` of open reservations and leases, scored by expiry (ms) |
-//! | `P campaigns` | set | campaign names |
+//! | `P{t}c:<campaign>` | hash | `total`, `daily` (configured limits; `daily` absent if none), `spent`, `reserved`, `day`, `day_spent`, `day_reserved` |
+//! | `P{t}r:<reservation id>` | hash | `campaign`, `amount`, `day`, `expires_at`, `state` (`open`/`committed`/`released`/`expired`), `charged` |
+//! | `P{t}l:<lease id>` | hash | `campaign`, `amount` (granted in total), `reported` (charged), `seen` (highest cumulative report), `lost` (reported but uncharged), `day`, `day_open` (part counted in that day), `expires_at`, `state` (`open`/`closed`/`reclaimed`), `remote`, `node` |
+//! | `P{t}exp` | zset | `r:<id>` and `l:<id>` of the tag's open reservations and leases, scored by expiry (ms): the sweep index |
+//! | `P{t}d:<reservation id>` | hash | lease mode: the claimed outcome of a notice (`state`, `charged`) |
+//! | `P{t}own:<node>:<campaign>` | string | lease mode: the id of the lease `node` holds for the campaign |
+//! | `P{t}in:<node>` | list | lease mode: settlements other instances made for `node`'s reservations of the tag's campaigns |
+//! | `P{s}ledger` | hash | the ledger marker (`id`) of hash slot `s`: one per slot, 16,384 |
+//! | `P{s}campaigns` | hash | the slot's campaigns: name to key base `P{t}` |
 //!
-//! (No space between `P` and the rest: `gavel:c:summer-sale`.) A resolved reservation or lease
-//! stays as a tombstone with a `PEXPIRE` of [`RedisConfig::tombstone_ttl`], so duplicate
-//! notices and late lease reports get the recorded answer. Scripts build keys from the prefix
-//! they receive, so they are not declared in `KEYS`: use one Redis primary (with replicas or
-//! Sentinel), or, on Redis Cluster, a prefix with a hash tag (`{gavel}:`) so every key shares a
-//! slot.
+//! `{s}` is [`keys::slot_tag`]: a short tag whose slot is `s`, so that the marker and the
+//! campaign list a script checks are in the script's own slot. Reservation and lease ids are
+//! therefore found through their campaign: notices carry it ([`RedisLedger::commit`] without
+//! one answers [`LedgerError::NoCampaign`]), and an id is unique per campaign tag, not per
+//! ledger (the bidder's are random anyway). The prefix holds no brace (the settings refuse
+//! one). A resolved reservation or lease stays as a tombstone with a `PEXPIRE` of
+//! [`RedisConfig::tombstone_ttl`], so duplicate notices and late lease reports get the recorded
+//! answer. Each script declares in `KEYS` the keys it names; those it finds inside (ids read
+//! from the sweep index, the lease an owner key names) carry the same tag.
 //!
 //! # The scripts (`lua/`, one typed module each in `script/`)
 //! `common.lua` (prelude: loading a campaign with the lazy day rollover, the invariant guard,
 //! tombstones) is prepended to each of `set_limits`, `reserve`, `commit`, `release`, `expire`
-//! (sweep of the `exp` index, at most [`RedisConfig::sweep_batch`] items per call), `balances`
-//! (read only; [`RedisLedger::balances`] sends at most [`BALANCES_CHUNK`] campaigns per call, so
-//! reading 100,000 campaigns is 200 short calls, never one long one), `take_lease`,
-//! `report_lease`, `close_lease`, `settle`, `drain`, `open_ledger` and `check` (an O(n) audit).
+//! (sweep of one campaign tag's `exp` index, at most [`RedisConfig::sweep_batch`] items per
+//! call; see `sweep.rs` for how the sweep walks the campaigns and its reclaim bound),
+//! `take_lease`,
+//! `report_lease`, `close_lease`, `settle`, `drain`, `open_ledger` and `check` (an O(n) audit of
+//! one slot). Balances are not a script: one `HMGET` per campaign ([`BALANCES_CHUNK`] per round
+//! trip), the day's rollover applied in Rust as the scripts apply it.
 //! Each has a module in `script/`: a type whose fields are its arguments, which encodes them in
 //! the order the Lua reads them (refusing locally what the script would refuse) and decodes the
 //! reply into a typed answer; a reply of another shape is [`LedgerError::Protocol`]. A
@@ -192,20 +205,30 @@
 //! are sent again with `EVAL` (two round trips, not the crate's three). The same-run comparison
 //! with the hand-written RESP client this replaced is in BENCHMARKS.md ("Redis clients").
 
+mod backend;
 mod client;
+mod cluster;
 mod conn;
 mod error;
 mod handle;
+pub mod keys;
 mod lease;
 mod per_bid;
 mod resp;
 pub(crate) mod script;
+mod sweep;
+mod sweep_list;
 mod transport;
 
 pub use error::{LeaseError, LedgerError};
-pub use handle::{EVIDENCE_SCAN_ROUNDS, KeyScan, PIPELINE_MAX, RedisConfig, RedisLedger};
+pub use handle::{
+    CREATE_TIMEOUT, EVIDENCE_SCAN_ROUNDS, KeyScan, OPEN_BATCH, PIPELINE_MAX, RedisConfig,
+    RedisLedger,
+};
+pub use keys::Keys;
 pub use per_bid::BALANCES_CHUNK;
 pub use script::{LeaseClose, LeaseGrant, LeaseReport, LeaseState, Swept};
+pub use sweep::SWEEP_CAMPAIGNS;
 pub use transport::RedisTls;
 
 /// The largest amount of nanos the scripts compute exactly: 2^53 - 1 (about 9,007,199 currency

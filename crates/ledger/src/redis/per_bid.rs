@@ -7,15 +7,14 @@ use units::{Limits, Nanos, Timestamp};
 use super::error::Reply;
 use super::handle::PIPELINE_MAX;
 use super::script::{
-    Balances, Check, Commit, Expire, Release, Reserve, SetLimits, Swept, array, texts,
+    BALANCE_FIELDS, Check, Commit, Release, Reserve, SetLimits, array, balance_of, texts,
 };
 use super::{LedgerError, RedisLedger};
 use crate::book::{Balance, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 
-/// Campaigns read per script call by [`RedisLedger::balances`]. Reading a campaign costs the
-/// script a few microseconds (measured: about 8 ms per 1,000 on a small shared machine, where
-/// the bare `HMGET`s alone are half of it), so a chunk stays well under a tight per-call
-/// timeout (the bidder's default is 20 ms) and never holds Redis for long.
+/// Campaigns read per round trip by [`RedisLedger::balances`] (one `HMGET` each, pipelined on
+/// one Redis, concurrent on a cluster). A bare `HMGET` costs Redis a few microseconds, so a
+/// chunk stays well under a tight per-call timeout (the bidder's default is 20 ms).
 pub const BALANCES_CHUNK: usize = 500;
 
 impl RedisLedger {
@@ -32,6 +31,7 @@ impl RedisLedger {
             campaign: campaign.to_owned(),
             limits,
         };
+        self.sweep_campaign(campaign);
         self.run(&call, now).await
     }
 
@@ -46,6 +46,12 @@ impl RedisLedger {
         now: Timestamp,
     ) -> Result<Vec<Result<(), LedgerError>>, LedgerError> {
         let mut out = Vec::with_capacity(campaigns.len());
+        {
+            let mut sweep = self.sweep_list();
+            for (campaign, _) in campaigns {
+                sweep.add(campaign);
+            }
+        }
         for chunk in campaigns.chunks(PIPELINE_MAX) {
             let calls: Vec<SetLimits> = chunk
                 .iter()
@@ -78,26 +84,38 @@ impl RedisLedger {
         self.run(&call, now).await
     }
 
-    /// Charges `price` for reservation `id`, as [`crate::Book::commit`].
+    /// Charges `price` for reservation `id` of `campaign`, as [`crate::Book::commit`]. The
+    /// reservation's keys are in its campaign's slot: without the campaign the answer is
+    /// [`LedgerError::NoCampaign`] (nothing is guessed).
     pub async fn commit(
         &self,
         id: &str,
+        campaign: Option<&str>,
         price: Nanos,
         now: Timestamp,
     ) -> Reply<CommitOutcome, SettleError> {
-        self.run(&Commit { id, price }, now).await
+        let campaign = campaign.ok_or(LedgerError::NoCampaign)?;
+        self.run(
+            &Commit {
+                id,
+                campaign,
+                price,
+            },
+            now,
+        )
+        .await
     }
 
-    /// Returns reservation `id`'s amount to its campaign, as [`crate::Book::release`].
-    pub async fn release(&self, id: &str, now: Timestamp) -> Reply<ReleaseOutcome, SettleError> {
-        self.run(&Release { id }, now).await
-    }
-
-    /// Releases open reservations and reclaims open leases whose expiry is at or before `now`,
-    /// at most `sweep_batch` of them (call again while [`Swept::more`]). Tombstones are
-    /// forgotten by Redis itself (`PEXPIRE`).
-    pub async fn expire(&self, now: Timestamp) -> Result<Swept, LedgerError> {
-        self.run(&Expire, now).await
+    /// Returns reservation `id`'s amount to its campaign, as [`crate::Book::release`]; without
+    /// the campaign, [`LedgerError::NoCampaign`].
+    pub async fn release(
+        &self,
+        id: &str,
+        campaign: Option<&str>,
+        now: Timestamp,
+    ) -> Reply<ReleaseOutcome, SettleError> {
+        let campaign = campaign.ok_or(LedgerError::NoCampaign)?;
+        self.run(&Release { id, campaign }, now).await
     }
 
     /// One campaign's balance as of `now`, as [`crate::Book::balance`].
@@ -111,10 +129,9 @@ impl RedisLedger {
     }
 
     /// The balances of `campaigns` as of `now`, in their order; unknown campaigns are left out.
-    /// Read [`BALANCES_CHUNK`] campaigns per script call, one call per round trip, each bounded
-    /// by the timeout: each chunk is a consistent snapshot, and no single script holds Redis for
-    /// long however many campaigns are asked for (100,000 campaigns are 200 short calls; their
-    /// total cost in Redis still grows with the number asked for).
+    /// One `HMGET` per campaign (each a consistent snapshot of its campaign),
+    /// [`BALANCES_CHUNK`] per round trip, each bounded by the timeout (100,000 campaigns are
+    /// 200 round trips; their total cost in Redis grows with the number asked for).
     pub async fn balances<S: AsRef<str>>(
         &self,
         campaigns: &[S],
@@ -122,23 +139,49 @@ impl RedisLedger {
     ) -> Result<Vec<Balance>, LedgerError> {
         let mut out = Vec::with_capacity(campaigns.len());
         for chunk in campaigns.chunks(BALANCES_CHUNK) {
-            out.extend(self.run(&Balances { campaigns: chunk }, now).await?);
+            let keys: Vec<String> = chunk
+                .iter()
+                .map(|c| self.keys().campaign(c.as_ref()))
+                .collect();
+            let commands: Vec<Vec<&[u8]>> = keys
+                .iter()
+                .map(|key| {
+                    let mut args: Vec<&[u8]> = vec![b"HMGET", key.as_bytes()];
+                    args.extend(BALANCE_FIELDS.iter().map(|f| f.as_bytes()));
+                    args
+                })
+                .collect();
+            for (campaign, reply) in chunk.iter().zip(self.commands(&commands).await?) {
+                if let Some(balance) = balance_of(campaign.as_ref(), reply?, now)? {
+                    out.push(balance);
+                }
+            }
         }
         Ok(out)
     }
 
-    /// Every campaign that has limits in Redis, in no particular order.
+    /// Every campaign that has limits in Redis, in no particular order. Looks through the keys
+    /// of every primary (`SCAN`, bounded as [`RedisLedger::keys_under_prefix`]): for tests and
+    /// operators.
     pub async fn campaigns(&self) -> Result<Vec<String>, LedgerError> {
-        let key = format!("{}campaigns", self.prefix());
-        let reply = self.command(&[b"SMEMBERS", key.as_bytes()]).await?;
-        texts(array(reply)?, "campaign name")
+        let mut out = Vec::new();
+        for slot in self.listed_slots().await? {
+            let key = self.keys().campaigns(slot);
+            let reply = self.command(&[b"HKEYS", key.as_bytes()]).await?;
+            out.extend(texts(array(reply)?, "campaign name")?);
+        }
+        Ok(out)
     }
 
     /// Audits Redis as [`crate::Book::check_invariants`] audits the book: each campaign's
     /// reserved (total and today's) is the sum of its open reservations and leases, and no
-    /// counter is negative. O(campaigns + open items): for tests and operators.
+    /// counter is negative. One script call per hash slot that lists campaigns, found with
+    /// `SCAN` on every primary: O(keys + campaigns + open items), for tests and operators.
     pub async fn check_invariants(&self) -> Result<Result<(), String>, LedgerError> {
-        let problems = self.run(&Check, Timestamp::now()).await?;
+        let mut problems = Vec::new();
+        for slot in self.listed_slots().await? {
+            problems.extend(self.run(&Check { slot }, Timestamp::now()).await?);
+        }
         Ok(if problems.is_empty() {
             Ok(())
         } else {

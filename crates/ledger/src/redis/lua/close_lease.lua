@@ -1,4 +1,4 @@
--- close_lease: ARGV = prefix, lease id, cumulative spent, day, tombstone ttl (ms).
+-- close_lease: ARGV = base, lease id, cumulative spent, day, tombstone ttl (ms).
 -- Reports, then returns the unreported remainder. Closing again only reports.
 local L = load_lease(ARGV[2])
 local cum, day, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])

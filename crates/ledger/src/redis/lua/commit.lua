@@ -1,4 +1,4 @@
--- commit: ARGV = prefix, id, price, now, day, tombstone ttl (ms).
+-- commit: ARGV = base, id, price, now, day, tombstone ttl (ms).
 -- As pacing::Book::commit: an open reservation is charged (whatever its expiry: the sweep has
 -- not released it yet); a released or expired one is charged all the same, from the campaign's
 -- available money (the impression was served), and says so; a committed one reports its charge.

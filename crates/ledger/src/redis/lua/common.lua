@@ -1,16 +1,19 @@
 -- Shared prelude of every Gavel ledger script (prepended by scripts.rs).
--- ARGV[1] is always the key prefix. Money and times are integers below 2^53, checked by the
--- Rust side before sending, so Lua's doubles hold them exactly; `fmt` writes them back as plain
--- integers (tostring would switch to exponent notation above 1e14).
+-- KEYS (built by keys.rs, never rebuilt here): [1] the ledger marker of the call's hash slot,
+-- [2] the slot's campaign list, [3] the campaign's sweep index, [4] the campaign's hash, then
+-- the script's own (a slot-wide script declares only [1] and [2]). ARGV[1] is the base of the
+-- keys a script finds inside (ids read from an index), `P{tag}`: they share the declared keys'
+-- hash tag, so every key a script touches is in one slot (Redis Cluster runs it on that slot's
+-- node). Money and times are integers below 2^53, checked by the Rust side before sending, so
+-- Lua's doubles hold them exactly; `fmt` writes them back as plain integers (tostring would
+-- switch to exponent notation above 1e14).
 local P = ARGV[1]
-local EXP = P .. 'exp'
-local CAMPAIGNS = P .. 'campaigns'
--- The ledger's marker: its id, written once when the ledger is created. An instance passes the
--- id it opened; a Redis that lost its data (restart without persistence, failover to an empty
--- replica, eviction) no longer holds it, and the scripts that would re-create campaigns or take
--- budget refuse ('NoLedger') instead of reopening full budgets. An empty id skips the check
--- (the library's own tests and tools).
-local LEDGER = P .. 'ledger'
+local LEDGER, CAMPAIGNS, EXP = KEYS[1], KEYS[2], KEYS[3]
+-- The ledger's marker: its id, written into every slot when the ledger is created. An instance
+-- passes the id it opened; a Redis (or a cluster node) that lost its data (restart without
+-- persistence, failover to an empty replica, eviction) no longer holds it, and the scripts that
+-- would re-create campaigns or take budget refuse ('NoLedger') instead of reopening full
+-- budgets. An empty id skips the check (the library's own tests and tools).
 local function ledger_ok(id)
   if not id or id == '' then return true end
   return redis.call('HGET', LEDGER, 'id') == id
@@ -18,9 +21,10 @@ end
 
 local function fmt(n) return string.format('%.0f', n) end
 local function num(v) if v then return tonumber(v) or 0 end return 0 end
-local function ckey(c) return P .. 'c:' .. c end
-local function rkey(id) return P .. 'r:' .. id end
-local function lkey(id) return P .. 'l:' .. id end
+-- `b`: another base than ARGV[1] (the audit walks every campaign of a slot).
+local function ckey(c, b) return (b or P) .. 'c:' .. c end
+local function rkey(id, b) return (b or P) .. 'r:' .. id end
+local function lkey(id, b) return (b or P) .. 'l:' .. id end
 -- Lease mode, notices settled by any instance: the claim on a reservation's outcome, the
 -- lease an instance (node) holds for a campaign, and the node's inbox of settlements that
 -- other instances made for its reservations.
@@ -33,8 +37,8 @@ local function inbox_key(node) return P .. 'in:' .. node end
 -- `total` and `daily` are the configured limits, kept as configured (the budget in force is
 -- computed: a limit lowered below what is spent+reserved clamps the budget up to that, and the
 -- clamp follows the money back down, as in pacing::Book).
-local function load_campaign(c, day)
-  local k = ckey(c)
+local function load_campaign(c, day, b)
+  local k = ckey(c, b)
   local v = redis.call('HMGET', k, 'total', 'spent', 'reserved', 'daily', 'day', 'day_spent',
     'day_reserved')
   if not v[1] then return nil end
@@ -108,8 +112,8 @@ local function save_all(cs)
   return nil
 end
 
-local function load_reservation(id)
-  local k = rkey(id)
+local function load_reservation(id, b)
+  local k = rkey(id, b)
   local v = redis.call('HMGET', k, 'campaign', 'amount', 'day', 'expires_at', 'state', 'charged')
   if not v[1] then return nil end
   return { key = k, id = id, campaign = v[1], amount = num(v[2]), day = num(v[3]),
@@ -133,8 +137,8 @@ local function tombstone(R, state, ttl, charged)
   redis.call('ZREM', EXP, 'r:' .. R.id)
 end
 
-local function load_lease(id)
-  local k = lkey(id)
+local function load_lease(id, b)
+  local k = lkey(id, b)
   local v = redis.call('HMGET', k, 'campaign', 'amount', 'reported', 'seen', 'lost', 'day',
     'day_open', 'expires_at', 'state', 'remote', 'node')
   if not v[1] then return nil end

@@ -1,4 +1,5 @@
--- drain: ARGV = prefix, node, limit. Takes up to `limit` settlements from the node's inbox
+-- drain: ARGV = base, node, limit. Takes up to `limit` settlements from the node's inbox of
+-- this campaign's tag
 -- (oldest first): 'c <reservation> <lease or -> <price>' (charged by another instance) or
 -- 'r <reservation>' (released by another instance).
 local k = inbox_key(ARGV[2])

@@ -1,5 +1,6 @@
--- expire: ARGV = prefix, now, day, tombstone ttl (ms), batch limit.
--- Releases open reservations and reclaims open leases whose expiry is at or before `now`, at
+-- expire: ARGV = base, now, day, tombstone ttl (ms), batch limit.
+-- One campaign's sweep index (its tag's). Releases open reservations and reclaims open leases
+-- whose expiry is at or before `now`, at
 -- most `limit` per call so that one script never blocks Redis for long.
 local now, day, ttl, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
   tonumber(ARGV[5])

@@ -1,4 +1,4 @@
--- release: ARGV = prefix, id, day, tombstone ttl (ms).
+-- release: ARGV = base, id, day, tombstone ttl (ms).
 local R = load_reservation(ARGV[2])
 local day, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 if not R then return { 'UnknownReservation' } end

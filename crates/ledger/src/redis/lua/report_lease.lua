@@ -1,4 +1,4 @@
--- report_lease: ARGV = prefix, lease id, cumulative spent, new expires_at, day.
+-- report_lease: ARGV = base, lease id, cumulative spent, new expires_at, day.
 -- Cumulative, so a repeated or reordered report changes nothing; an open lease's expiry is
 -- extended (never shortened).
 local L = load_lease(ARGV[2])

@@ -1,4 +1,4 @@
--- reserve: ARGV = prefix, id, campaign, amount, expires_at, day, ledger id (optional).
+-- reserve: ARGV = base, id, campaign, amount, expires_at, day, ledger id (optional).
 -- Checks in pacing::Book's order, so that both answer the same refusal.
 local id, c = ARGV[2], ARGV[3]
 local amount, exp, day = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])

@@ -1,4 +1,4 @@
--- settle: ARGV = prefix, reservation id, kind ('charge' or 'release'), price, campaign, owner
+-- settle: ARGV = base, reservation id, kind ('charge' or 'release'), price, campaign, owner
 -- node, here ('1' when the caller holds the reservation in its local book), day, ttl (ms).
 -- Lease mode: a win, billing or loss notice may reach any instance. The first notice of a
 -- reservation claims its outcome here (`d:<id>`, kept `ttl`), so that a replay to any instance

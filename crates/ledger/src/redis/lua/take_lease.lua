@@ -1,4 +1,4 @@
--- take_lease: ARGV = prefix, lease id, campaign, want, expires_at, day, grow only ('1', or
+-- take_lease: ARGV = base, lease id, campaign, want, expires_at, day, grow only ('1', or
 -- '0' / absent), holder node (optional: a new lease becomes the node's lease of the campaign,
 -- which other instances charge when they settle the node's reservations), ledger id (optional).
 -- Grants min(want, total headroom, today's headroom), counted as reserved,

@@ -1,69 +1,80 @@
-//! `balances`: read only. The counters of up to one chunk of campaigns, as one consistent
-//! snapshot; the balances are computed here exactly as [`crate::Book`] computes them.
+//! A campaign's balance, read with one `HMGET` of its hash (not a script: a read needs no
+//! atomicity beyond one command, and `HMGET`s pipeline, or on a cluster go to each campaign's
+//! node). The day's rollover is applied to the view, not stored; the balance is computed here
+//! exactly as [`crate::Book`] computes it.
 
-use super::{Ctx, Encoded, LedgerScript, array, int_at, lua, nanos_at, protocol, status};
+use units::Timestamp;
+
+use super::{array, protocol};
 use crate::book::{Balance, DailyBalance};
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
+use units::Nanos;
 
-/// Campaigns to read; unknown ones are left out of the answer.
-#[derive(Clone, Debug)]
-pub(crate) struct Balances<'a, S> {
-    pub(crate) campaigns: &'a [S],
+/// The fields read, in the order [`balance_of`] reads them.
+pub(crate) const BALANCE_FIELDS: [&str; 7] = [
+    "total",
+    "spent",
+    "reserved",
+    "daily",
+    "day",
+    "day_spent",
+    "day_reserved",
+];
+
+/// A counter of the hash: absent is zero, as the scripts read it.
+fn field(items: &[Value], i: usize) -> Result<Option<i64>, LedgerError> {
+    match items.get(i) {
+        None | Some(Value::Nil) => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| LedgerError::Protocol(format!("campaign field {i} is not an integer"))),
+    }
 }
 
-impl<S: AsRef<str>> LedgerScript for Balances<'_, S> {
-    const NAME: &'static str = "balances";
-    type Answer = Vec<Balance>;
-    lua!("balances.lua");
-
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Vec<Balance>> {
-        let mut args = Vec::with_capacity(self.campaigns.len() + 1);
-        args.push(ctx.day());
-        args.extend(self.campaigns.iter().map(|c| c.as_ref().to_owned()));
-        Encoded::Send(args)
-    }
-
-    fn decode(&self, reply: Value) -> Result<Vec<Balance>, LedgerError> {
-        array(reply)?.into_iter().map(balance_of).collect()
-    }
-}
-
-/// A balance from the raw counters: the budget in force is the configured one clamped up to
-/// spent+reserved; availability is never negative.
-fn balance_of(v: Value) -> Result<Balance, LedgerError> {
-    let items = array(v)?;
-    let campaign = status(&items)?.to_owned();
-    let (total, spent, reserved) = (
-        nanos_at(&items, 1)?,
-        nanos_at(&items, 2)?,
-        nanos_at(&items, 3)?,
-    );
-    let has_daily = int_at(&items, 4)? != 0;
+/// `campaign`'s balance as of `now` from the `HMGET` of [`BALANCE_FIELDS`]; `None` when the
+/// campaign is unknown (no `total`).
+pub(crate) fn balance_of(
+    campaign: &str,
+    reply: Value,
+    now: Timestamp,
+) -> Result<Option<Balance>, LedgerError> {
+    let items = array(reply)?;
+    let Some(total) = field(&items, 0)? else {
+        return Ok(None);
+    };
+    let n = |i| field(&items, i).map(|v| Nanos(v.unwrap_or(0)));
+    let (total, spent, reserved) = (Nanos(total), n(1)?, n(2)?);
+    let daily = field(&items, 3)?.map(Nanos);
+    let stored_day =
+        u64::try_from(field(&items, 4)?.unwrap_or(0)).map_err(|_| protocol("negative day"))?;
+    // The lazy rollover the scripts apply: a later day starts its counters at zero.
+    let today = now.day();
+    let (day, day_spent, day_reserved) = if today > stored_day {
+        (today, Nanos::ZERO, Nanos::ZERO)
+    } else {
+        (stored_day, n(5)?, n(6)?)
+    };
     let used = spent.saturating_add(reserved);
-    let daily = if has_daily {
-        let daily = nanos_at(&items, 5)?;
-        let day = u64::try_from(int_at(&items, 6)?).map_err(|_| protocol("negative day"))?;
-        let (day_spent, day_reserved) = (nanos_at(&items, 7)?, nanos_at(&items, 8)?);
+    let daily = daily.map(|daily| {
         let day_used = day_spent.saturating_add(day_reserved);
         let budget = daily.max(day_used);
-        Some(DailyBalance {
+        DailyBalance {
             day,
             budget,
             spent: day_spent,
             reserved: day_reserved,
             available: budget.saturating_sub(day_used),
-        })
-    } else {
-        None
-    };
+        }
+    });
     let budget = total.max(used);
-    Ok(Balance {
-        campaign,
+    Ok(Some(Balance {
+        campaign: campaign.to_owned(),
         budget,
         spent,
         reserved,
         available: budget.saturating_sub(used),
         daily,
-    })
+    }))
 }

@@ -2,15 +2,15 @@
 //! [`Answer`], their answers. Generated from one list, so a script joins pipelines in one line.
 
 use super::{
-    CloseLease, Ctx, Drain, Encoded, Expire, LedgerScript, ReportLease, SetLimits, SettleRequest,
-    TakeLease,
+    CloseLease, Ctx, Drain, Encoded, Expire, Keys, LedgerScript, ReportLease, Routed, SetLimits,
+    SettleRequest, TakeLease,
 };
 use crate::redis::LedgerError;
 use crate::redis::client::Script;
 use crate::redis::resp::Value;
 
-/// A script call ready to send: the script and its arguments after the prefix.
-pub(crate) type Ready = (&'static Script, Vec<String>);
+/// A script call ready to send: the script, its keys, and its arguments after the base.
+pub(crate) type Ready = (&'static Script, Routed, Vec<String>);
 
 /// Declares the calls a pipeline may mix, each a script type, and their answers.
 macro_rules! pipelined {
@@ -29,10 +29,14 @@ macro_rules! pipelined {
 
         impl Call {
             /// The script and its arguments, or the answer when no call is needed.
-            pub(crate) fn encode(&self, ctx: &Ctx<'_>) -> Result<Ready, Result<Answer, LedgerError>> {
+            pub(crate) fn encode(
+                &self,
+                ctx: &Ctx<'_>,
+                keys: &Keys,
+            ) -> Result<Ready, Result<Answer, LedgerError>> {
                 match self {
                     $(Call::$call(c) => match c.encode(ctx) {
-                        Encoded::Send(args) => Ok((script_of::<$script>(), args)),
+                        Encoded::Send(args) => Ok((script_of::<$script>(), c.routed(keys), args)),
                         Encoded::Answered(answer) => Err(answer.map(Answer::$answer)),
                     }),*
                 }

@@ -2,7 +2,9 @@
 
 use units::Nanos;
 
-use super::{Ctx, Encoded, LedgerScript, array, clamped, lease_error, lua, nanos_at, status};
+use super::{
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, clamped, lease_error, lua, nanos_at, status,
+};
 use crate::redis::resp::Value;
 use crate::redis::{LeaseError, LedgerError};
 
@@ -20,6 +22,8 @@ pub struct LeaseClose {
 #[derive(Clone, Debug)]
 pub(crate) struct CloseLease {
     pub(crate) id: String,
+    /// The lease's campaign: its keys are in the campaign's slot.
+    pub(crate) campaign: String,
     pub(crate) cumulative: Nanos,
 }
 
@@ -27,6 +31,10 @@ impl LedgerScript for CloseLease {
     const NAME: &'static str = "close_lease";
     type Answer = Result<LeaseClose, LeaseError>;
     lua!("close_lease.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(&self.campaign, &[format!("l:{}", self.id)])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if self.cumulative.get() < 0 {

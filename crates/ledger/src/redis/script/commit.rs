@@ -4,7 +4,8 @@
 use units::Nanos;
 
 use super::{
-    Ctx, Encoded, LedgerScript, array, beyond_any_budget, lua, ms, nanos_at, status, unexpected,
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, beyond_any_budget, lua, ms, nanos_at, status,
+    unexpected,
 };
 use crate::book::{CommitOutcome, SettleError};
 use crate::redis::LedgerError;
@@ -13,6 +14,8 @@ use crate::redis::resp::Value;
 #[derive(Clone, Debug)]
 pub(crate) struct Commit<'a> {
     pub(crate) id: &'a str,
+    /// The reservation's campaign: its keys are in the campaign's slot.
+    pub(crate) campaign: &'a str,
     pub(crate) price: Nanos,
 }
 
@@ -20,6 +23,10 @@ impl LedgerScript for Commit<'_> {
     const NAME: &'static str = "commit";
     type Answer = Result<CommitOutcome, SettleError>;
     lua!("commit.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if self.price.get() < 0 {

@@ -1,7 +1,7 @@
 //! `expire`: the sweep. Releases open reservations and reclaims open leases whose expiry has
 //! passed, at most one batch per call.
 
-use super::{Ctx, Encoded, LedgerScript, array, count_at, int_at, lua, ms};
+use super::{Ctx, Encoded, Keys, LedgerScript, Routed, array, count_at, int_at, lua, ms};
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
 
@@ -23,12 +23,19 @@ impl Swept {
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct Expire;
+pub(crate) struct Expire {
+    /// The campaign whose sweep index (its hash tag's) is swept.
+    pub(crate) campaign: String,
+}
 
 impl LedgerScript for Expire {
     const NAME: &'static str = "expire";
     type Answer = Swept;
     lua!("expire.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(&self.campaign, &[])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Swept> {
         Encoded::Send(vec![

@@ -2,9 +2,11 @@
 //! sent, and how the reply reads. Each script is the shared prelude (`lua/common.lua`) followed
 //! by its own body; Redis runs it atomically, so each ledger operation is one indivisible step.
 //!
-//! `ARGV[1]` of every script is the key prefix, which the handle adds; [`LedgerScript::encode`]
-//! gives the rest, in the order the script reads them. Keys are built inside the scripts from
-//! the prefix, not declared in `KEYS` (see the module docs of [`crate::redis`]).
+//! Every script declares the keys it names in `KEYS` ([`LedgerScript::routed`], built by
+//! [`Keys`]), which also route it to its slot's node on Redis Cluster. `ARGV[1]` is the base of
+//! the keys a script finds inside (ids read from an index: same hash tag, so same slot), which
+//! the handle adds; [`LedgerScript::encode`] gives the rest, in the order the script reads them
+//! (see the module docs of [`crate::redis`]).
 
 mod balances;
 mod call;
@@ -21,7 +23,7 @@ mod set_limits;
 mod settle;
 mod take_lease;
 
-pub(crate) use balances::Balances;
+pub(crate) use balances::{BALANCE_FIELDS, balance_of};
 pub(crate) use call::{Answer, Call, Ready};
 pub(crate) use check::Check;
 pub(crate) use close_lease::CloseLease;
@@ -30,7 +32,7 @@ pub(crate) use commit::Commit;
 pub(crate) use drain::{DRAIN_MAX, Drain};
 pub(crate) use expire::Expire;
 pub use expire::Swept;
-pub(crate) use open_ledger::OpenLedger;
+pub(crate) use open_ledger::{Open, OpenLedger};
 pub(crate) use release::Release;
 pub(crate) use report_lease::ReportLease;
 pub use report_lease::{LeaseReport, LeaseState};
@@ -43,8 +45,27 @@ pub(crate) use take_lease::{Take, TakeLease};
 use units::{Nanos, Timestamp};
 
 use super::client::Script;
+use super::keys::{Keys, Routed};
 use super::resp::Value;
 use super::{LeaseError, LedgerError, MAX_AMOUNT};
+
+/// Every ledger script (for `SCRIPT LOAD` on every primary).
+pub(crate) fn all() -> [&'static Script; 12] {
+    [
+        SetLimits::script(),
+        Reserve::script(),
+        Commit::script(),
+        Release::script(),
+        Expire::script(),
+        Check::script(),
+        OpenLedger::script(),
+        TakeLease::script(),
+        ReportLease::script(),
+        CloseLease::script(),
+        SettleRequest::script(),
+        Drain::script(),
+    ]
+}
 
 /// One Lua script of the ledger: its arguments are the implementing type's fields.
 pub(crate) trait LedgerScript {
@@ -54,6 +75,8 @@ pub(crate) trait LedgerScript {
     type Answer;
     /// The script's text and SHA-1.
     fn script() -> &'static Script;
+    /// The keys the call declares and the base of those it finds inside, all in one slot.
+    fn routed(&self, keys: &Keys) -> Routed;
     /// The arguments after the key prefix, or the answer when no call is needed: arguments the
     /// script would refuse are refused here, without a round trip.
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer>;

@@ -1,6 +1,6 @@
 //! `release`: returns a lost bid's reservation to its campaign, as [`crate::Book::release`].
 
-use super::{Ctx, Encoded, LedgerScript, array, lua, nanos_at, status, unexpected};
+use super::{Ctx, Encoded, Keys, LedgerScript, Routed, array, lua, nanos_at, status, unexpected};
 use crate::book::{ReleaseOutcome, SettleError};
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
@@ -8,12 +8,18 @@ use crate::redis::resp::Value;
 #[derive(Clone, Debug)]
 pub(crate) struct Release<'a> {
     pub(crate) id: &'a str,
+    /// The reservation's campaign: its keys are in the campaign's slot.
+    pub(crate) campaign: &'a str,
 }
 
 impl LedgerScript for Release<'_> {
     const NAME: &'static str = "release";
     type Answer = Result<ReleaseOutcome, SettleError>;
     lua!("release.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         Encoded::Send(vec![

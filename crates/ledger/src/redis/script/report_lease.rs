@@ -4,7 +4,8 @@
 use units::{Nanos, Timestamp};
 
 use super::{
-    Ctx, Encoded, LedgerScript, array, clamped, lease_error, lua, ms, nanos_at, status, time_at,
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, clamped, lease_error, lua, ms, nanos_at,
+    status, time_at,
 };
 use crate::redis::resp::Value;
 use crate::redis::{LeaseError, LedgerError};
@@ -53,6 +54,8 @@ pub struct LeaseReport {
 #[derive(Clone, Debug)]
 pub(crate) struct ReportLease {
     pub(crate) id: String,
+    /// The lease's campaign: its keys are in the campaign's slot.
+    pub(crate) campaign: String,
     /// Everything spent against the lease so far (cumulative, so repeats change nothing).
     pub(crate) cumulative: Nanos,
     /// The new expiry of an open lease (it never moves back).
@@ -63,6 +66,10 @@ impl LedgerScript for ReportLease {
     const NAME: &'static str = "report_lease";
     type Answer = Result<LeaseReport, LeaseError>;
     lua!("report_lease.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(&self.campaign, &[format!("l:{}", self.id)])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if self.cumulative.get() < 0 {

@@ -3,7 +3,9 @@
 
 use units::{Nanos, Timestamp};
 
-use super::{Ctx, Encoded, LedgerScript, array, beyond_any_budget, lua, ms, status, unexpected};
+use super::{
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, beyond_any_budget, lua, ms, status, unexpected,
+};
 use crate::book::Refusal;
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
@@ -20,6 +22,10 @@ impl LedgerScript for Reserve<'_> {
     const NAME: &'static str = "reserve";
     type Answer = Result<(), Refusal>;
     lua!("reserve.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if !self.amount.is_positive() {

@@ -3,7 +3,7 @@
 
 use units::Limits;
 
-use super::{Ctx, Encoded, LedgerScript, array, exact, lua, status, unexpected};
+use super::{Ctx, Encoded, Keys, LedgerScript, Routed, array, exact, lua, status, unexpected};
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
 
@@ -17,6 +17,10 @@ impl LedgerScript for SetLimits {
     const NAME: &'static str = "set_limits";
     type Answer = ();
     lua!("set_limits.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(&self.campaign, &[])
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<()> {
         let total = match exact(self.limits.total, "total budget") {

@@ -5,7 +5,9 @@
 
 use units::Nanos;
 
-use super::{Ctx, Encoded, LedgerScript, array, clamped, lua, nanos_at, status, unexpected};
+use super::{
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, clamped, lua, nanos_at, status, unexpected,
+};
 use crate::book::SettleError;
 use crate::redis::LedgerError;
 use crate::redis::resp::Value;
@@ -46,6 +48,17 @@ impl LedgerScript for SettleRequest {
     const NAME: &'static str = "settle";
     type Answer = Result<Settlement, SettleError>;
     lua!("settle.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(
+            &self.campaign,
+            &[
+                format!("d:{}", self.id),
+                format!("own:{}:{}", self.owner, self.campaign),
+                format!("in:{}", self.owner),
+            ],
+        )
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if self.price.get() < 0 {

@@ -3,7 +3,8 @@
 use units::{Nanos, Timestamp};
 
 use super::{
-    Ctx, Encoded, LedgerScript, array, clamped, lease_error, lua, ms, nanos_at, status, time_at,
+    Ctx, Encoded, Keys, LedgerScript, Routed, array, clamped, lease_error, lua, ms, nanos_at,
+    status, time_at,
 };
 use crate::redis::resp::Value;
 use crate::redis::{LeaseError, LedgerError};
@@ -51,6 +52,16 @@ impl LedgerScript for TakeLease {
     const NAME: &'static str = "take_lease";
     type Answer = Result<LeaseGrant, LeaseError>;
     lua!("take_lease.lua");
+
+    fn routed(&self, keys: &Keys) -> Routed {
+        keys.for_campaign(
+            &self.campaign,
+            &[
+                format!("l:{}", self.id),
+                format!("own:{}:{}", self.node, self.campaign),
+            ],
+        )
+    }
 
     fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
         if !self.want.is_positive() {

@@ -61,6 +61,7 @@ fn arguments_go_in_the_order_the_scripts_read_them() {
     );
     let commit = Commit {
         id: "r1",
+        campaign: "c",
         price: Nanos(5),
     };
     assert_eq!(
@@ -116,6 +117,7 @@ fn amounts_beyond_the_exact_range_are_refused_or_clamped_never_rounded() {
     );
     let report = ReportLease {
         id: "l".into(),
+        campaign: "c".to_owned(),
         cumulative: Nanos(i64::MAX),
         expires_at: Timestamp(1),
     };
@@ -136,6 +138,7 @@ fn arguments_the_script_would_refuse_are_answered_without_a_call() {
     );
     let commit = Commit {
         id: "r",
+        campaign: "c",
         price: Nanos(-1),
     };
     assert_eq!(
@@ -144,6 +147,7 @@ fn arguments_the_script_would_refuse_are_answered_without_a_call() {
     );
     let close = CloseLease {
         id: "l".into(),
+        campaign: "c".to_owned(),
         cumulative: Nanos(-1),
     };
     assert_eq!(
@@ -156,6 +160,7 @@ fn arguments_the_script_would_refuse_are_answered_without_a_call() {
 fn replies_read_as_typed_answers() {
     let commit = Commit {
         id: "r",
+        campaign: "c",
         price: Nanos(i64::MAX),
     };
     // The refusal names the price as the caller gave it, not as clamped for Lua.
@@ -172,6 +177,7 @@ fn replies_read_as_typed_answers() {
     );
     let report = ReportLease {
         id: "l".into(),
+        campaign: "c".to_owned(),
         cumulative: Nanos(1),
         expires_at: Timestamp(1),
     };
@@ -184,7 +190,11 @@ fn replies_read_as_typed_answers() {
         (LeaseState::Reclaimed, Timestamp(77))
     );
     assert_eq!(
-        Expire.decode(reply(&["2", "1", "1"])).unwrap(),
+        Expire {
+            campaign: "c".to_owned()
+        }
+        .decode(reply(&["2", "1", "1"]))
+        .unwrap(),
         Swept {
             reservations: 2,
             leases: 1,
@@ -197,6 +207,7 @@ fn replies_read_as_typed_answers() {
 fn replies_of_the_wrong_shape_are_protocol_errors() {
     let commit = Commit {
         id: "r",
+        campaign: "c",
         price: Nanos(1),
     };
     let take = TakeLease {
@@ -232,6 +243,7 @@ fn replies_of_the_wrong_shape_are_protocol_errors() {
     }
     let report = ReportLease {
         id: "l".into(),
+        campaign: "c".to_owned(),
         cumulative: Nanos(1),
         expires_at: Timestamp(1),
     };
@@ -240,7 +252,10 @@ fn replies_of_the_wrong_shape_are_protocol_errors() {
         Err(LedgerError::Protocol(_))
     ));
     assert!(matches!(
-        Expire.decode(reply(&["-1", "0", "0"])),
+        Expire {
+            campaign: "c".to_owned()
+        }
+        .decode(reply(&["-1", "0", "0"])),
         Err(LedgerError::Protocol(_))
     ));
 }

@@ -1,0 +1,285 @@
+//! The ledger's client for Redis Cluster: the `redis` crate's cluster client (`cluster-async`),
+//! which learns the slot map from the seed nodes, routes each command by its first key, follows
+//! `MOVED` and `ASK` (a slot being migrated), and refreshes the map when a node fails or a
+//! replica is promoted. What it adds here:
+//! - every call is bounded by the caller's deadline end to end (connecting included): the
+//!   crate's own timeouts are off, a call that does not finish in time is
+//!   [`LedgerError::Timeout`];
+//! - scripts run with `EVALSHA` and are re-sent with `EVAL` on `NOSCRIPT` (a promoted replica
+//!   or a restarted node has an empty script cache; `EVAL` fills it for the next call);
+//! - a batch of script calls is sent as concurrent calls on the multiplexed connection (each to
+//!   its slot's node) rather than as one pipeline, which the crate would send to one node;
+//! - plain commands that are about no key (`SCAN`, `SCRIPT LOAD`) go to one primary, named by a
+//!   slot it serves.
+//!
+//! The connection is made on first use (the handle is created while the cluster may be down) and
+//! again after it could not be made.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use redis::aio::ConnectionLike;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, RedisError};
+
+use super::LedgerError;
+use super::client::{Script, ScriptCall, script_reply};
+use super::error::classify_error;
+use super::resp::{Value, error_text};
+
+/// Most times one script call is re-sent after `NOSCRIPT` (once is enough unless the cache is
+/// flushed again in between).
+const NOSCRIPT_RETRIES: usize = 2;
+
+pub(crate) struct ClusterClient {
+    client: redis::cluster::ClusterClient,
+    conn: tokio::sync::Mutex<Option<ClusterConnection>>,
+}
+
+impl std::fmt::Debug for ClusterClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterClient").finish_non_exhaustive()
+    }
+}
+
+impl ClusterClient {
+    /// A client of the cluster known through `seeds` (`host:port`, at least one reachable at
+    /// connect). Does no I/O.
+    ///
+    /// # Errors
+    /// A message naming the problem when a seed is not `host:port`.
+    pub(crate) fn new(
+        seeds: &[String],
+        auth: Option<(Option<String>, String)>,
+    ) -> Result<ClusterClient, String> {
+        if seeds.is_empty() {
+            return Err("a Redis Cluster needs at least one seed node".to_owned());
+        }
+        let urls: Vec<String> = seeds.iter().map(|s| format!("redis://{s}")).collect();
+        let mut builder = redis::cluster::ClusterClient::builder(urls)
+            // The caller's deadline bounds every call; the crate's clocks would be second ones.
+            .connection_timeout(Duration::from_secs(3600))
+            .response_timeout(Duration::from_secs(3600))
+            // Retries (MOVED, ASK, a node gone) happen within the caller's deadline; after a
+            // failure the crate waits 10..100 ms, so a failover is retried, not waited out.
+            .retries(16)
+            .min_retry_wait(10)
+            .max_retry_wait(100);
+        if let Some((user, password)) = auth {
+            builder = builder.password(password);
+            if let Some(user) = user {
+                builder = builder.username(user);
+            }
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("redis cluster seeds {seeds:?}: {e}"))?;
+        Ok(ClusterClient {
+            client,
+            conn: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The connection, made now if there is none (within the caller's deadline, which wraps
+    /// every call of this type).
+    async fn conn(&self) -> Result<ClusterConnection, LedgerError> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let conn = self
+            .client
+            .get_async_connection()
+            .await
+            .map_err(|e| reply_error(&e))?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// One command routed by its key (a keyless one goes to any node); an error reply is a
+    /// [`Value::Error`].
+    pub(crate) async fn call(
+        &self,
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<Value, LedgerError> {
+        bounded(timeout, async {
+            let mut conn = self.conn().await?;
+            request(&mut conn, args).await
+        })
+        .await
+    }
+
+    /// Several commands, each routed by its key, sent concurrently.
+    pub(crate) async fn call_many(
+        &self,
+        commands: &[Vec<&[u8]>],
+        timeout: Duration,
+    ) -> Result<Vec<Value>, LedgerError> {
+        bounded(timeout, async {
+            let conn = self.conn().await?;
+            let replies = join_all(commands.iter().map(|args| {
+                let mut conn = conn.clone();
+                async move { request(&mut conn, args).await }
+            }))
+            .await;
+            replies.into_iter().collect()
+        })
+        .await
+    }
+
+    /// One script call, routed by its first key.
+    pub(crate) async fn eval(
+        &self,
+        script: &Script,
+        tail: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<Value, LedgerError> {
+        bounded(timeout, async {
+            let mut conn = self.conn().await?;
+            eval(&mut conn, script, tail).await.and_then(script_reply)
+        })
+        .await
+    }
+
+    /// Several script calls, each to its slot's node, concurrently: answers per call; the outer
+    /// error is the deadline or a connection that could not be made (as a pipeline's would be).
+    pub(crate) async fn eval_batch(
+        &self,
+        calls: &[ScriptCall<'_>],
+        timeout: Duration,
+    ) -> Result<Vec<Result<Value, LedgerError>>, LedgerError> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        bounded(timeout, async {
+            let conn = self.conn().await?;
+            let replies = join_all(calls.iter().map(|(script, tail)| {
+                let mut conn = conn.clone();
+                async move { eval(&mut conn, script, tail).await.and_then(script_reply) }
+            }))
+            .await;
+            Ok(replies)
+        })
+        .await
+    }
+
+    /// One slot served by each primary (the first of its ranges), from `CLUSTER SLOTS`.
+    pub(crate) async fn primary_slots(&self, timeout: Duration) -> Result<Vec<u16>, LedgerError> {
+        let reply = self.call(&[b"CLUSTER", b"SLOTS"], timeout).await?;
+        let Value::Array(ranges) = reply else {
+            return Err(LedgerError::Protocol(format!(
+                "CLUSTER SLOTS answered {reply:?}"
+            )));
+        };
+        let mut seen: Vec<(Vec<u8>, u16)> = Vec::new();
+        for range in ranges {
+            let Value::Array(items) = range else { continue };
+            let (Some(start), Some(Value::Array(primary))) = (items.first(), items.get(2)) else {
+                continue;
+            };
+            let start = start
+                .as_i64()
+                .and_then(|s| u16::try_from(s).ok())
+                .ok_or_else(|| LedgerError::Protocol("CLUSTER SLOTS: a bad slot".into()))?;
+            // The primary's host and port name it.
+            let name: Vec<u8> = format!("{:?}{:?}", primary.first(), primary.get(1)).into_bytes();
+            if !seen.iter().any(|(n, _)| *n == name) {
+                seen.push((name, start));
+            }
+        }
+        Ok(seen.into_iter().map(|(_, slot)| slot).collect())
+    }
+
+    /// One command on the primary serving `slot`.
+    pub(crate) async fn call_on(
+        &self,
+        slot: u16,
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<Value, LedgerError> {
+        bounded(timeout, async {
+            let mut conn = self.conn().await?;
+            let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+                slot,
+                SlotAddr::Master,
+            )));
+            match conn.route_command(command(args), routing).await {
+                Ok(v) => Ok(Value::from_redis(v)),
+                Err(e) => error_value(e),
+            }
+        })
+        .await
+    }
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    call: impl Future<Output = Result<T, LedgerError>>,
+) -> Result<T, LedgerError> {
+    tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| LedgerError::Timeout)?
+}
+
+/// `EVALSHA`, then `EVAL` with the same keys (so the same node) while the node answers
+/// `NOSCRIPT`: the script did not run, so sending it again cannot apply it twice.
+async fn eval(
+    conn: &mut ClusterConnection,
+    script: &Script,
+    tail: &[&[u8]],
+) -> Result<Value, LedgerError> {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(tail.len() + 2);
+    args.push(b"EVALSHA");
+    args.push(script.sha.as_bytes());
+    args.extend_from_slice(tail);
+    let mut reply = request(conn, &args).await?;
+    for _ in 0..NOSCRIPT_RETRIES {
+        if !matches!(&reply, Value::Error(msg) if msg.starts_with("NOSCRIPT")) {
+            break;
+        }
+        if let [cmd, body, ..] = args.as_mut_slice() {
+            *cmd = b"EVAL";
+            *body = script.body.as_bytes();
+        }
+        reply = request(conn, &args).await?;
+    }
+    Ok(reply)
+}
+
+async fn request(conn: &mut ClusterConnection, args: &[&[u8]]) -> Result<Value, LedgerError> {
+    match conn.req_packed_command(&command(args)).await {
+        Ok(v) => Ok(Value::from_redis(v)),
+        Err(e) => error_value(e),
+    }
+}
+
+/// An error reply as a value (the call was answered); anything else is the transport.
+fn error_value(e: RedisError) -> Result<Value, LedgerError> {
+    match e.code() {
+        Some(code) => Ok(Value::Error(error_text(code, e.detail()))),
+        None => Err(reply_error(&e)),
+    }
+}
+
+fn reply_error(e: &RedisError) -> LedgerError {
+    match e.code() {
+        Some(code) => classify_error(error_text(code, e.detail())),
+        None => match e.kind() {
+            redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType => {
+                LedgerError::Protocol(format!("redis cluster reply: {e}"))
+            }
+            redis::ErrorKind::AuthenticationFailed => LedgerError::Refused(e.to_string()),
+            _ => LedgerError::Unavailable(format!("redis cluster: {e}")),
+        },
+    }
+}
+
+fn command(args: &[&[u8]]) -> Cmd {
+    let mut cmd = Cmd::new();
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
+}
