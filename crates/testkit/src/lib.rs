@@ -4,6 +4,9 @@
 //!
 //! - [`redis`]: a real `redis-server` on a free loopback port, killed on drop (no mocks: the
 //!   ledger's correctness is in its Lua scripts, so tests run them on Redis itself).
+//! - [`redis_cluster`]: a real Redis Cluster (primaries and replicas on free loopback ports),
+//!   with the faults the ledger must survive: a primary killed and failed over, a slot
+//!   migrated, a node paused or restarted empty.
 //! - [`nats`]: a real `nats-server -js` on a free loopback port with its store in a temporary
 //!   directory, killed on drop, restartable on the same port and store (the journal's NATS
 //!   sink is proven against a server that crashes).
@@ -22,6 +25,7 @@
 pub mod http;
 pub mod nats;
 pub mod redis;
+pub mod redis_cluster;
 pub mod secrets;
 pub mod synth;
 pub mod temp;
@@ -30,4 +34,5 @@ pub mod tls;
 
 pub use nats::NatsServer;
 pub use redis::{RedisOptions, RedisServer, free_port};
+pub use redis_cluster::RedisCluster;
 pub use temp::TempDir;
