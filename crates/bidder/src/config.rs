@@ -200,6 +200,16 @@ pub enum Backend {
     Memory,
     /// Shared by every instance through Redis.
     Redis,
+    /// Shared by every instance through a Redis Cluster (`ledger.redis_cluster_nodes`).
+    #[serde(rename = "redis-cluster")]
+    RedisCluster,
+}
+
+impl Backend {
+    /// Whether the budget of record is shared through Redis (one server or a cluster).
+    pub fn is_redis(self) -> bool {
+        matches!(self, Backend::Redis | Backend::RedisCluster)
+    }
 }
 
 /// In Redis mode, whether each bid reserves in Redis or spends from a local lease.
@@ -229,8 +239,15 @@ pub enum ChargeOn {
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LedgerSection {
-    /// `memory` (default) or `redis`.
+    /// `memory` (default), `redis` or `redis-cluster`.
     pub backend: Backend,
+    /// For `backend = "redis-cluster"`: seed URLs of some of the cluster's nodes
+    /// (`redis://[[user]:password@]host:port`, the same syntax as `redis_url`, database 0; the
+    /// client learns the rest of the cluster from them). All with the same credentials; a
+    /// password may come from `GAVEL_REDIS_URL` instead (its user and password are used). At
+    /// most 64. TLS (`rediss://`) to a cluster is not supported yet.
+    #[serde(serialize_with = "crate::redis_url::serialize_hidden_all")]
+    pub redis_cluster_nodes: Vec<String>,
     /// Redis URL (`redis[s]://[[user]:password@]host[:port][/db]`), for `backend = "redis"`.
     /// `rediss://` is TLS and needs `redis_ca_file`. Default `redis://127.0.0.1:6379`.
     #[serde(serialize_with = "crate::redis_url::serialize_hidden")]
@@ -276,6 +293,7 @@ impl Default for LedgerSection {
         LedgerSection {
             backend: Backend::Memory,
             redis_url: "redis://127.0.0.1:6379".to_owned(),
+            redis_cluster_nodes: Vec::new(),
             redis_ca_file: None,
             create_if_missing: None,
             state_dir: None,
@@ -468,6 +486,13 @@ impl BidderConfig {
         if l.redis_prefix.len() > 64 {
             return Err(invalid("ledger.redis_prefix", "must be at most 64 bytes"));
         }
+        if l.redis_prefix.contains(['{', '}']) {
+            return Err(invalid(
+                "ledger.redis_prefix",
+                "must not hold a brace: the ledger puts each campaign's hash tag after it",
+            ));
+        }
+        self.validate_cluster_nodes()?;
         if l.redis_timeout_ms == 0 || l.redis_timeout_ms > 10_000 {
             return Err(invalid("ledger.redis_timeout_ms", "must be 1..=10000"));
         }
@@ -583,6 +608,65 @@ impl BidderConfig {
         Duration::from_millis(self.ledger.reservation_ttl_ms + self.ledger.reservation_grace_ms)
     }
 
+    /// `ledger.redis_cluster_nodes`: required (and only used) with `backend = "redis-cluster"`;
+    /// each a plain `redis://` URL of database 0, all with the same credentials.
+    fn validate_cluster_nodes(&self) -> Result<(), ConfigError> {
+        let l = &self.ledger;
+        let key = "ledger.redis_cluster_nodes";
+        if l.backend != Backend::RedisCluster {
+            if !l.redis_cluster_nodes.is_empty() {
+                return Err(invalid(
+                    key,
+                    "is only used with backend = \"redis-cluster\"",
+                ));
+            }
+            return Ok(());
+        }
+        if l.redis_cluster_nodes.is_empty() || l.redis_cluster_nodes.len() > 64 {
+            return Err(invalid(
+                key,
+                "must list 1..=64 seed URLs of the cluster's nodes",
+            ));
+        }
+        if l.redis_ca_file.is_some() {
+            return Err(invalid(
+                "ledger.redis_ca_file",
+                "is not used with redis-cluster: TLS to a cluster is not supported yet",
+            ));
+        }
+        let mut first: Option<crate::redis_url::RedisUrl> = None;
+        for (i, text) in l.redis_cluster_nodes.iter().enumerate() {
+            let url =
+                crate::redis_url::parse(text).map_err(|e| invalid(key, format!("[{i}] {e}")))?;
+            if url.tls {
+                return Err(invalid(
+                    key,
+                    format!("[{i}] is rediss://: TLS to a cluster is not supported yet"),
+                ));
+            }
+            if url.db != 0 {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "[{i}] names database {}: a cluster has only database 0",
+                        url.db
+                    ),
+                ));
+            }
+            match &first {
+                Some(f) if (&f.username, &f.password) != (&url.username, &url.password) => {
+                    return Err(invalid(
+                        key,
+                        format!("[{i}] has other credentials than [0]: one cluster, one user"),
+                    ));
+                }
+                Some(_) => {}
+                None => first = Some(url),
+            }
+        }
+        Ok(())
+    }
+
     /// `ledger.redis_url`, parsed.
     pub fn redis_url(&self) -> Result<crate::redis_url::RedisUrl, ConfigError> {
         crate::redis_url::parse(&self.ledger.redis_url).map_err(|e| invalid("ledger.redis_url", e))
@@ -617,6 +701,65 @@ redis_url = "redis://127.0.0.1:6379"
             c.redis_url().ok().map(|u| (u.addr, u.db)),
             Some(("127.0.0.1:6379".to_owned(), 0))
         );
+    }
+
+    #[test]
+    fn a_redis_cluster_is_named_by_its_seeds_and_refused_naming_the_key() {
+        let c = BidderConfig::from_toml(
+            "campaigns = \"c.json\"\n[ledger]\nbackend = \"redis-cluster\"\n\
+             redis_cluster_nodes = [\"redis://u:pw@10.0.0.1:7000\", \"redis://u:pw@10.0.0.2:7000\"]",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.ledger.backend, Backend::RedisCluster);
+        assert!(c.ledger.backend.is_redis());
+        let base = "campaigns = \"c.json\"\n[ledger]\n";
+        for (rest, key, why) in [
+            (
+                "backend = \"redis-cluster\"",
+                "ledger.redis_cluster_nodes",
+                "1..=64",
+            ),
+            (
+                "redis_cluster_nodes = [\"redis://h:1\"]",
+                "ledger.redis_cluster_nodes",
+                "only used with",
+            ),
+            (
+                "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"http://h:1\"]",
+                "ledger.redis_cluster_nodes",
+                "[0]",
+            ),
+            (
+                "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"redis://h:1/2\"]",
+                "ledger.redis_cluster_nodes",
+                "database 2",
+            ),
+            (
+                "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"rediss://h:1\"]",
+                "ledger.redis_cluster_nodes",
+                "TLS",
+            ),
+            (
+                "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"redis://:a@h:1\", \"redis://:b@h:2\"]",
+                "ledger.redis_cluster_nodes",
+                "[1] has other credentials",
+            ),
+            (
+                "backend = \"redis\"\nredis_prefix = \"{g}:\"",
+                "ledger.redis_prefix",
+                "brace",
+            ),
+        ] {
+            let text = format!("{base}{rest}");
+            let e = BidderConfig::from_toml(&text).err().map(|e| e.to_string());
+            assert!(
+                e.as_deref()
+                    .is_some_and(|m| m.starts_with(key) && m.contains(why)),
+                "{text:?} gave {e:?}"
+            );
+            // The password never shows in the message.
+            assert!(!e.unwrap_or_default().contains(":a@"));
+        }
     }
 
     #[test]

@@ -50,18 +50,49 @@ fn redis_url_in_force(config: &BidderConfig) -> Result<crate::redis_url::RedisUr
     }
 }
 
+/// The seeds of the Redis Cluster a configuration names (`host:port` each) and the URL that
+/// stands for it in messages (the first seed's, with the credentials in force: those of
+/// `GAVEL_REDIS_URL` when set, so that a password stays out of the file).
+pub(crate) fn cluster_target(
+    config: &BidderConfig,
+) -> Result<(Vec<String>, crate::redis_url::RedisUrl), String> {
+    let key = "ledger.redis_cluster_nodes";
+    let mut seeds = Vec::with_capacity(config.ledger.redis_cluster_nodes.len());
+    let mut shown: Option<crate::redis_url::RedisUrl> = None;
+    for text in &config.ledger.redis_cluster_nodes {
+        let url = crate::redis_url::parse(text).map_err(|e| format!("{key} {e}"))?;
+        seeds.push(url.addr.clone());
+        shown.get_or_insert(url);
+    }
+    let mut shown = shown.ok_or_else(|| format!("{key} lists no node"))?;
+    if let Ok(text) = std::env::var(REDIS_URL_ENV) {
+        let env = crate::redis_url::parse(&text).map_err(|e| format!("{REDIS_URL_ENV} {e}"))?;
+        shown.username = env.username;
+        shown.password = env.password;
+    }
+    Ok((seeds, shown))
+}
+
 /// The marker of the Redis ledger a configuration names: `None` in memory mode or without a
-/// `ledger.state_dir`.
+/// `ledger.state_dir`. A cluster's is named by its seeds, sorted.
 pub(crate) fn marker_of(config: &BidderConfig) -> Option<Marker> {
     let l = &config.ledger;
-    if l.backend != Backend::Redis {
-        return None;
-    }
-    let url = redis_url_in_force(config).ok()?;
+    let (addr, db) = match l.backend {
+        Backend::Memory => return None,
+        Backend::Redis => {
+            let url = redis_url_in_force(config).ok()?;
+            (url.addr, url.db)
+        }
+        Backend::RedisCluster => {
+            let (mut seeds, _) = cluster_target(config).ok()?;
+            seeds.sort();
+            (format!("cluster:{}", seeds.join(",")), 0)
+        }
+    };
     Some(Marker::new(
         l.state_dir.as_deref()?,
-        &url.addr,
-        url.db,
+        &addr,
+        db,
         &l.redis_prefix,
     ))
 }
@@ -93,8 +124,21 @@ pub fn state_dir_problem(config: &BidderConfig) -> Option<String> {
 pub(crate) fn redis_handle(
     config: &BidderConfig,
 ) -> Result<(RedisLedger, crate::redis_url::RedisUrl, Option<Marker>), String> {
-    let (url, tls) = redis_target(config)?;
     let l = &config.ledger;
+    if l.backend == Backend::RedisCluster {
+        let (seeds, url) = cluster_target(config)?;
+        let redis = RedisLedger::try_new(ledger::RedisConfig {
+            cluster_nodes: seeds,
+            prefix: l.redis_prefix.clone(),
+            timeout: std::time::Duration::from_millis(l.redis_timeout_ms),
+            username: url.username.clone(),
+            password: url.password.clone(),
+            ..ledger::RedisConfig::default()
+        })
+        .map_err(|e| format!("ledger.redis_cluster_nodes: {e}"))?;
+        return Ok((redis, url, marker_of(config)));
+    }
+    let (url, tls) = redis_target(config)?;
     let redis = RedisLedger::new(ledger::RedisConfig {
         addr: url.addr.clone(),
         db: url.db,
@@ -341,7 +385,7 @@ pub struct LedgerState {
 
 /// Reads, without changing anything, whether the Redis a configuration names holds a ledger.
 pub async fn status(config: &BidderConfig) -> Result<LedgerState, String> {
-    if config.ledger.backend != Backend::Redis {
+    if !config.ledger.backend.is_redis() {
         return Err("ledger.backend is memory: there is no shared ledger".to_owned());
     }
     let (redis, url, marker) = redis_handle(config)?;
@@ -364,7 +408,7 @@ pub async fn status(config: &BidderConfig) -> Result<LedgerState, String> {
 /// `gavel ledger create`: [`open_or_create`] for the Redis a configuration names, audited in
 /// its `security.audit_log` (and the log) as `who`.
 pub async fn create(config: &BidderConfig, after_loss: bool, who: &str) -> Result<Opened, String> {
-    if config.ledger.backend != Backend::Redis {
+    if !config.ledger.backend.is_redis() {
         return Err("ledger.backend is memory: there is no shared ledger to create".to_owned());
     }
     let admin = http_front::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;

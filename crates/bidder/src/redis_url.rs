@@ -46,6 +46,23 @@ pub(crate) fn serialize_hidden<S: serde::Serializer>(url: &str, s: S) -> Result<
     }
 }
 
+/// [`serialize_hidden`] for a list of URLs (`ledger.redis_cluster_nodes`).
+pub(crate) fn serialize_hidden_all<S: serde::Serializer>(
+    urls: &[String],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(urls.len()))?;
+    for url in urls {
+        let shown = match parse(url) {
+            Ok(u) => u.to_string(),
+            Err(_) => "(not a valid Redis URL)".to_owned(),
+        };
+        seq.serialize_element(&shown)?;
+    }
+    seq.end()
+}
+
 const SHAPE: &str = "is not redis[s]://[[user]:password@]host[:port][/db]";
 
 /// Parses a Redis URL; the error says what is wrong without repeating the password.

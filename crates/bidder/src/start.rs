@@ -227,6 +227,16 @@ impl Bidder {
                     crate::ledger_open::redis_target(config).map_err(StartError::Ledger)?;
                 format!("redis at {url}, {:?} mode", l.redis_mode).to_lowercase()
             }
+            Backend::RedisCluster => {
+                let (seeds, _) =
+                    crate::ledger_open::cluster_target(config).map_err(StartError::Ledger)?;
+                format!(
+                    "redis cluster seeded by {}, {:?} mode",
+                    seeds.join(", "),
+                    l.redis_mode
+                )
+                .to_lowercase()
+            }
         };
         Ok(CheckReport {
             campaigns: snapshot

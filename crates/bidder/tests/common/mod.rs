@@ -76,7 +76,7 @@ impl TestBidder {
         );
         std::fs::write(dir.join("bidder.toml"), &text).unwrap();
         let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
-        if create_ledger && config.ledger.backend == bidder::config::Backend::Redis {
+        if create_ledger && config.ledger.backend.is_redis() {
             bidder::ledger_open::create(&config, false, "test")
                 .await
                 .unwrap_or_else(|e| panic!("creating the ledger: {e}"));
