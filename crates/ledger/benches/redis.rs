@@ -1,6 +1,8 @@
 //! Reserve+commit pairs per second: per-bid mode against a local redis-server (one client
-//! serially, i.e. latency-bound, and 16 concurrent tasks), and lease mode's local path.
-//! Starts its own redis-server (the tests' harness); needs `redis-server` on PATH.
+//! serially, i.e. latency-bound, and 16 concurrent tasks), and lease mode's local path. Then
+//! the cost of one call, `reserve` and `take_lease`, on one Redis against a three-primary
+//! Redis Cluster (the crate's cluster client), serially. Starts its own servers (the tests'
+//! harness); needs `redis-server` and `redis-cli` on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/common/mod.rs"]
@@ -150,5 +152,59 @@ fn leased(c: &mut Criterion) {
     drop(server);
 }
 
-criterion_group!(benches, per_bid, leased);
+/// One serial call at a time on `l`: reservations (distinct ids) and lease grants (distinct
+/// ids), on a campaign whose budget never runs out.
+fn per_call_on(c: &mut Criterion, rt: &tokio::runtime::Runtime, l: &RedisLedger, name: &str) {
+    let limits = Limits {
+        total: Nanos(MAX_AMOUNT),
+        daily: None,
+    };
+    rt.block_on(l.set_limits("c", limits, NOW)).unwrap();
+    let mut g = c.benchmark_group("per_call");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    let expires = Timestamp(NOW.0 + 60_000);
+    let mut next = 0u64;
+    g.bench_function(format!("reserve_{name}"), |b| {
+        b.iter(|| {
+            next += 1;
+            let id = format!("r{next}");
+            rt.block_on(l.reserve(&id, "c", Nanos(1), expires, NOW))
+                .unwrap()
+                .unwrap();
+        });
+    });
+    g.bench_function(format!("take_lease_{name}"), |b| {
+        b.iter(|| {
+            next += 1;
+            let id = format!("l{next}");
+            rt.block_on(l.take_lease(&id, "c", Nanos(1), expires, NOW))
+                .unwrap()
+                .unwrap();
+        });
+    });
+    g.finish();
+}
+
+fn single_vs_cluster(c: &mut Criterion) {
+    let rt = runtime();
+    let server = rt.block_on(common::RedisServer::start());
+    let mut config = server.config("bench:");
+    config.tombstone_ttl = Duration::from_secs(30);
+    per_call_on(c, &rt, &RedisLedger::new(config), "single");
+    drop(server);
+    let cluster = rt.block_on(testkit::RedisCluster::start(3, 0));
+    let l = RedisLedger::try_new(ledger::RedisConfig {
+        cluster_nodes: cluster.seed_addrs(),
+        prefix: "bench:".into(),
+        timeout: Duration::from_secs(2),
+        tombstone_ttl: Duration::from_secs(30),
+        ..ledger::RedisConfig::default()
+    })
+    .unwrap();
+    per_call_on(c, &rt, &l, "cluster");
+    drop(cluster);
+}
+
+criterion_group!(benches, per_bid, leased, single_vs_cluster);
 criterion_main!(benches);
