@@ -156,19 +156,22 @@
 //!   TTLs) once its open reservations are resolved, handing the unspent part back; of a
 //!   campaign retired by a reload; and of the previous UTC day (renewed at once if the campaign
 //!   is spending).
-//! - **Pipelined.** A round is two pipelined exchanges (upkeep: reports, closes, one sweep batch,
-//!   pending limits; then top-ups, each preceded by its limits if unwritten), up to
-//!   [`PIPELINE_MAX`] script calls per round trip.
+//! - **Pipelined.** A round is two pipelined exchanges (upkeep: reports, closes, the sweep of
+//!   the campaigns it leases or tops up and of two more in turn, its inboxes, pending limits;
+//!   then top-ups, each preceded by its limits if unwritten), up to [`PIPELINE_MAX`] script
+//!   calls per round trip (on a cluster, concurrent calls to each slot's primary).
 //!
-//! So with `s` campaigns spending, a full round costs at most `2s + 1` script calls (one report
-//! and one top-up per spending campaign, one sweep) in two pipelined round trips (one more per
-//! further [`PIPELINE_MAX`] calls); idle campaigns cost nothing, an idle lease one extension per
-//! half TTL until it is closed. A wake-up round only handles the campaigns that asked (no
-//! sweep). [`LeaseStats`](crate::LeaseStats) counts rounds, calls, round trips and open leases.
-//! [`LeasedLedger::balances`](crate::LeasedLedger::balances) (for pacing and admin pages) still reads every configured
-//! campaign, in chunks: several microseconds of Redis time per campaign per call (about 8 on a
-//! small shared machine), so 100,000 campaigns read once a second by each instance is a large
-//! share of one Redis core.
+//! So with `s` campaigns spending, a full round costs at most `4s + 2` script calls (per
+//! spending campaign a report, a top-up, a sweep of its index and a drain of its inbox: each
+//! campaign's keys are in its own slot; plus two campaigns swept in turn) in two pipelined
+//! round trips (one more per further [`PIPELINE_MAX`] calls); idle campaigns cost nothing but
+//! their turn in the sweep, an idle lease one extension per half TTL until it is closed. A
+//! wake-up round only handles the campaigns that asked (no sweep).
+//! [`LeaseStats`](crate::LeaseStats) counts rounds, calls, round trips and open leases.
+//! [`LeasedLedger::balances`](crate::LeasedLedger::balances) (for pacing and admin pages) still
+//! reads every configured campaign: one `HMGET` each, [`BALANCES_CHUNK`] per round trip, so
+//! 100,000 campaigns read once a second by each instance is a large share of one Redis core
+//! (spread over the primaries on a cluster).
 //!
 //! # Failure bounds
 //! - **Redis unreachable or partitioned from an instance**: the instance spends only what is
@@ -190,6 +193,20 @@
 //!   `appendfsync everysec` loses at most one second of writes) and a replica; a failover to a
 //!   replica that missed the last writes can likewise lose the last moments of reports and
 //!   grants (Redis replication is asynchronous).
+//! - **On Redis Cluster**, the same per primary, and only for the campaigns whose slots it
+//!   serves: a primary that dies fails its campaigns' calls (closed) until its replica is
+//!   promoted; replication being asynchronous, the promoted replica may miss the last writes
+//!   the dead primary acknowledged (up to about a second at `appendfsync everysec`-like lag):
+//!   reports, grants, commits and reservations of those moments are gone from the books. For
+//!   budgets that means spend that happened but is not recorded (bounded by what those lost
+//!   writes carried: in lease mode the reports of one interval, in per-bid mode the commits of
+//!   those moments, whose notices then answer "unknown reservation"), and reservations or
+//!   grants that vanish (their money comes back early); never a campaign with spent plus
+//!   reserved above its budget as the cluster sees it. A primary that comes back empty (no
+//!   persistence, restarted before a failover) has lost its slots' markers: its campaigns refuse
+//!   ([`LedgerError::NoLedger`]), the others keep working, and only an operator's `ledger
+//!   create` gives its slots a (new) marker. A primary that stops answering times its
+//!   campaigns' calls out at their deadline, no one else's.
 //!
 //! # The client
 //! The `redis` crate speaks RESP (codec, `AUTH`, `SELECT`, script hashes) over a stream we
@@ -202,8 +219,17 @@
 //! the client reconnects after a Redis restart. Idle connections whose peer closed are not
 //! reused. Batches of script calls are pipelined on one connection (one write, the replies in
 //! order), the whole batch bounded by the deadline; scripts answered `NOSCRIPT` did not run and
-//! are sent again with `EVAL` (two round trips, not the crate's three). The same-run comparison
-//! with the hand-written RESP client this replaced is in BENCHMARKS.md ("Redis clients").
+//! are loaded once each (`SCRIPT LOAD`) and sent again (two round trips, not the crate's
+//! three). The same-run comparison with the hand-written RESP client this replaced is in
+//! BENCHMARKS.md ("Redis clients").
+//!
+//! On Redis Cluster ([`RedisConfig::cluster_nodes`]) the crate's cluster client is used
+//! (`cluster.rs`): it follows `MOVED` and `ASK`, refreshes its slot map after a failover, and
+//! multiplexes one connection per node. Each call still has the caller's deadline end to end
+//! (a timed-out call is [`LedgerError::Timeout`]); `NOSCRIPT` is answered by `EVAL` with the
+//! same keys; a batch is sent as concurrent calls, each to its slot's primary, with per-call
+//! answers; `SCAN` and `SCRIPT LOAD` go to every primary. `backend.rs` hides which client is in
+//! use from the per-bid, lease and sweep code. TLS to a cluster is not supported yet.
 
 mod backend;
 mod client;
