@@ -14,6 +14,7 @@
 //! the configured Redis timeout; a store that does not answer is a refusal (fail closed), never
 //! a wait.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,10 @@ use units::{Limits, Nanos, Timestamp};
 
 use crate::book::{Balance, Book, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 use crate::leased::{LeaseStats, LeasedLedger};
-use crate::redis::{LedgerError, RedisLedger};
+use crate::redis::{
+    LedgerError, LimitsBase, LimitsChange, LimitsConflict, LimitsRole, LimitsStatus, LimitsWritten,
+    RedisLedger, StoredLimits,
+};
 
 /// Most sweep batches (of `RedisConfig::sweep_batch`, 1,000 by default) one
 /// [`Ledger::expire`] runs in per-bid mode: 100,000 expiries per call at most.
@@ -56,6 +60,14 @@ pub enum NoticeError {
 #[error("ledger unavailable: {0}")]
 pub struct Unavailable(#[source] pub LedgerError);
 
+fn names(limits: &[(String, Limits)]) -> Vec<&str> {
+    limits.iter().map(|(c, _)| c.as_str()).collect()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 enum Store {
     Memory(Box<Mutex<Book>>),
     PerBid(RedisLedger),
@@ -67,6 +79,11 @@ pub struct Ledger {
     store: Store,
     reservation_ttl: Duration,
     redis_timeout: Duration,
+    /// Whether this instance writes its campaigns' limits (lease mode's is its config's).
+    role: LimitsRole,
+    /// Per-bid writer: per campaign, the version of the limits it last wrote or found equal
+    /// to its file's, the base of its next change.
+    bases: Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -97,19 +114,25 @@ impl Ledger {
             ))))),
             reservation_ttl,
             redis_timeout: Duration::ZERO,
+            role: LimitsRole::Writer("memory".to_owned()),
+            bases: Mutex::default(),
         }
     }
 
-    /// A ledger where every reservation is a Redis call.
+    /// A ledger where every reservation is a Redis call; `role`: whether this instance writes
+    /// its campaigns' limits there.
     pub fn per_bid(
         redis: RedisLedger,
         reservation_ttl: Duration,
         redis_timeout: Duration,
+        role: LimitsRole,
     ) -> Ledger {
         Ledger {
             store: Store::PerBid(redis),
             reservation_ttl,
             redis_timeout,
+            role,
+            bases: Mutex::default(),
         }
     }
 
@@ -119,10 +142,13 @@ impl Ledger {
         reservation_ttl: Duration,
         redis_timeout: Duration,
     ) -> Ledger {
+        let role = leased.limits_role().clone();
         Ledger {
             store: Store::Leased(leased),
             reservation_ttl,
             redis_timeout,
+            role,
+            bases: Mutex::default(),
         }
     }
 
@@ -148,39 +174,172 @@ impl Ledger {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Creates or updates every campaign's limits (after a load or reload).
-    pub async fn set_campaigns(&self, limits: &[(String, Limits)]) -> Result<(), Unavailable> {
+    /// Whether this instance writes its campaigns' limits, and as whom.
+    pub fn limits_role(&self) -> &LimitsRole {
+        &self.role
+    }
+
+    /// Applies the campaign file's limits (after a load or reload) and answers, per campaign,
+    /// the local limits beside those of record. A writer writes its file's limits, each change
+    /// a compare-and-set on the version it last wrote or found equal: a campaign another writer
+    /// changed since keeps their limits (its status shows the conflict). A follower writes
+    /// nothing: it reads the limits of record (lease mode spends by them; a campaign the ledger
+    /// does not hold gets no budget). In memory mode the file is the record.
+    pub async fn set_campaigns(
+        &self,
+        limits: &[(String, Limits)],
+    ) -> Result<Vec<LimitsStatus>, Unavailable> {
         let now = Timestamp::now();
-        match &self.store {
+        let redis = match &self.store {
             Store::Memory(book) => {
                 let mut book = Self::book(book);
                 for (id, l) in limits {
                     book.set_limits(id, *l, now);
                 }
-                Ok(())
+                return Ok(limits
+                    .iter()
+                    .map(|(campaign, l)| LimitsStatus {
+                        campaign: campaign.clone(),
+                        local: *l,
+                        ledger: Some(StoredLimits {
+                            limits: *l,
+                            version: 0,
+                            writer: String::new(),
+                        }),
+                    })
+                    .collect());
             }
-            Store::PerBid(redis) => {
-                // An operator may have created the ledger since (`gavel ledger create`, or
-                // another instance's admin call): adopt it before writing limits. Reopening
-                // never creates one.
-                if redis.ledger_missing() {
-                    redis.reopen().await.map_err(Unavailable)?;
-                }
-                // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
-                let answers = redis
-                    .set_limits_many(limits, now)
-                    .await
-                    .map_err(Unavailable)?;
-                match answers.into_iter().find_map(Result::err) {
-                    Some(e) => Err(Unavailable(e)),
-                    None => Ok(()),
-                }
+            Store::PerBid(redis) => redis.clone(),
+            Store::Leased(leased) => leased.redis(),
+        };
+        // An operator may have created the ledger since (`gavel ledger create`, or another
+        // instance's admin call): adopt it before writing limits. Reopening never creates one.
+        if redis.ledger_missing() {
+            redis.reopen().await.map_err(Unavailable)?;
+        }
+        match (&self.store, &self.role) {
+            (Store::PerBid(_), LimitsRole::Writer(writer)) => {
+                self.write_per_bid(&redis, writer, limits, now).await?;
             }
-            Store::Leased(leased) => {
+            (Store::Leased(leased), LimitsRole::Writer(_)) => {
                 leased.set_campaigns(limits.to_vec());
-                Ok(())
+                leased.write_limits_now().await;
+            }
+            _ => {}
+        }
+        let stored = redis
+            .stored_limits(&names(limits))
+            .await
+            .map_err(Unavailable)?;
+        if let (Store::Leased(leased), LimitsRole::Follower) = (&self.store, &self.role) {
+            // A follower spends by the limits of record, and only of campaigns the ledger holds.
+            let held = limits
+                .iter()
+                .zip(&stored)
+                .filter_map(|((campaign, _), s)| Some((campaign.clone(), s.as_ref()?.limits)))
+                .collect();
+            leased.set_campaigns(held);
+        }
+        Ok(limits
+            .iter()
+            .zip(stored)
+            .map(|((campaign, l), ledger)| LimitsStatus {
+                campaign: campaign.clone(),
+                local: *l,
+                ledger,
+            })
+            .collect())
+    }
+
+    /// The per-bid writer's compare-and-sets, pipelined. A campaign the ledger lost since this
+    /// instance wrote it is written again as its own.
+    async fn write_per_bid(
+        &self,
+        redis: &RedisLedger,
+        writer: &str,
+        limits: &[(String, Limits)],
+        now: Timestamp,
+    ) -> Result<(), Unavailable> {
+        let change = |campaign: &String, l: &Limits, base| LimitsChange {
+            campaign: campaign.clone(),
+            limits: *l,
+            writer: writer.to_owned(),
+            base,
+        };
+        let changes: Vec<LimitsChange> = {
+            let bases = lock(&self.bases);
+            limits
+                .iter()
+                .map(|(c, l)| {
+                    let base = bases
+                        .get(c)
+                        .map_or(LimitsBase::Own, |v| LimitsBase::Version(*v));
+                    change(c, l, base)
+                })
+                .collect()
+        };
+        // Pipelined: 100,000 campaigns must not mean 100,000 round trips.
+        let answers = redis
+            .change_limits_many(&changes, now)
+            .await
+            .map_err(Unavailable)?;
+        let mut again = Vec::new();
+        let mut failed = None;
+        {
+            let mut bases = lock(&self.bases);
+            for (c, answer) in changes.iter().zip(answers) {
+                match answer {
+                    Ok(Ok(written)) => {
+                        bases.insert(c.campaign.clone(), written.version);
+                    }
+                    Ok(Err(conflict)) if conflict.stored.is_none() => {
+                        bases.remove(&c.campaign);
+                        again.push(change(&c.campaign, &c.limits, LimitsBase::Own));
+                    }
+                    // Another writer's change stands; the status shows it.
+                    Ok(Err(_)) => {}
+                    Err(e) => failed = failed.or(Some(e)),
+                }
             }
         }
+        if !again.is_empty() {
+            let answers = redis
+                .change_limits_many(&again, now)
+                .await
+                .map_err(Unavailable)?;
+            let mut bases = lock(&self.bases);
+            for (c, answer) in again.iter().zip(answers) {
+                match answer {
+                    Ok(Ok(written)) => {
+                        bases.insert(c.campaign.clone(), written.version);
+                    }
+                    Ok(Err(_)) => {}
+                    Err(e) => failed = failed.or(Some(e)),
+                }
+            }
+        }
+        failed.map_or(Ok(()), |e| Err(Unavailable(e)))
+    }
+
+    /// One change of a campaign's limits through this instance (the admin API): a
+    /// compare-and-set on `change.base`. In memory mode there is no shared ledger to change:
+    /// refused as [`LedgerError::Protocol`].
+    pub async fn change_limits(
+        &self,
+        change: &LimitsChange,
+    ) -> Result<Result<LimitsWritten, LimitsConflict>, Unavailable> {
+        let redis = self.redis().ok_or_else(|| {
+            Unavailable(LedgerError::Protocol(
+                "the memory ledger has no shared limits to change".to_owned(),
+            ))
+        })?;
+        if redis.ledger_missing() {
+            redis.reopen().await.map_err(Unavailable)?;
+        }
+        redis
+            .change_limits(change, Timestamp::now())
+            .await
+            .map_err(Unavailable)
     }
 
     /// Reserves `amount` for a bid; answers by `deadline` whatever the store does.

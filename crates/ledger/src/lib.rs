@@ -29,7 +29,8 @@ pub use front::{Ledger, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use redis::{
     BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, Keys, LeaseClose, LeaseError, LeaseGrant,
-    LeaseReport, LeaseState, LedgerError, MAX_AMOUNT, OPEN_BATCH, PIPELINE_MAX, RedisConfig,
-    RedisLedger, RedisTls, SWEEP_CAMPAIGNS, Swept,
+    LeaseReport, LeaseState, LedgerError, LimitsBase, LimitsChange, LimitsConflict, LimitsRole,
+    LimitsStatus, LimitsWritten, MAX_AMOUNT, MAX_WRITER_BYTES, OPEN_BATCH, PIPELINE_MAX,
+    RedisConfig, RedisLedger, RedisTls, SWEEP_CAMPAIGNS, StoredLimits, Swept,
 };
 pub use units::Limits;

@@ -28,6 +28,8 @@ fn config(instance: &str, chunk: i64) -> LeaseConfig {
         report_interval: Duration::from_millis(50),
         idle_close: Duration::from_secs(3),
         tombstone_ttl: Duration::from_secs(60),
+        // One writer for every test instance, as before limits had versions.
+        limits: ledger::LimitsRole::Writer("test".to_owned()),
     }
 }
 

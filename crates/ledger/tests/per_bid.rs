@@ -739,6 +739,7 @@ async fn the_sweep_keeps_up_with_a_backlog_beyond_one_batch() {
         redis.clone(),
         Duration::from_secs(1),
         Duration::from_secs(2),
+        ledger::LimitsRole::Writer("test".to_owned()),
     );
     assert_eq!(front.expire().await, Ok(350));
     let b = redis.balance("c", Timestamp::now()).await.unwrap().unwrap();

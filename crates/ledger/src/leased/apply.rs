@@ -42,8 +42,23 @@ impl Inner {
             return false;
         }
         match (step, answer) {
-            (Step::Limits { name, limits }, Ok(Answer::LimitsSet(()))) => {
-                local.applied(&name, limits);
+            (Step::Limits { name, limits }, Ok(Answer::LimitsSet(Ok(written)))) => {
+                local.applied(&name, limits, written.version);
+                false
+            }
+            (Step::Limits { name, .. }, Ok(Answer::LimitsSet(Err(conflict)))) => {
+                if conflict.stored.is_none() {
+                    // Gone since we wrote it (Redis lost it): written again, as its writer.
+                    local.unapply(&name);
+                } else {
+                    // Another writer changed them since: theirs stand (the bidder reports the
+                    // conflict); not retried until our limits change again.
+                    tracing::debug!(campaign = %name, error = %conflict, "ledger: limits not written");
+                    local.unapplied.remove(&name);
+                    if let Some(camp) = local.campaigns.get_mut(&name) {
+                        camp.applied = true;
+                    }
+                }
                 false
             }
             (Step::Limits { name, .. }, Err(e)) => {
@@ -218,8 +233,9 @@ impl Inner {
                 } else {
                     clear_pending(local, &name, &id);
                 }
-                if with_limits {
-                    // Its limits went first and still it is unknown: they were refused.
+                if with_limits || local.writer.is_none() {
+                    // Its limits went first and still it is unknown: they were refused; or a
+                    // follower asked for a campaign the ledger does not hold (it writes none).
                     self.back_off(local, &name, now);
                     false
                 } else {

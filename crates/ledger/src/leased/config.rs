@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use units::Nanos;
 
+use crate::redis::LimitsRole;
+
 /// Knobs of lease mode. Every field has a default.
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
@@ -30,6 +32,10 @@ pub struct LeaseConfig {
     pub idle_close: Duration,
     /// How long the local book remembers resolved reservations (duplicate notices).
     pub tombstone_ttl: Duration,
+    /// Whether this instance writes its campaigns' limits to Redis, and as whom (default: a
+    /// writer named `gavel`). A follower never writes them: a campaign Redis does not hold gets
+    /// no lease.
+    pub limits: LimitsRole,
 }
 
 impl Default for LeaseConfig {
@@ -42,6 +48,7 @@ impl Default for LeaseConfig {
             report_interval: Duration::from_millis(200),
             idle_close: Duration::from_secs(30),
             tombstone_ttl: Duration::from_secs(15 * 60),
+            limits: LimitsRole::Writer("gavel".to_owned()),
         }
     }
 }

@@ -23,6 +23,8 @@ pub(super) struct Local {
     pub(super) unapplied: BTreeSet<String>,
     /// The active campaigns' names, sorted (for `balances`, without a copy under the lock).
     pub(super) active: Arc<[String]>,
+    /// The writer this instance writes limits as; `None`: a follower, which never writes them.
+    pub(super) writer: Option<String>,
     /// Outcomes settled locally while Redis was unreachable, to claim there once it answers
     /// (so that a replay to another instance finds them). At most [`MARKS_MAX`].
     pub(super) marks: Vec<SettleRequest>,
@@ -38,8 +40,13 @@ pub(super) struct Camp {
     pub(super) limits: Limits,
     /// In the latest configuration; an inactive campaign takes no new leases.
     pub(super) active: bool,
-    /// `set_limits` has succeeded since the limits changed (or since Redis lost them).
+    /// `set_limits` has succeeded since the limits changed (or since Redis lost them), or was
+    /// refused because another writer changed them (reported by the bidder, not retried).
     pub(super) applied: bool,
+    /// The version of the limits this instance last wrote or found equal to its own: the base
+    /// of its next change. `None`: none yet (the change is based on being the campaign's own
+    /// writer, which a restart must not lose).
+    pub(super) version: Option<u64>,
     pub(super) lease: Option<Lease>,
     /// Local spend up to this figure is attributed to earlier leases; the next lease's
     /// cumulative spend counts from here.
@@ -128,22 +135,29 @@ impl Local {
             .map_or((Nanos::ZERO, Nanos::ZERO), |b| (b.spent, b.reserved))
     }
 
-    /// Limits need writing (again).
+    /// Limits need writing (again): Redis lost them, so the version remembered is gone too. A
+    /// follower writes none.
     pub(super) fn unapply(&mut self, name: &str) {
+        if self.writer.is_none() {
+            return;
+        }
         if let Some(camp) = self.campaigns.get_mut(name) {
             camp.applied = false;
+            camp.version = None;
             if camp.active {
                 self.unapplied.insert(name.to_owned());
             }
         }
     }
 
-    /// Limits `limits` were written: applied, unless they changed meanwhile.
-    pub(super) fn applied(&mut self, name: &str, limits: Limits) {
+    /// Limits `limits` were written (or found stored) as `version`: applied, unless they changed
+    /// meanwhile.
+    pub(super) fn applied(&mut self, name: &str, limits: Limits, version: u64) {
         if let Some(camp) = self.campaigns.get_mut(name)
             && camp.limits == limits
         {
             camp.applied = true;
+            camp.version = Some(version);
             self.unapplied.remove(name);
         }
     }

@@ -145,6 +145,7 @@ impl LeasedLedger {
                 unapplied: BTreeSet::new(),
                 active: Arc::from(Vec::new()),
                 marks: Vec::new(),
+                writer: config.limits.writer().map(str::to_owned),
             }),
             config,
             wake: Notify::new(),
@@ -179,6 +180,18 @@ impl LeasedLedger {
         self.inner.wake.notify_one();
     }
 
+    /// Writes the limits still to be written now rather than in the task's next rounds (a
+    /// reload: so that what the ledger holds can be read back at once). Gives up quietly when
+    /// Redis does not answer: the task retries.
+    pub async fn write_limits_now(&self) {
+        while self.inner.write_limits(Timestamp::now()).await {}
+    }
+
+    /// Whether this instance writes limits, and as whom.
+    pub fn limits_role(&self) -> &crate::redis::LimitsRole {
+        &self.inner.config.limits
+    }
+
     fn configure(&self, campaigns: Vec<(String, Limits)>, now: Timestamp) {
         let mut local = lock(&self.inner.local);
         let Local {
@@ -186,6 +199,7 @@ impl LeasedLedger {
             campaigns: known,
             unapplied,
             active,
+            writer,
             ..
         } = &mut *local;
         for camp in known.values_mut() {
@@ -202,7 +216,8 @@ impl LeasedLedger {
                 Some(camp) => {
                     if camp.limits != limits {
                         camp.limits = limits;
-                        camp.applied = false;
+                        // A follower's limits are the ledger's: nothing to write.
+                        camp.applied = writer.is_none();
                     }
                     camp.active = true;
                     if !camp.applied {
@@ -222,7 +237,8 @@ impl LeasedLedger {
                     let camp = Camp {
                         limits,
                         active: true,
-                        applied: false,
+                        applied: writer.is_none(),
+                        version: None,
                         lease: None,
                         accounted: Nanos::ZERO,
                         pending: None,
@@ -230,7 +246,9 @@ impl LeasedLedger {
                         wanted: false,
                         ask_after: Timestamp(0),
                     };
-                    unapplied.insert(name.clone());
+                    if writer.is_some() {
+                        unapplied.insert(name.clone());
+                    }
                     known.insert(name, camp);
                 }
             }

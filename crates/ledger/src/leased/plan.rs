@@ -11,7 +11,8 @@ use super::Inner;
 use super::local::{Lease, Local, lock};
 use crate::redis::script::Call;
 use crate::redis::script::{
-    CloseLease, Drain, Expire, ReportLease, SetLimits, SettleRequest, Take, TakeLease,
+    CloseLease, Drain, Expire, LimitsBase, LimitsChange, ReportLease, SetLimits, SettleRequest,
+    Take, TakeLease,
 };
 
 /// Most limits a round writes (a reload that changes many campaigns is spread over rounds, so
@@ -172,6 +173,7 @@ impl Inner {
         let mut local = lock(&self.local);
         let mut names = std::mem::take(&mut local.wanted);
         names.sort_unstable();
+        let writer = local.writer.clone();
         let mut steps = Vec::new();
         for name in names {
             let (spent, reserved) = local.used(&name, now);
@@ -207,13 +209,10 @@ impl Inner {
             // A new lease also covers what earlier leases no longer do: reservations still open
             // and spend not yet attributed, so that their commits are charged.
             let want = chunk.saturating_add(used.saturating_sub(limit).max(Nanos::ZERO));
-            let with_limits = !camp.applied;
-            if with_limits {
+            let with_limits = !camp.applied && writer.is_some();
+            if let (true, Some(writer)) = (with_limits, &writer) {
                 steps.push((
-                    Call::SetLimits(SetLimits {
-                        campaign: name.clone(),
-                        limits: camp.limits,
-                    }),
+                    Call::SetLimits(set_limits(&name, camp, writer)),
                     Step::Limits {
                         name: name.clone(),
                         limits: camp.limits,
@@ -253,17 +252,28 @@ impl Inner {
     }
 }
 
-/// Up to `max` pending limits, as steps.
+/// The compare-and-set of a campaign's limits: based on the version last written, or on being
+/// their writer.
+fn set_limits(name: &str, camp: &super::local::Camp, writer: &str) -> SetLimits {
+    SetLimits(LimitsChange {
+        campaign: name.to_owned(),
+        limits: camp.limits,
+        writer: writer.to_owned(),
+        base: camp.version.map_or(LimitsBase::Own, LimitsBase::Version),
+    })
+}
+
+/// Up to `max` pending limits, as steps (none for a follower).
 pub(super) fn limits_steps(local: &Local, max: usize) -> Vec<(Call, Step)> {
+    let Some(writer) = &local.writer else {
+        return Vec::new();
+    };
     local
         .unapplied
         .iter()
         .filter_map(|name| {
             let camp = local.campaigns.get(name).filter(|c| c.active)?;
-            let call = Call::SetLimits(SetLimits {
-                campaign: name.clone(),
-                limits: camp.limits,
-            });
+            let call = Call::SetLimits(set_limits(name, camp, writer));
             let step = Step::Limits {
                 name: name.clone(),
                 limits: camp.limits,

@@ -253,7 +253,10 @@ pub use handle::{
 };
 pub use keys::Keys;
 pub use per_bid::BALANCES_CHUNK;
-pub use script::{LeaseClose, LeaseGrant, LeaseReport, LeaseState, Swept};
+pub use script::{
+    LeaseClose, LeaseGrant, LeaseReport, LeaseState, LimitsBase, LimitsChange, LimitsConflict,
+    LimitsRole, LimitsStatus, LimitsWritten, MAX_WRITER_BYTES, StoredLimits, Swept,
+};
 pub use sweep::SWEEP_CAMPAIGNS;
 pub use transport::RedisTls;
 

@@ -7,10 +7,21 @@ use units::{Limits, Nanos, Timestamp};
 use super::error::Reply;
 use super::handle::PIPELINE_MAX;
 use super::script::{
-    BALANCE_FIELDS, Check, Commit, Release, Reserve, SetLimits, array, balance_of, texts,
+    BALANCE_FIELDS, Check, Commit, LimitsBase, LimitsChange, LimitsConflict, LimitsWritten,
+    Release, Reserve, STORED_FIELDS, SetLimits, StoredLimits, array, balance_of, stored_of, texts,
 };
 use super::{LedgerError, RedisLedger};
 use crate::book::{Balance, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
+
+/// The writer of [`RedisLedger::set_limits`]: an operator's tool, overwriting what is stored.
+fn forced(campaign: &str, limits: Limits) -> LimitsChange {
+    LimitsChange {
+        campaign: campaign.to_owned(),
+        limits,
+        writer: "operator".to_owned(),
+        base: LimitsBase::Any,
+    }
+}
 
 /// Campaigns read per round trip by [`RedisLedger::balances`] (one `HMGET` each, pipelined on
 /// one Redis, concurrent on a cluster). A bare `HMGET` costs Redis a few microseconds, so a
@@ -18,8 +29,10 @@ use crate::book::{Balance, CommitOutcome, Refusal, ReleaseOutcome, SettleError};
 pub const BALANCES_CHUNK: usize = 500;
 
 impl RedisLedger {
-    /// Creates a campaign or replaces its limits, as [`crate::Book::set_limits`]: the budget in
-    /// force never drops below what is spent+reserved. Refused with
+    /// Creates a campaign or replaces its limits whatever is stored (writer `operator`, a new
+    /// version): for tools and tests. A bidder changes limits with [`RedisLedger::change_limits`],
+    /// which never overwrites a change it has not seen. As [`crate::Book::set_limits`], the
+    /// budget in force never drops below what is spent+reserved. Refused with
     /// [`LedgerError::OutOfRange`] beyond [`MAX_AMOUNT`](super::MAX_AMOUNT).
     pub async fn set_limits(
         &self,
@@ -27,12 +40,10 @@ impl RedisLedger {
         limits: Limits,
         now: Timestamp,
     ) -> Result<(), LedgerError> {
-        let call = SetLimits {
-            campaign: campaign.to_owned(),
-            limits,
-        };
-        self.sweep_campaign(campaign);
-        self.run(&call, now).await
+        self.change_limits(&forced(campaign, limits), now)
+            .await?
+            .map(|_| ())
+            .map_err(|c| LedgerError::Protocol(format!("a forced write was refused: {c}")))
     }
 
     /// [`RedisLedger::set_limits`] for many campaigns, pipelined: [`PIPELINE_MAX`] scripts per
@@ -45,22 +56,80 @@ impl RedisLedger {
         campaigns: &[(String, Limits)],
         now: Timestamp,
     ) -> Result<Vec<Result<(), LedgerError>>, LedgerError> {
-        let mut out = Vec::with_capacity(campaigns.len());
+        let changes: Vec<LimitsChange> = campaigns
+            .iter()
+            .map(|(campaign, limits)| forced(campaign, *limits))
+            .collect();
+        Ok(self
+            .change_limits_many(&changes, now)
+            .await?
+            .into_iter()
+            .map(|r| match r {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(c)) => Err(LedgerError::Protocol(format!(
+                    "a forced write was refused: {c}"
+                ))),
+                Err(e) => Err(e),
+            })
+            .collect())
+    }
+
+    /// Changes one campaign's limits as a compare-and-set on their version (see
+    /// [`LimitsBase`]): the new version, or the [`LimitsConflict`] that says what is stored
+    /// (nothing written). Equal limits write nothing and answer the stored version.
+    pub async fn change_limits(
+        &self,
+        change: &LimitsChange,
+        now: Timestamp,
+    ) -> Reply<LimitsWritten, LimitsConflict> {
+        self.sweep_campaign(&change.campaign);
+        self.run(&SetLimits(change.clone()), now).await
+    }
+
+    /// [`RedisLedger::change_limits`] for many campaigns, pipelined as
+    /// [`RedisLedger::set_limits_many`]; answers per campaign, in order.
+    pub async fn change_limits_many(
+        &self,
+        changes: &[LimitsChange],
+        now: Timestamp,
+    ) -> Result<Vec<Reply<LimitsWritten, LimitsConflict>>, LedgerError> {
+        let mut out = Vec::with_capacity(changes.len());
         {
             let mut sweep = self.sweep_list();
-            for (campaign, _) in campaigns {
-                sweep.add(campaign);
+            for change in changes {
+                sweep.add(&change.campaign);
             }
         }
-        for chunk in campaigns.chunks(PIPELINE_MAX) {
-            let calls: Vec<SetLimits> = chunk
+        for chunk in changes.chunks(PIPELINE_MAX) {
+            let calls: Vec<SetLimits> = chunk.iter().cloned().map(SetLimits).collect();
+            out.extend(self.pipeline_of(&calls, now).await?);
+        }
+        Ok(out)
+    }
+
+    /// The limits the ledger holds for `campaigns`, with their version and writer, in their
+    /// order (`None`: missing). One `HMGET` each, [`BALANCES_CHUNK`] per round trip.
+    pub async fn stored_limits<S: AsRef<str>>(
+        &self,
+        campaigns: &[S],
+    ) -> Result<Vec<Option<StoredLimits>>, LedgerError> {
+        let mut out = Vec::with_capacity(campaigns.len());
+        for chunk in campaigns.chunks(BALANCES_CHUNK) {
+            let keys: Vec<String> = chunk
                 .iter()
-                .map(|(campaign, limits)| SetLimits {
-                    campaign: campaign.clone(),
-                    limits: *limits,
+                .map(|c| self.keys().campaign(c.as_ref()))
+                .collect();
+            let commands: Vec<Vec<&[u8]>> = keys
+                .iter()
+                .map(|key| {
+                    let mut args: Vec<&[u8]> = vec![b"HMGET", key.as_bytes()];
+                    args.extend(STORED_FIELDS.iter().map(|f| f.as_bytes()));
+                    args
                 })
                 .collect();
-            out.extend(self.pipeline_of(&calls, now).await?);
+            for reply in self.commands(&commands).await? {
+                out.push(stored_of(reply?)?);
+            }
         }
         Ok(out)
     }

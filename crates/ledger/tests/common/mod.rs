@@ -70,5 +70,7 @@ pub fn lease_config(instance: &str) -> LeaseConfig {
         report_interval: Duration::from_millis(50),
         idle_close: Duration::from_secs(30),
         tombstone_ttl: Duration::from_secs(60),
+        // One writer for every test instance, as before limits had versions.
+        limits: ledger::LimitsRole::Writer("test".to_owned()),
     }
 }

@@ -37,7 +37,11 @@ pub(crate) use release::Release;
 pub(crate) use report_lease::ReportLease;
 pub use report_lease::{LeaseReport, LeaseState};
 pub(crate) use reserve::Reserve;
-pub(crate) use set_limits::SetLimits;
+pub use set_limits::{
+    LimitsBase, LimitsChange, LimitsConflict, LimitsRole, LimitsStatus, LimitsWritten,
+    MAX_WRITER_BYTES, StoredLimits,
+};
+pub(crate) use set_limits::{STORED_FIELDS, SetLimits, stored_of};
 pub(crate) use settle::{SettleRequest, Settlement};
 pub use take_lease::LeaseGrant;
 pub(crate) use take_lease::{Take, TakeLease};

@@ -80,14 +80,91 @@ fn arguments_go_in_the_order_the_scripts_read_them() {
         sent(take.encode(&ctx())),
         ["l", "c", "10", "50", "3", "2", "n", "L1"]
     );
-    let limits = SetLimits {
+    let change = |base| {
+        SetLimits(LimitsChange {
+            campaign: "c".into(),
+            limits: Limits {
+                total: Nanos(100),
+                daily: Some(Nanos(40)),
+            },
+            writer: "file:n1".into(),
+            base,
+        })
+    };
+    assert_eq!(
+        sent(change(LimitsBase::Version(7)).encode(&ctx())),
+        ["c", "100", "40", "3", "L1", "file:n1", "7"]
+    );
+    assert_eq!(sent(change(LimitsBase::Own).encode(&ctx()))[6], "");
+    assert_eq!(sent(change(LimitsBase::Any).encode(&ctx()))[6], "*");
+}
+
+#[test]
+fn limits_replies_read_as_typed_answers_or_protocol_errors() {
+    let call = SetLimits(LimitsChange {
         campaign: "c".into(),
         limits: Limits {
             total: Nanos(100),
             daily: None,
         },
+        writer: "w".into(),
+        base: LimitsBase::Own,
+    });
+    assert_eq!(
+        call.decode(reply(&["ok", "4", "1"])).unwrap(),
+        Ok(LimitsWritten {
+            version: 4,
+            changed: true
+        })
+    );
+    let stored = StoredLimits {
+        limits: Limits {
+            total: Nanos(90),
+            daily: Some(Nanos(9)),
+        },
+        version: 5,
+        writer: "admin:ops".into(),
     };
-    assert_eq!(sent(limits.encode(&ctx())), ["c", "100", "", "3", "L1"]);
+    assert_eq!(
+        call.decode(reply(&["Conflict", "5", "admin:ops", "90", "9"]))
+            .unwrap(),
+        Err(LimitsConflict {
+            campaign: "c".into(),
+            version: 5,
+            stored: Some(stored),
+        })
+    );
+    let missing = Value::Array(vec![
+        Value::Bulk(b"Conflict".to_vec()),
+        Value::Int(0),
+        Value::Bulk(Vec::new()),
+        Value::Bulk(Vec::new()),
+        Value::Bulk(Vec::new()),
+    ]);
+    assert_eq!(
+        call.decode(missing).unwrap(),
+        Err(LimitsConflict {
+            campaign: "c".into(),
+            version: 0,
+            stored: None,
+        })
+    );
+    assert!(matches!(
+        call.decode(reply(&["ok", "-1", "1"])),
+        Err(LedgerError::Protocol(_))
+    ));
+    assert!(matches!(
+        call.decode(reply(&["Conflict", "x"])),
+        Err(LedgerError::Protocol(_))
+    ));
+    let long = SetLimits(LimitsChange {
+        writer: "w".repeat(MAX_WRITER_BYTES + 1),
+        ..call.0.clone()
+    });
+    assert_eq!(
+        answered(long.encode(&ctx())),
+        Err(LedgerError::OutOfRange("limits writer name"))
+    );
 }
 
 #[test]
@@ -96,10 +173,12 @@ fn amounts_beyond_the_exact_range_are_refused_or_clamped_never_rounded() {
         total: Nanos(MAX_AMOUNT + 1),
         daily: None,
     };
-    let limits = SetLimits {
+    let limits = SetLimits(LimitsChange {
         campaign: "c".into(),
         limits: huge,
-    };
+        writer: "w".into(),
+        base: LimitsBase::Any,
+    });
     assert_eq!(
         answered(limits.encode(&ctx())),
         Err(LedgerError::OutOfRange("total budget"))
