@@ -2,8 +2,11 @@
 //! `/metrics` (the token only with `security.metrics_need_token`), `/healthz` and `/readyz`
 //! (without a token; [`not_ready`] says when the bidder should get no traffic):
 //! `GET /admin/campaigns` (budget, spend and pacing of every campaign, from the ledger of
-//! record, and `config`: the set serving, from the file or which fleet revision), `POST
-//! /admin/reload` (reload the campaign file now; audited) and
+//! record, with the version and writer of its limits and any conflict with the local file,
+//! and `config`: the set serving, from the file or which fleet revision), `PUT
+//! /admin/campaigns/<id>/limits` (the admin API as the writer of a campaign's limits: a
+//! compare-and-set on the version the caller saw; audited), `POST /admin/reload` (reload the
+//! campaign file now; audited) and
 //! `POST /admin/ledger/open` (create and open the ledger in a Redis that holds none: a first
 //! start, or the operator's decision after Redis lost its data; audited).
 
@@ -61,6 +64,15 @@ pub(crate) async fn handle(
         Ok(c) => c,
         Err(denied) => return denied.response(),
     };
+    if let Some(id) = limits_path(req.uri().path()) {
+        return match req.method() {
+            &Method::PUT => {
+                let id = id.to_owned();
+                put_limits(state, &caller, &id, req).await
+            }
+            _ => method_not_allowed("PUT"),
+        };
+    }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/admin/campaigns") => campaigns(state).await,
         (_, "/admin/campaigns") => method_not_allowed("GET"),
@@ -77,7 +89,7 @@ pub(crate) async fn handle(
         (_, "/admin/ledger/open") => method_not_allowed("POST"),
         _ => json_error(
             StatusCode::NOT_FOUND,
-            "no such admin path; see GET /admin/campaigns, POST /admin/reload, POST /admin/ledger/open",
+            "no such admin path; see GET /admin/campaigns, PUT /admin/campaigns/<id>/limits, POST /admin/reload, POST /admin/ledger/open",
         ),
     }
 }
@@ -165,9 +177,12 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
         Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
     let units = |n: Nanos| n.as_units_f64();
+    let limits = state.limits.load();
     let list: Vec<serde_json::Value> = reports
         .iter()
         .map(|r| {
+            let status = limits.by_campaign.get(&r.id);
+            let stored = status.and_then(|s| s.ledger.as_ref());
             let b = r.balance.as_ref();
             // Currency units for people, exact nanos for programs; null before the ledger
             // knows the campaign.
@@ -203,18 +218,129 @@ async fn campaigns(state: &State) -> Response<Full<Bytes>> {
                 "bids": r.bids,
                 "wins": r.wins,
                 "charged_here": units(r.charged_here),
+                // The limits of record: their version and writer; a local file that differs.
+                "limits_version": stored.map(|s| s.version),
+                "limits_writer": stored.map(|s| s.writer.as_str()),
+                "in_ledger": status.map(|s| !s.missing()),
+                "conflict": status.filter(|s| s.conflict()).map(|s| json!({
+                    "local": limits_json(&s.local),
+                    "ledger": stored.map(|l| limits_json(&l.limits)),
+                })),
             })
         })
         .collect();
     let snapshot = state.snapshot.load();
     let body = json!({
         "ledger": state.ledger.kind(),
+        "limits_writer": state.ledger.limits_role().writer(),
+        "limit_conflicts": limits.conflicts.len(),
+        "limits_missing": limits.missing.len(),
         "node": state.node,
         "loaded_at_ms": snapshot.loaded_at.millis(),
         "config": state.metrics.served.version(),
         "campaigns": list,
     });
     json_response(StatusCode::OK, body.to_string())
+}
+
+/// Limits for people and programs: currency units and exact nanos.
+fn limits_json(l: &units::Limits) -> serde_json::Value {
+    json!({
+        "total": l.total.as_units_f64(),
+        "daily": l.daily.map(Nanos::as_units_f64),
+        "nanos": { "total": l.total.get(), "daily": l.daily.map(Nanos::get) },
+    })
+}
+
+/// The campaign id of `/admin/campaigns/<id>/limits` (one path segment, not empty).
+fn limits_path(path: &str) -> Option<&str> {
+    let id = path
+        .strip_prefix("/admin/campaigns/")?
+        .strip_suffix("/limits")?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+/// `PUT /admin/campaigns/<id>/limits` with `{"total", "daily", "base_version"}`: the admin API
+/// writes a campaign's limits (as `admin:<node>`), a compare-and-set on `base_version`. 200
+/// with the new version; 409 with what is stored when the base is stale (nothing written);
+/// 400 naming the field; 404 for a campaign not in this instance's file. Audited.
+async fn put_limits(
+    state: &State,
+    caller: &http_front::Caller,
+    id: &str,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let what = format!("PUT /admin/campaigns/{id}/limits");
+    if state.ledger.redis().is_none() {
+        return json_error(
+            StatusCode::CONFLICT,
+            "ledger.backend is memory: the campaign file is the only source of limits",
+        );
+    }
+    if !state.snapshot.load().ids().iter().any(|c| c == id) {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "no such campaign in this instance's campaign file",
+        );
+    }
+    let body = match http_front::read_body(
+        req,
+        crate::limits_body::MAX_BODY_BYTES,
+        state.config.read_timeout(),
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(e) => return e.response(),
+    };
+    let request = match crate::limits_body::parse(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            let refused = json!({ "refused": e.to_string() });
+            state.admin.audit(caller, &what, &json!({}), &refused);
+            return json_error(StatusCode::BAD_REQUEST, &e.to_string());
+        }
+    };
+    let change = ledger::LimitsChange {
+        campaign: id.to_owned(),
+        limits: request.limits,
+        writer: format!("admin:{}", state.node),
+        base: ledger::LimitsBase::Version(request.base_version),
+    };
+    let before = json!({ "base_version": request.base_version });
+    let result = state.ledger.change_limits(&change).await;
+    let (status, after) = match &result {
+        Ok(Ok(w)) => (
+            StatusCode::OK,
+            json!({
+                "campaign": id,
+                "version": w.version,
+                "changed": w.changed,
+                "writer": change.writer,
+                "limits": limits_json(&change.limits),
+            }),
+        ),
+        Ok(Err(conflict)) => (
+            StatusCode::CONFLICT,
+            json!({
+                "error": conflict.to_string(),
+                "campaign": id,
+                "version": conflict.version,
+                "writer": conflict.stored.as_ref().map(|s| s.writer.as_str()),
+                "limits": conflict.stored.as_ref().map(|s| limits_json(&s.limits)),
+            }),
+        ),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({ "error": e.to_string() }),
+        ),
+    };
+    state.admin.audit(caller, &what, &before, &after);
+    if matches!(result, Ok(Ok(_))) {
+        // The admin page and the gauges show the new version now, not at the next check.
+        crate::reload::check_limits(state).await;
+    }
+    json_response(status, after.to_string())
 }
 
 /// `POST /admin/reload`: reloads the campaign file and the price keys now; 200 with the count

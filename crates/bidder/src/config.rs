@@ -223,6 +223,20 @@ pub enum RedisMode {
     PerBid,
 }
 
+/// Who writes the campaigns' limits to a shared (Redis) ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitsSource {
+    /// This instance writes its campaign file's limits (as `file:<node>`), never over a change
+    /// another writer made since: exactly one instance of a fleet, or none when the admin API
+    /// is the writer. A lone instance's setting.
+    #[default]
+    File,
+    /// This instance never writes limits: it spends by the ledger's and reports a campaign file
+    /// that differs. A campaign the ledger does not hold is not bid on.
+    Follow,
+}
+
 /// Which notice charges the campaign.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -286,6 +300,14 @@ pub struct LedgerSection {
     pub reservation_grace_ms: u64,
     /// `win` (default) or `bill`.
     pub charge_on: ChargeOn,
+    /// Who writes the campaigns' limits to Redis: `file` (default: this instance writes its
+    /// campaign file's; exactly one instance of a fleet, or none when the admin API is the
+    /// writer) or `follow` (never writes; spends by the ledger's limits and reports a file that
+    /// differs). docs/bidder.md, "Who writes budgets".
+    pub limits: LimitsSource,
+    /// How often the limits of record are read back and compared with the campaign file (a
+    /// follower picks up a writer's change then, or on a reload), in ms. Default 10000.
+    pub limits_check_ms: u64,
 }
 
 impl Default for LedgerSection {
@@ -306,6 +328,8 @@ impl Default for LedgerSection {
             reservation_ttl_ms: 60_000,
             reservation_grace_ms: 30_000,
             charge_on: ChargeOn::Win,
+            limits: LimitsSource::File,
+            limits_check_ms: 10_000,
         }
     }
 }
@@ -467,6 +491,15 @@ impl BidderConfig {
                  (or POST /admin/ledger/open); docs/bidder.md, \"The ledger\"",
             ));
         }
+        if l.limits == LimitsSource::Follow && l.backend != Backend::Redis {
+            return Err(invalid(
+                "ledger.limits",
+                "\"follow\" needs a shared ledger (backend = \"redis\"): in memory the campaign file is the only source",
+            ));
+        }
+        if !(100..=3_600_000).contains(&l.limits_check_ms) {
+            return Err(invalid("ledger.limits_check_ms", "must be 100..=3600000"));
+        }
         let url = self.redis_url()?;
         match (&l.redis_ca_file, url.tls) {
             (None, true) => {
@@ -599,7 +632,16 @@ impl BidderConfig {
             safety_margin: lease_ttl / 4,
             // An idle lease is closed by a report round, so it waits at least two of them.
             idle_close: defaults.idle_close.max(report_interval * 2),
+            limits: self.limits_role(node),
             ..defaults
+        }
+    }
+
+    /// Whether instance `node` writes limits (`ledger.limits`), and as whom.
+    pub fn limits_role(&self, node: &str) -> ledger::LimitsRole {
+        match self.ledger.limits {
+            LimitsSource::File => ledger::LimitsRole::Writer(format!("file:{node}")),
+            LimitsSource::Follow => ledger::LimitsRole::Follower,
         }
     }
 
@@ -775,6 +817,22 @@ redis_url = "redis://127.0.0.1:6379"
         assert_eq!(lease.lease_chunk, Nanos(50_000_000));
         let defaults = BidderConfig::from_toml("campaigns = \"c.json\"").unwrap();
         assert_eq!(
+            defaults.lease_config("n").limits,
+            ledger::LimitsRole::Writer("file:n".to_owned())
+        );
+        let unknown = BidderConfig::from_toml("campaigns = \"c.json\"\n[ledger]\nlimits = \"all\"");
+        assert!(
+            unknown
+                .err()
+                .is_some_and(|e| e.to_string().contains("expected `file` or `follow`")),
+            "an unknown value is refused with the ones allowed"
+        );
+        let follower = BidderConfig::from_toml(
+            "campaigns = \"c.json\"\n[ledger]\nbackend = \"redis\"\nlimits = \"follow\"",
+        )
+        .unwrap();
+        assert_eq!(follower.limits_role("n"), ledger::LimitsRole::Follower);
+        assert_eq!(
             defaults.lease_config("n").idle_close,
             Duration::from_secs(30)
         );
@@ -784,6 +842,14 @@ redis_url = "redis://127.0.0.1:6379"
     fn errors_name_the_key() {
         for (text, key) in [
             ("campaigns = \"c.json\"\nnode = \"a b\"", "node"),
+            (
+                "campaigns = \"c.json\"\n[ledger]\nlimits = \"follow\"",
+                "ledger.limits",
+            ),
+            (
+                "campaigns = \"c.json\"\n[ledger]\nlimits_check_ms = 0",
+                "ledger.limits_check_ms",
+            ),
             (
                 "campaigns = \"c.json\"\n[ledger]\nredis_url = \"http://x\"",
                 "ledger.redis_url",

@@ -31,6 +31,8 @@ mod decision;
 pub mod fleet_doc;
 pub mod ledger_open;
 mod ledger_record;
+mod limits_body;
+mod limits_check;
 pub mod metrics;
 pub mod notice;
 pub mod prices;

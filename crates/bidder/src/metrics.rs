@@ -223,6 +223,11 @@ pub struct Metrics {
     pub price_key_reloads: Counters<ReloadOutcome>,
     /// Campaigns serving now.
     pub campaigns: Gauge,
+    /// Campaigns whose limits in the ledger differ from the campaign file's (the ledger's
+    /// stand: another writer changed them, or this instance follows).
+    pub limit_conflicts: Gauge,
+    /// Campaigns of the file the ledger does not hold: no budget of record, not bid on.
+    pub limits_missing: Gauge,
     pub decision_latency: Latency,
     /// Which campaign set serves (the file, or the fleet bucket's revision): what the reload
     /// path records and `config_version` shows at scrape time.
@@ -288,6 +293,14 @@ impl Default for Metrics {
                 "outcome",
             ),
             campaigns: Gauge::new("gavel_bidder_campaigns", "Campaigns serving now."),
+            limit_conflicts: Gauge::new(
+                "gavel_bidder_ledger_limit_conflicts",
+                "Campaigns whose limits in the ledger differ from the campaign file's; the ledger's stand.",
+            ),
+            limits_missing: Gauge::new(
+                "gavel_bidder_ledger_campaigns_missing",
+                "Campaigns of the file the ledger does not hold: no budget of record, not bid on.",
+            ),
             decision_latency: Latency::new(
                 "gavel_bidder_decision_seconds",
                 "Time from reading a request to its answer.",
@@ -385,6 +398,8 @@ impl Metrics {
             &self.reload_failures,
             &self.price_key_reloads,
             &self.campaigns,
+            &self.limit_conflicts,
+            &self.limits_missing,
             &self.decision_latency,
         ] {
             metric.render(&mut o);

@@ -26,6 +26,7 @@ use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
 use units::Timestamp;
 
 use crate::config::BidderConfig;
+use crate::limits_check::LimitsView;
 use crate::metrics::{ReloadFailure, ReloadOutcome};
 use crate::prices::PriceKeys;
 use crate::state::State;
@@ -257,15 +258,69 @@ async fn install(state: &State, snapshot: Snapshot) -> usize {
     // Budgets first, so that no new campaign bids before the ledger knows its limits. If the
     // ledger cannot be told (Redis down), the new set still serves: its campaigns' reservations
     // are refused until the pacing tick, which retries, gets the limits through.
-    if let Err(e) = state.ledger.set_campaigns(&snapshot.limits()).await {
-        tracing::warn!(error = %e, "campaign limits not yet written to the ledger; retrying on the next tick");
-        state.limits_pending.store(true, Relaxed);
+    match state.ledger.set_campaigns(&snapshot.limits()).await {
+        Ok(statuses) => {
+            state.limits_written_once.store(true, Relaxed);
+            note_limits(state, statuses)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "campaign limits not yet written to the ledger; retrying on the next tick");
+            state.limits_pending.store(true, Relaxed);
+        }
     }
     let count = snapshot.states.len();
     state.metrics.campaigns.set(count as u64);
     state.snapshot.store(Arc::new(snapshot));
     state.metrics.reload(ReloadOutcome::Applied);
     count
+}
+
+/// Records what the ledger holds beside the campaign file: the gauges, the admin page, and one
+/// warning whenever the campaigns in conflict or missing change (not at every check).
+pub(crate) fn note_limits(state: &State, statuses: Vec<ledger::LimitsStatus>) {
+    let view = LimitsView::of(statuses);
+    state
+        .metrics
+        .limit_conflicts
+        .set(view.conflicts.len() as u64);
+    state.metrics.limits_missing.set(view.missing.len() as u64);
+    let before = state.limits.load();
+    if view.changed_from(&before) {
+        if !view.conflicts.is_empty() {
+            tracing::warn!(
+                campaigns = view.conflicts.len(),
+                first = %LimitsView::named(&view.conflicts),
+                role = ?state.ledger.limits_role(),
+                "campaign limits in the ledger differ from the campaign file; the ledger's stand \
+                 (another writer changed them, or this instance follows): fix the file, or change \
+                 them with PUT /admin/campaigns/<id>/limits"
+            );
+        }
+        if !view.missing.is_empty() {
+            tracing::warn!(
+                campaigns = view.missing.len(),
+                first = %LimitsView::named(&view.missing),
+                "campaigns the ledger does not hold are not bid on (no budget of record) until their writer writes them"
+            );
+        }
+        if view.conflicts.is_empty() && view.missing.is_empty() {
+            tracing::info!("campaign limits agree with the ledger");
+        }
+    }
+    state.limits.store(Arc::new(view));
+}
+
+/// Reads the limits of record back and compares them with the campaign file in force (a
+/// follower picks up a writer's change here); a ledger that does not answer leaves the last
+/// comparison.
+pub(crate) async fn check_limits(state: &State) {
+    let snapshot = state.snapshot.load_full();
+    match state.ledger.limits_status(&snapshot.limits()).await {
+        Ok(statuses) => note_limits(state, statuses),
+        Err(e) => {
+            tracing::debug!(error = %e, "limits of record not read; the last comparison stays")
+        }
+    }
 }
 
 /// Follows the campaign file and the price key file, reloading each on its changes, and with

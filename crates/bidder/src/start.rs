@@ -129,7 +129,7 @@ async fn open_ledger(
                 Ok(false) => missing_at_start(&url, marker.as_ref()),
                 Err(e) => tracing::warn!(error = %e, "ledger not checked at start"),
             }
-            Ledger::per_bid(redis, reservation_ttl, timeout)
+            Ledger::per_bid(redis, reservation_ttl, timeout, config.limits_role(node))
         }
         RedisMode::Lease => {
             let lease = config.lease_config(node);
@@ -298,7 +298,8 @@ impl Bidder {
             .trim_end_matches('/')
             .to_owned();
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
-        let limits_pending = ledger.set_campaigns(&snapshot.limits()).await.is_err();
+        let statuses = ledger.set_campaigns(&snapshot.limits()).await;
+        let limits_pending = statuses.is_err();
         let metrics = Arc::new(Metrics::default());
         metrics.campaigns.set(snapshot.states.len() as u64);
         let admission = Arc::new(admission::Admission::new(config.admission()));
@@ -329,11 +330,17 @@ impl Bidder {
             limits_pending: AtomicBool::new(limits_pending),
             limits_written_once: AtomicBool::new(!limits_pending),
             readiness: Arc::new(http_front::Readiness::new()),
+            limits: ArcSwap::from_pointee(crate::limits_check::LimitsView::default()),
             journal,
         });
         let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
         tokio::spawn(pace(Arc::downgrade(&state), interval));
         tokio::spawn(expire(Arc::downgrade(&state)));
+        if let Ok(statuses) = statuses {
+            crate::reload::note_limits(&state, statuses);
+        }
+        let every = Duration::from_millis(state.config.ledger.limits_check_ms);
+        tokio::spawn(check_limits(Arc::downgrade(&state), every));
         Ok(Bidder { state })
     }
 
@@ -368,11 +375,13 @@ async fn pace(state: Weak<State>, interval: Duration) {
         }
         let snapshot = state.snapshot.load_full();
         if state.limits_pending.load(Relaxed) {
-            if state.ledger.set_campaigns(&snapshot.limits()).await.is_ok() {
-                state.limits_pending.store(false, Relaxed);
-                state.limits_written_once.store(true, Relaxed);
-            } else {
-                continue;
+            match state.ledger.set_campaigns(&snapshot.limits()).await {
+                Ok(statuses) => {
+                    state.limits_pending.store(false, Relaxed);
+                    state.limits_written_once.store(true, Relaxed);
+                    crate::reload::note_limits(&state, statuses);
+                }
+                Err(_) => continue,
             }
         }
         // Only `even` campaigns need their spend to pace: an `asap` pacer only gates the flight,
@@ -414,6 +423,19 @@ async fn pace(state: Weak<State>, interval: Duration) {
                 s.pace(now, b.spent, today);
             }
         }
+    }
+}
+
+/// Compares the limits of record with the campaign file every `every` (the first comparison
+/// was the start's).
+async fn check_limits(state: Weak<State>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        crate::reload::check_limits(&state).await;
     }
 }
 

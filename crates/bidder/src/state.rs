@@ -53,6 +53,8 @@ pub(crate) struct State {
     pub(crate) limits_written_once: AtomicBool,
     /// Draining (`/readyz` 503) once the stop signal came.
     pub(crate) readiness: Arc<http_front::Readiness>,
+    /// The campaign file's limits beside the ledger's, as last compared (`reload::note_limits`).
+    pub(crate) limits: ArcSwap<crate::limits_check::LimitsView>,
     /// Bid requests come in through it (notices do not: they have their own gate below).
     pub(crate) door: http_front::Door,
     /// Notices being handled now (their own gate: `max_notices_in_flight`).

@@ -192,22 +192,13 @@ impl Ledger {
         let now = Timestamp::now();
         let redis = match &self.store {
             Store::Memory(book) => {
-                let mut book = Self::book(book);
-                for (id, l) in limits {
-                    book.set_limits(id, *l, now);
+                {
+                    let mut book = Self::book(book);
+                    for (id, l) in limits {
+                        book.set_limits(id, *l, now);
+                    }
                 }
-                return Ok(limits
-                    .iter()
-                    .map(|(campaign, l)| LimitsStatus {
-                        campaign: campaign.clone(),
-                        local: *l,
-                        ledger: Some(StoredLimits {
-                            limits: *l,
-                            version: 0,
-                            writer: String::new(),
-                        }),
-                    })
-                    .collect());
+                return self.limits_status(limits).await;
             }
             Store::PerBid(redis) => redis.clone(),
             Store::Leased(leased) => leased.redis(),
@@ -227,6 +218,35 @@ impl Ledger {
             }
             _ => {}
         }
+        self.limits_status(limits).await
+    }
+
+    /// The campaign file's limits beside those of record, read back (one `HMGET` per campaign,
+    /// pipelined), without writing any. A lease-mode follower also takes the limits of record
+    /// as what it spends by (a change by the writer reaches it here).
+    pub async fn limits_status(
+        &self,
+        limits: &[(String, Limits)],
+    ) -> Result<Vec<LimitsStatus>, Unavailable> {
+        let redis = match &self.store {
+            Store::Memory(_) => {
+                // The file is the record: no versions, no conflicts.
+                return Ok(limits
+                    .iter()
+                    .map(|(campaign, l)| LimitsStatus {
+                        campaign: campaign.clone(),
+                        local: *l,
+                        ledger: Some(StoredLimits {
+                            limits: *l,
+                            version: 0,
+                            writer: String::new(),
+                        }),
+                    })
+                    .collect());
+            }
+            Store::PerBid(redis) => redis.clone(),
+            Store::Leased(leased) => leased.redis(),
+        };
         let stored = redis
             .stored_limits(&names(limits))
             .await
