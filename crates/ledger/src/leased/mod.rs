@@ -118,7 +118,8 @@ struct Stats {
 
 impl LeasedLedger {
     /// Creates the instance's ledger for `campaigns` (name and shared limits), writes their
-    /// limits to Redis (pipelined: about one round trip per [`PIPELINE_MAX`](crate::PIPELINE_MAX) campaigns; if Redis
+    /// limits to Redis (a [`LeaseConfig::limits`] writer, each a compare-and-set that never
+    /// overwrites another writer's change; a follower writes none) (pipelined: about one round trip per [`PIPELINE_MAX`](crate::PIPELINE_MAX) campaigns; if Redis
     /// is down it starts anyway, and the task writes them later), and spawns the background
     /// task. Takes no lease: a campaign gets one when it first tries to spend (its first bids
     /// are refused until the lease arrives, one round trip later). Must be called within a

@@ -62,7 +62,7 @@
 //!
 //! | key | type | content |
 //! |---|---|---|
-//! | `P{t}c:<campaign>` | hash | `total`, `daily` (configured limits; `daily` absent if none), `spent`, `reserved`, `day`, `day_spent`, `day_reserved` |
+//! | `P{t}c:<campaign>` | hash | `total`, `daily` (configured limits; `daily` absent if none), `version` (of the limits: incremented by every change, absent = 0 for a campaign written before versions), `writer` (of that version: `file:<node>`, `admin:<node>`, `operator`), `spent`, `reserved`, `day`, `day_spent`, `day_reserved` |
 //! | `P{t}r:<reservation id>` | hash | `campaign`, `amount`, `day`, `expires_at`, `state` (`open`/`committed`/`released`/`expired`), `charged` |
 //! | `P{t}l:<lease id>` | hash | `campaign`, `amount` (granted in total), `reported` (charged), `seen` (highest cumulative report), `lost` (reported but uncharged), `day`, `day_open` (part counted in that day), `expires_at`, `state` (`open`/`closed`/`reclaimed`), `remote`, `node` |
 //! | `P{t}exp` | zset | `r:<id>` and `l:<id>` of the tag's open reservations and leases, scored by expiry (ms): the sweep index |
@@ -84,7 +84,10 @@
 //!
 //! # The scripts (`lua/`, one typed module each in `script/`)
 //! `common.lua` (prelude: loading a campaign with the lazy day rollover, the invariant guard,
-//! tombstones) is prepended to each of `set_limits`, `reserve`, `commit`, `release`, `expire`
+//! tombstones) is prepended to each of `set_limits` (a compare-and-set on the limits' `version`:
+//! a change based on another version than the stored one is refused with the stored version,
+//! writer and limits, writing nothing; equal limits are a no-op that keeps the version; see
+//! [`LimitsBase`]), `reserve`, `commit`, `release`, `expire`
 //! (sweep of one campaign tag's `exp` index, at most [`RedisConfig::sweep_batch`] items per
 //! call; see `sweep.rs` for how the sweep walks the campaigns and its reclaim bound),
 //! `take_lease`,
@@ -135,7 +138,8 @@
 //! # Lease mode on one instance
 //! [`LeasedLedger`](crate::LeasedLedger) is built for many configured campaigns (100,000) of which a minority spend
 //! at any moment. Nothing it does per round scales with the campaigns configured:
-//! - **Limits** are written once: at start for every campaign (pipelined, [`PIPELINE_MAX`] per
+//! - **Limits** are written once (by a [`LimitsRole::Writer`]; a follower
+//!   writes none and gets no lease for a campaign Redis lacks): at start for every campaign (pipelined, [`PIPELINE_MAX`] per
 //!   round trip: about 2 s for 100,000 on a small machine), then only when a reload changes them
 //!   (at most 2,000 per round), or when Redis turns out to have lost them (a lease call answers
 //!   "unknown campaign", or [`LeasedLedger::balances`](crate::LeasedLedger::balances) misses a campaign).
