@@ -213,3 +213,50 @@ async fn no_ledger_is_still_enforced_before_any_compare() {
     }
     assert_eq!(redis.stored_limits(&["c"]).await.unwrap(), vec![None]);
 }
+
+/// What a fleet's start and a follower's check cost at 100,000 campaigns: the writer's
+/// compare-and-sets (created, then equal: no-ops), and the read-back of every campaign's
+/// limits. Prints its timings; run by hand:
+/// `cargo test --release -p ledger --test limits_cas -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: prints timings at 100,000 campaigns"]
+async fn limits_at_100k_campaigns() {
+    let server = RedisServer::start().await;
+    let redis = server.ledger("scale:");
+    let n = 100_000;
+    let changes: Vec<LimitsChange> = (0..n)
+        .map(|i| {
+            change(
+                &format!("c{i}"),
+                limits(1_000 + i, None),
+                "file:n1",
+                LimitsBase::Own,
+            )
+        })
+        .collect();
+    for pass in ["create", "equal (no-op)"] {
+        let started = std::time::Instant::now();
+        let answers = redis
+            .change_limits_many(&changes, Timestamp::now())
+            .await
+            .unwrap();
+        let written = answers
+            .iter()
+            .filter(|a| matches!(a, Ok(Ok(w)) if w.changed))
+            .count();
+        let ok = answers.iter().filter(|a| matches!(a, Ok(Ok(_)))).count();
+        assert_eq!(ok, changes.len());
+        println!(
+            "{pass}: {n} compare-and-sets in {:?} ({written} written)",
+            started.elapsed()
+        );
+    }
+    let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+    let started = std::time::Instant::now();
+    let stored = redis.stored_limits(&names).await.unwrap();
+    assert_eq!(stored.iter().flatten().count(), names.len());
+    println!(
+        "read back: {n} campaigns' limits in {:?}",
+        started.elapsed()
+    );
+}
