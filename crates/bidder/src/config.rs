@@ -259,7 +259,7 @@ pub struct LedgerSection {
     /// (`redis://[[user]:password@]host:port`, the same syntax as `redis_url`, database 0; the
     /// client learns the rest of the cluster from them). All with the same credentials; a
     /// password may come from `GAVEL_REDIS_URL` instead (its user and password are used). At
-    /// most 64. TLS (`rediss://`) to a cluster is not supported yet.
+    /// most 64. `rediss://` (TLS, every node) needs `redis_ca_file`.
     #[serde(serialize_with = "crate::redis_url::serialize_hidden_all")]
     pub redis_cluster_nodes: Vec<String>,
     /// Redis URL (`redis[s]://[[user]:password@]host[:port][/db]`), for `backend = "redis"`.
@@ -501,7 +501,12 @@ impl BidderConfig {
             return Err(invalid("ledger.limits_check_ms", "must be 100..=3600000"));
         }
         let url = self.redis_url()?;
-        match (&l.redis_ca_file, url.tls) {
+        // A cluster's TLS is its seeds' (checked with them).
+        let url_tls = match l.backend {
+            Backend::RedisCluster => l.redis_ca_file.is_some(),
+            _ => url.tls,
+        };
+        match (&l.redis_ca_file, url_tls) {
             (None, true) => {
                 return Err(invalid(
                     "ledger.redis_ca_file",
@@ -670,21 +675,17 @@ impl BidderConfig {
                 "must list 1..=64 seed URLs of the cluster's nodes",
             ));
         }
-        if l.redis_ca_file.is_some() {
-            return Err(invalid(
-                "ledger.redis_ca_file",
-                "is not used with redis-cluster: TLS to a cluster is not supported yet",
-            ));
-        }
         let mut first: Option<crate::redis_url::RedisUrl> = None;
         for (i, text) in l.redis_cluster_nodes.iter().enumerate() {
             let url =
                 crate::redis_url::parse(text).map_err(|e| invalid(key, format!("[{i}] {e}")))?;
-            if url.tls {
-                return Err(invalid(
-                    key,
-                    format!("[{i}] is rediss://: TLS to a cluster is not supported yet"),
-                ));
+            if url.tls != l.redis_ca_file.is_some() {
+                let why = if url.tls {
+                    "is rediss:// (TLS): set ledger.redis_ca_file, the PEM file of the CA that signed the nodes' certificates"
+                } else {
+                    "is redis:// but ledger.redis_ca_file is set: every node is rediss:// (TLS) or none"
+                };
+                return Err(invalid(key, format!("[{i}] {why}")));
             }
             if url.db != 0 {
                 return Err(invalid(
@@ -779,7 +780,13 @@ redis_url = "redis://127.0.0.1:6379"
             (
                 "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"rediss://h:1\"]",
                 "ledger.redis_cluster_nodes",
-                "TLS",
+                "set ledger.redis_ca_file",
+            ),
+            (
+                "backend = \"redis-cluster\"\nredis_ca_file = \"ca.pem\"\n\
+                 redis_cluster_nodes = [\"rediss://h:1\", \"redis://h:2\"]",
+                "ledger.redis_cluster_nodes",
+                "[1] is redis://",
             ),
             (
                 "backend = \"redis-cluster\"\nredis_cluster_nodes = [\"redis://:a@h:1\", \"redis://:b@h:2\"]",

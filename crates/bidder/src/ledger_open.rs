@@ -133,6 +133,7 @@ pub(crate) fn redis_handle(
             timeout: std::time::Duration::from_millis(l.redis_timeout_ms),
             username: url.username.clone(),
             password: url.password.clone(),
+            cluster_ca_file: l.redis_ca_file.clone(),
             ..ledger::RedisConfig::default()
         })
         .map_err(|e| format!("ledger.redis_cluster_nodes: {e}"))?;

@@ -86,3 +86,34 @@ async fn a_bid_is_won_and_charged_on_a_cluster_in_both_modes() {
         .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_is_created_on_a_cluster_over_tls_with_the_ca_file() {
+    let dir = TempDir::new("cluster-tls-ledger");
+    let files = testkit::tls::generate(dir.path(), "redis");
+    let cluster = RedisCluster::start_with(3, 0, Some(files.clone())).await;
+    let seeds: Vec<String> = cluster
+        .tls_seed_addrs()
+        .iter()
+        .map(|a| format!("\"rediss://{a}\""))
+        .collect();
+    let security = testkit::secrets::security_toml(dir.path());
+    let text = format!(
+        "campaigns = \"c.json\"\n{security}[ledger]\nbackend = \"redis-cluster\"\n\
+         redis_timeout_ms = 5000\nredis_ca_file = \"{}\"\nredis_cluster_nodes = [{}]\n",
+        files.ca.display(),
+        seeds.join(", ")
+    );
+    std::fs::write(dir.join("c.json"), "[]").unwrap();
+    std::fs::write(dir.join("bidder.toml"), text).unwrap();
+    let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
+    let opened = bidder::ledger_open::create(&config, false, "test")
+        .await
+        .unwrap();
+    assert!(matches!(
+        opened,
+        bidder::ledger_open::Opened::Created { .. }
+    ));
+    let state = bidder::ledger_open::status(&config).await.unwrap();
+    assert!(state.ledger.is_some());
+}

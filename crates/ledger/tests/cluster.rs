@@ -408,3 +408,47 @@ async fn a_paused_primary_times_out_its_calls_and_no_others() {
     .unwrap();
     audited(&l).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_tls_trusts_only_the_given_ca() {
+    let dir = testkit::TempDir::new("cluster-tls");
+    let files = testkit::tls::generate(dir.path(), "redis");
+    let cluster = RedisCluster::start_with(3, 0, Some(files.clone())).await;
+    let l = RedisLedger::try_new(RedisConfig {
+        cluster_nodes: cluster.tls_seed_addrs(),
+        cluster_ca_file: Some(files.ca.clone()),
+        timeout: Duration::from_secs(5),
+        ..RedisConfig::default()
+    })
+    .unwrap();
+    l.open_ledger(true).await.unwrap().expect("created");
+    for (c, _) in campaigns_on_every_master(&cluster, 1).await {
+        l.set_limits(&c, limits(), NOW).await.unwrap();
+        l.reserve("r", &c, Nanos(10), LATER, NOW)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    audited(&l).await;
+    // Another CA's certificate is not trusted: refused, never served.
+    let other = testkit::tls::generate(dir.path(), "other");
+    let stranger = RedisLedger::try_new(RedisConfig {
+        cluster_nodes: cluster.tls_seed_addrs(),
+        cluster_ca_file: Some(other.ca),
+        timeout: Duration::from_secs(5),
+        ..RedisConfig::default()
+    })
+    .unwrap();
+    let refused = stranger.ping().await;
+    assert!(
+        matches!(&refused, Err(LedgerError::Refused(e)) if e.contains("certificate")),
+        "{refused:?}"
+    );
+    // A CA file that cannot be read stops the handle at once.
+    let missing = RedisLedger::try_new(RedisConfig {
+        cluster_nodes: cluster.tls_seed_addrs(),
+        cluster_ca_file: Some(dir.join("nope.pem")),
+        ..RedisConfig::default()
+    });
+    assert!(missing.is_err_and(|e| e.contains("nope.pem")));
+}

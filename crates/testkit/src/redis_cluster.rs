@@ -31,6 +31,8 @@ const SETTLE: Duration = Duration::from_secs(20);
 #[derive(Debug)]
 struct Node {
     port: u16,
+    /// With TLS: the node's TLS port (the plain one stays open for these helpers).
+    tls_port: Option<u16>,
     child: Option<Child>,
 }
 
@@ -39,6 +41,7 @@ struct Node {
 pub struct RedisCluster {
     nodes: Vec<Node>,
     dir: TempDir,
+    tls: Option<crate::tls::TlsFiles>,
 }
 
 impl RedisCluster {
@@ -48,6 +51,20 @@ impl RedisCluster {
     /// # Panics
     /// When `redis-server` or `redis-cli` is missing, or the cluster does not form within 20 s.
     pub async fn start(masters: usize, replicas: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, replicas, None).await
+    }
+
+    /// [`RedisCluster::start`] with TLS: every node also listens on a TLS port with `tls`'s
+    /// certificate (clients are not asked for one), and the cluster bus and replication use TLS;
+    /// clients that connect with TLS learn the TLS ports ([`RedisCluster::tls_seed_addrs`]).
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`].
+    pub async fn start_with(
+        masters: usize,
+        replicas: usize,
+        tls: Option<crate::tls::TlsFiles>,
+    ) -> RedisCluster {
         assert!(
             masters >= 3,
             "redis-cli --cluster create needs 3 primaries or more"
@@ -56,12 +73,15 @@ impl RedisCluster {
         let mut cluster = RedisCluster {
             nodes: Vec::new(),
             dir,
+            tls,
         };
         for _ in 0..masters * (1 + replicas) {
             let port = free_port();
-            let child = cluster.launch(port);
+            let tls_port = cluster.tls.as_ref().map(|_| free_port());
+            let child = cluster.launch(port, tls_port);
             cluster.nodes.push(Node {
                 port,
+                tls_port,
                 child: Some(child),
             });
         }
@@ -101,9 +121,30 @@ impl RedisCluster {
         cluster
     }
 
-    fn launch(&self, port: u16) -> Child {
+    fn launch(&self, port: u16, tls_port: Option<u16>) -> Child {
         let conf = self.dir.join(&format!("nodes-{port}.conf"));
+        let mut tls_args: Vec<String> = Vec::new();
+        if let (Some(tls), Some(tls_port)) = (&self.tls, tls_port) {
+            let path = |p: &std::path::Path| p.display().to_string();
+            tls_args.extend([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                path(&tls.cert),
+                "--tls-key-file".into(),
+                path(&tls.key),
+                "--tls-ca-cert-file".into(),
+                path(&tls.ca),
+                "--tls-auth-clients".into(),
+                "no".into(),
+                "--tls-cluster".into(),
+                "yes".into(),
+                "--tls-replication".into(),
+                "yes".into(),
+            ]);
+        }
         let spawned = Command::new("redis-server")
+            .args(&tls_args)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes", "--cluster-config-file"])
             .arg(&conf)
@@ -147,6 +188,14 @@ impl RedisCluster {
         self.nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect()
+    }
+
+    /// `host:tls port` of every node, when started with TLS.
+    pub fn tls_seed_addrs(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.tls_port.map(|p| format!("127.0.0.1:{p}")))
             .collect()
     }
 
@@ -336,7 +385,8 @@ impl RedisCluster {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let child = self.launch(port);
+        let tls_port = self.node_mut(port).tls_port;
+        let child = self.launch(port, tls_port);
         self.node_mut(port).child = Some(child);
         wait_for("the restarted node answers", || async {
             raw(port, &["PING"]).await.starts_with("+PONG")

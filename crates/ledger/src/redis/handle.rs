@@ -49,8 +49,11 @@ pub struct RedisConfig {
     pub password: Option<String>,
     /// Logical database (`SELECT`); a cluster has only database 0.
     pub db: u32,
-    /// TLS (`rediss://`); `None` for plain TCP. Not yet for a cluster (refused by the settings).
+    /// TLS (`rediss://`); `None` for plain TCP. For one Redis.
     pub tls: Option<RedisTls>,
+    /// TLS to a cluster: the PEM file of the CA certificates trusted (the only ones); `None`
+    /// for plain TCP.
+    pub cluster_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RedisConfig {
@@ -58,6 +61,7 @@ impl Default for RedisConfig {
         RedisConfig {
             addr: "127.0.0.1:6379".to_owned(),
             cluster_nodes: Vec::new(),
+            cluster_ca_file: None,
             prefix: "gavel:".to_owned(),
             timeout: Duration::from_millis(100),
             max_connections: 16,
@@ -177,7 +181,11 @@ impl RedisLedger {
                 config.tls.clone(),
             ))
         } else {
-            Backend::Cluster(Box::new(ClusterClient::new(&config.cluster_nodes, auth)?))
+            Backend::Cluster(Box::new(ClusterClient::new(
+                &config.cluster_nodes,
+                auth,
+                config.cluster_ca_file.as_deref(),
+            )?))
         };
         let timeout = config.timeout;
         Ok(RedisLedger::build(config, backend, timeout))

@@ -233,7 +233,9 @@
 //! (a timed-out call is [`LedgerError::Timeout`]); `NOSCRIPT` is answered by `EVAL` with the
 //! same keys; a batch is sent as concurrent calls, each to its slot's primary, with per-call
 //! answers; `SCAN` and `SCRIPT LOAD` go to every primary. `backend.rs` hides which client is in
-//! use from the per-bid, lease and sweep code. TLS to a cluster is not supported yet.
+//! use from the per-bid, lease and sweep code. TLS to a cluster ([`RedisConfig::cluster_ca_file`])
+//! trusts only the operator's CA file; a certificate it does not vouch for is
+//! [`LedgerError::Refused`].
 
 mod backend;
 mod client;
