@@ -38,6 +38,14 @@ def wait_ping(port):
     raise RuntimeError(f"redis-server on {port} did not start")
 
 
+def cluster_port():
+    """A free port whose cluster bus port (+10,000) is a port too."""
+    while True:
+        port = free_port()
+        if port < 55_000:
+            return port
+
+
 class Store:
     """One redis-server, or a cluster of `masters` (no replicas), pinned to the generator's core."""
 
@@ -45,7 +53,7 @@ class Store:
         if not shutil.which("redis-server"):
             raise RuntimeError("redis-server is not installed (apt-get install -y redis-server)")
         self.dir = tempfile.mkdtemp(prefix="gavel-ledger-bench-")
-        self.ports = [free_port() for _ in range(max(masters, 1))]
+        self.ports = [cluster_port() if masters else free_port() for _ in range(max(masters, 1))]
         self.procs = []
         for port in self.ports:
             args = ["taskset", "-c", LOAD_CORE, "redis-server", "--port", str(port), "--bind",
@@ -94,9 +102,9 @@ class Store:
 
 
 CONFIGS = [
-    ("redis per-bid", 0, "per_bid"),
+    ("redis per-bid", 0, "per-bid"),
     ("redis lease", 0, "lease"),
-    ("cluster per-bid", 3, "per_bid"),
+    ("cluster per-bid", 3, "per-bid"),
     ("cluster lease", 3, "lease"),
 ]
 
