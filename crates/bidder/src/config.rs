@@ -491,10 +491,10 @@ impl BidderConfig {
                  (or POST /admin/ledger/open); docs/bidder.md, \"The ledger\"",
             ));
         }
-        if l.limits == LimitsSource::Follow && l.backend != Backend::Redis {
+        if l.limits == LimitsSource::Follow && !l.backend.is_redis() {
             return Err(invalid(
                 "ledger.limits",
-                "\"follow\" needs a shared ledger (backend = \"redis\"): in memory the campaign file is the only source",
+                "\"follow\" needs a shared ledger (backend = \"redis\" or \"redis-cluster\"): in memory the campaign file is the only source",
             ));
         }
         if !(100..=3_600_000).contains(&l.limits_check_ms) {
@@ -755,6 +755,13 @@ redis_url = "redis://127.0.0.1:6379"
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.ledger.backend, Backend::RedisCluster);
         assert!(c.ledger.backend.is_redis());
+        // A follower of the limits on a cluster, as on one Redis.
+        let follower = BidderConfig::from_toml(
+            "campaigns = \"c.json\"\n[ledger]\nbackend = \"redis-cluster\"\nlimits = \"follow\"\n\
+             redis_cluster_nodes = [\"redis://10.0.0.1:7000\"]",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(follower.ledger.limits, LimitsSource::Follow);
         let base = "campaigns = \"c.json\"\n[ledger]\n";
         for (rest, key, why) in [
             (
