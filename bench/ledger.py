@@ -143,12 +143,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, choices=range(1, 6), metavar="1..5")
     ap.add_argument("--seconds", type=int, default=5, choices=range(1, 61), metavar="1..60")
     ap.add_argument("--json", help="also write the raw figures here")
+    ap.add_argument("--only", action="append", metavar="NAME",
+                    help="run only this configuration (repeatable): " +
+                    ", ".join(name for name, _, _ in CONFIGS))
     args = ap.parse_args()
+    configs = [c for c in CONFIGS if not args.only or c[0] in args.only]
+    if not configs:
+        sys.exit(f"--only: no such configuration; the names are {[c[0] for c in CONFIGS]}")
     rates = [int(x) for x in args.rates.split(",")]
-    runs = {name: {rate: [] for rate in rates} for name, _, _ in CONFIGS}
+    runs = {name: {rate: [] for rate in rates} for name, _, _ in configs}
     for rnd in range(args.rounds):
         for rate in rates:
-            for name, masters, mode in CONFIGS:
+            for name, masters, mode in configs:
                 with contextlib.redirect_stdout(sys.stderr):
                     m = measure(masters, mode, rate, args.seconds)
                 runs[name][rate].append(m)
@@ -160,7 +166,7 @@ def main():
     print("\n| ledger | rate/s | decided/s | success | p99 ms | bidder CPU µs/decision | "
           "Redis script calls/decision | Redis CPU µs/decision |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, _, _ in CONFIGS:
+    for name, _, _ in configs:
         for rate in rates:
             ms = runs[name][rate]
 

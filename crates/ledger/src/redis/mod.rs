@@ -263,7 +263,7 @@ pub use script::{
     LeaseClose, LeaseGrant, LeaseReport, LeaseState, LimitsBase, LimitsChange, LimitsConflict,
     LimitsRole, LimitsStatus, LimitsWritten, MAX_WRITER_BYTES, StoredLimits, Swept,
 };
-pub use sweep::SWEEP_CAMPAIGNS;
+pub use sweep::{SWEEP_CAMPAIGNS, SWEEP_ROTATION};
 pub use transport::RedisTls;
 
 /// The largest amount of nanos the scripts compute exactly: 2^53 - 1 (about 9,007,199 currency

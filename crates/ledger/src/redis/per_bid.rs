@@ -150,6 +150,9 @@ impl RedisLedger {
             amount,
             expires_at,
         };
+        // Due for a sweep once it expires, whatever Redis answers: a reservation whose answer
+        // was lost may exist all the same.
+        self.sweep_list().note_expiry(campaign, expires_at.millis());
         self.run(&call, now).await
     }
 

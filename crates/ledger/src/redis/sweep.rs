@@ -1,21 +1,33 @@
 //! The sweep: releasing reservations and reclaiming leases whose expiry passed. Each campaign's
 //! hash tag has its own sweep index (`P{tag}exp`: a script may only touch keys of one slot), so
-//! a sweep walks campaigns: [`RedisLedger::expire`] sweeps the next [`SWEEP_CAMPAIGNS`]
-//! campaigns of the list this handle keeps (every campaign whose limits it wrote), one script
-//! call each, sent as one batch, and remembers where it stopped.
+//! a sweep walks campaigns, one script call each, sent as one batch. [`RedisLedger::expire`]
+//! sweeps two kinds of campaign:
+//! - **due**: those this handle reserved on, once the latest of those reservations has expired
+//!   (noted by [`RedisLedger::reserve`]), up to [`SWEEP_CAMPAIGNS`] per call;
+//! - **in turn**: the next [`SWEEP_ROTATION`] of every campaign whose limits this handle wrote,
+//!   for what other handles left behind (an instance that died with open reservations).
 //!
-//! Reclaim bound: with `n` campaigns in the list, an item expired at `t` is released by the
-//! `ceil(n / SWEEP_CAMPAIGNS)`-th sweep call after `t` at the latest (plus one call per further
-//! full batch of [`RedisConfig::sweep_batch`](super::RedisConfig::sweep_batch) in its index):
-//! [`Swept::more`] says to call again at once while a walk or a batch is unfinished.
+//! So the sweep's cost follows the campaigns being bid on, not the campaigns configured: a
+//! walk over all of them each second cost one script call per campaign per second (10,000
+//! calls/s, a third of a Redis core, for 10,000 campaigns; BENCHMARKS.md, issue 36).
+//!
+//! Reclaim bound: a reservation this handle made is released by the first sweep call after its
+//! expiry (plus one call per further [`SWEEP_CAMPAIGNS`] campaigns due at once, and per further
+//! full batch of [`RedisConfig::sweep_batch`](super::RedisConfig::sweep_batch) in an index:
+//! [`Swept::more`] says to call again at once); one another handle left behind, within
+//! `ceil(n / SWEEP_ROTATION)` calls with `n` campaigns in the list, unless a handle that bids
+//! on its campaign sweeps it first.
 
 use units::Timestamp;
 
 use super::script::{Expire, Swept};
 use super::{LedgerError, RedisLedger};
 
-/// Campaigns (hash tags) one [`RedisLedger::expire`] call sweeps: one batch of script calls.
+/// Due campaigns (hash tags) one [`RedisLedger::expire`] call sweeps at most.
 pub const SWEEP_CAMPAIGNS: usize = super::PIPELINE_MAX;
+
+/// Campaigns one [`RedisLedger::expire`] call sweeps in turn, besides the due ones.
+pub const SWEEP_ROTATION: usize = 10;
 
 impl RedisLedger {
     /// Sweeps the next [`SWEEP_CAMPAIGNS`] campaigns of this handle's list (see the module
@@ -23,10 +35,29 @@ impl RedisLedger {
     /// at or before `now`, at most `sweep_batch` per campaign. Call again at once while
     /// [`Swept::more`]. Tombstones are forgotten by Redis itself (`PEXPIRE`).
     pub async fn expire(&self, now: Timestamp) -> Result<Swept, LedgerError> {
-        let (window, unfinished) = self.sweep_list().window(SWEEP_CAMPAIGNS);
-        let mut swept = self.expire_campaigns(&window, now).await?;
-        swept.more |= unfinished;
-        Ok(swept)
+        let now_ms = now.millis();
+        let (due, backlog, turn) = {
+            let mut list = self.sweep_list();
+            let (due, backlog) = list.take_due(now_ms, SWEEP_CAMPAIGNS);
+            let (turn, _) = list.window(SWEEP_ROTATION);
+            (due, backlog, turn)
+        };
+        let mut campaigns = due.clone();
+        campaigns.extend(turn.into_iter().filter(|c| !due.contains(c)));
+        match self.expire_campaigns(&campaigns, now).await {
+            Ok(mut swept) => {
+                swept.more |= backlog;
+                Ok(swept)
+            }
+            Err(e) => {
+                // Not swept: due again at the next call.
+                let mut list = self.sweep_list();
+                for c in &due {
+                    list.note_expiry(c, now_ms);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Sweeps the indexes of `campaigns` (one call each, one batch), as
