@@ -6,6 +6,7 @@ use units::{Limits, Nanos, Timestamp};
 
 use super::error::Reply;
 use super::handle::PIPELINE_MAX;
+use super::resp::Value;
 use super::script::{
     BALANCE_FIELDS, Check, Commit, LimitsBase, LimitsChange, LimitsConflict, LimitsWritten,
     Release, Reserve, STORED_FIELDS, SetLimits, StoredLimits, array, balance_of, stored_of, texts,
@@ -115,23 +116,33 @@ impl RedisLedger {
     ) -> Result<Vec<Option<StoredLimits>>, LedgerError> {
         let mut out = Vec::with_capacity(campaigns.len());
         for chunk in campaigns.chunks(BALANCES_CHUNK) {
-            let keys: Vec<String> = chunk
-                .iter()
-                .map(|c| self.keys().campaign(c.as_ref()))
-                .collect();
-            let commands: Vec<Vec<&[u8]>> = keys
-                .iter()
-                .map(|key| {
-                    let mut args: Vec<&[u8]> = vec![b"HMGET", key.as_bytes()];
-                    args.extend(STORED_FIELDS.iter().map(|f| f.as_bytes()));
-                    args
-                })
-                .collect();
-            for reply in self.commands(&commands).await? {
+            for reply in self.campaign_fields(chunk, &STORED_FIELDS).await? {
                 out.push(stored_of(reply?)?);
             }
         }
         Ok(out)
+    }
+
+    /// `fields` of each campaign's hash, one `HMGET` each, in one round trip: the replies in
+    /// the campaigns' order.
+    async fn campaign_fields<S: AsRef<str>>(
+        &self,
+        campaigns: &[S],
+        fields: &[&str],
+    ) -> Result<Vec<Result<Value, LedgerError>>, LedgerError> {
+        let keys: Vec<String> = campaigns
+            .iter()
+            .map(|c| self.keys().campaign(c.as_ref()))
+            .collect();
+        let commands: Vec<Vec<&[u8]>> = keys
+            .iter()
+            .map(|key| {
+                let mut args: Vec<&[u8]> = vec![b"HMGET", key.as_bytes()];
+                args.extend(fields.iter().map(|f| f.as_bytes()));
+                args
+            })
+            .collect();
+        self.commands(&commands).await
     }
 
     /// Reserves `amount` of `campaign`'s budget (and its day's) under `id` until `expires_at`,
@@ -211,19 +222,8 @@ impl RedisLedger {
     ) -> Result<Vec<Balance>, LedgerError> {
         let mut out = Vec::with_capacity(campaigns.len());
         for chunk in campaigns.chunks(BALANCES_CHUNK) {
-            let keys: Vec<String> = chunk
-                .iter()
-                .map(|c| self.keys().campaign(c.as_ref()))
-                .collect();
-            let commands: Vec<Vec<&[u8]>> = keys
-                .iter()
-                .map(|key| {
-                    let mut args: Vec<&[u8]> = vec![b"HMGET", key.as_bytes()];
-                    args.extend(BALANCE_FIELDS.iter().map(|f| f.as_bytes()));
-                    args
-                })
-                .collect();
-            for (campaign, reply) in chunk.iter().zip(self.commands(&commands).await?) {
+            let replies = self.campaign_fields(chunk, &BALANCE_FIELDS).await?;
+            for (campaign, reply) in chunk.iter().zip(replies) {
                 if let Some(balance) = balance_of(campaign.as_ref(), reply?, now)? {
                     out.push(balance);
                 }
