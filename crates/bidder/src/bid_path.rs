@@ -20,8 +20,10 @@ use campaigns::{ImpFacts, Media, Proposal, Ranking, RequestFacts, Snapshot, rank
 use ledger::ReserveError;
 use records::LedgerEvent;
 
-/// After a budget refusal from Redis (per-bid mode), how long a campaign is skipped without
-/// asking again; local refusals (memory, leases) cost nothing and are not remembered.
+/// After a budget refusal that is the ledger's last word (`Ledger::refusal_is_final`), how long a
+/// campaign is skipped at first: doubled for each refusal in a row, up to 4 s
+/// (`CampaignState::mark_exhausted`). A refusal in lease mode that only asked for a lease is not
+/// remembered.
 const EXHAUSTED_BACKOFF: Duration = Duration::from_millis(250);
 
 thread_local! {
@@ -207,6 +209,7 @@ async fn reserve_first(
         match reserved {
             Ok(()) => {
                 campaign_state.bids.fetch_add(1, Relaxed);
+                campaign_state.note_funded();
                 imp.outcome = ImpOutcome::Bid {
                     campaign: p.campaign,
                     price: p.price,
@@ -223,7 +226,7 @@ async fn reserve_first(
                 if matches!(
                     r,
                     Refusal::InsufficientBudget | Refusal::InsufficientDailyBudget
-                ) && !state.ledger.refusals_are_local()
+                ) && state.ledger.refusal_is_final(campaign.id(), tried.now)
                 {
                     campaign_state.mark_exhausted(tried.now, EXHAUSTED_BACKOFF);
                 }

@@ -16,6 +16,9 @@ use crate::model::Campaign;
 use crate::schema::PacingModeConfig;
 use crate::set::CampaignSet;
 
+/// Most times a campaign's skip after a budget refusal is doubled (16 × the base).
+pub const MAX_EXHAUSTED_DOUBLINGS: u32 = 4;
+
 /// Running state of one campaign, kept across reloads while its id stays.
 #[derive(Debug)]
 pub struct CampaignState {
@@ -25,6 +28,9 @@ pub struct CampaignState {
     /// Until when (ms since epoch) the campaign is known to have no budget left: its candidates
     /// are skipped without asking the ledger.
     pub exhausted_until: AtomicU64,
+    /// Budget refusals in a row since the last reservation made: each doubles how long the
+    /// campaign is skipped, up to [`MAX_EXHAUSTED_DOUBLINGS`].
+    exhausted_streak: AtomicU32,
     pub bids: AtomicU64,
     /// Impressions charged (by their win or billing notice, whichever came first).
     pub wins: AtomicU64,
@@ -40,6 +46,7 @@ impl CampaignState {
             id: id.to_owned(),
             share_ppm: AtomicU32::new(pacer.bid_share_ppm()),
             exhausted_until: AtomicU64::new(0),
+            exhausted_streak: AtomicU32::new(0),
             bids: AtomicU64::new(0),
             wins: AtomicU64::new(0),
             charged: AtomicI64::new(0),
@@ -97,9 +104,27 @@ impl CampaignState {
         self.exhausted_until.load(Relaxed) > now.millis()
     }
 
-    pub fn mark_exhausted(&self, now: Timestamp, for_how_long: Duration) {
+    /// Skips the campaign from `now` for `base`, doubled for each earlier refusal in a row
+    /// (at most [`MAX_EXHAUSTED_DOUBLINGS`] times): a campaign spent for good costs one ledger
+    /// refusal per `base × 2^MAX` instead of a share of every request's proposals, while one
+    /// whose budget comes back (a loss notice releasing a reservation, a raised limit, a new
+    /// day) is tried again within that time.
+    pub fn mark_exhausted(&self, now: Timestamp, base: Duration) {
+        let streak = self
+            .exhausted_streak
+            .fetch_add(1, Relaxed)
+            .min(MAX_EXHAUSTED_DOUBLINGS);
+        let for_how_long = base.saturating_mul(1 << streak);
         self.exhausted_until
             .store(now.saturating_add(for_how_long).millis(), Relaxed);
+    }
+
+    /// A reservation was made: the next refusal is skipped for the base time again.
+    pub fn note_funded(&self) {
+        // Read first: the common case (no streak) writes nothing to a shared line.
+        if self.exhausted_streak.load(Relaxed) != 0 {
+            self.exhausted_streak.store(0, Relaxed);
+        }
     }
 }
 
@@ -231,5 +256,25 @@ mod tests {
         // A changed bid does not change the pacing configuration either.
         let third = Snapshot::build(set(3.0), Some(&again), t1, second);
         assert_eq!(start(&third), t0);
+    }
+
+    #[test]
+    fn refusals_in_a_row_double_the_skip_up_to_the_cap_and_a_reservation_resets_it() {
+        let t0 = Timestamp(1_800_000_000_000);
+        let s = Snapshot::build(set(2.0), None, t0, Duration::from_secs(1));
+        let state = &s.states[0];
+        let base = Duration::from_millis(250);
+        let skip = |state: &CampaignState| state.exhausted_until.load(Relaxed) - t0.millis();
+        let mut skips = Vec::new();
+        for _ in 0..7 {
+            state.mark_exhausted(t0, base);
+            skips.push(skip(state));
+        }
+        assert_eq!(skips, [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000]);
+        assert!(state.is_exhausted(Timestamp(t0.millis() + 3_999)));
+        assert!(!state.is_exhausted(Timestamp(t0.millis() + 4_000)));
+        state.note_funded();
+        state.mark_exhausted(t0, base);
+        assert_eq!(skip(state), 250);
     }
 }

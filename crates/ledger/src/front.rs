@@ -152,11 +152,16 @@ impl Ledger {
         }
     }
 
-    /// Whether a refused reservation costs nothing worth avoiding (no Redis round trip), so
-    /// that a campaign refused for budget may be asked again at the next request: in lease mode
-    /// a refusal is also how a campaign asks for its first lease.
-    pub fn refusals_are_local(&self) -> bool {
-        !matches!(self.store, Store::PerBid(_))
+    /// Whether a refusal for budget of `campaign` means it has none to spend for now, so that
+    /// the bidder tries its other campaigns for a while instead of this one at every request.
+    /// In memory and per-bid it does. In lease mode a refusal is also how a campaign asks for
+    /// its lease: it means "spent" only after Redis granted less than was asked (the budget,
+    /// or today's, is spent or leased to other instances), until the task asks again.
+    pub fn refusal_is_final(&self, campaign: &str, now: Timestamp) -> bool {
+        match &self.store {
+            Store::Memory(_) | Store::PerBid(_) => true,
+            Store::Leased(l) => l.spent_out(campaign, now),
+        }
     }
 
     pub fn kind(&self) -> &'static str {

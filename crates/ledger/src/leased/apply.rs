@@ -204,6 +204,9 @@ impl Inner {
                 if grant.granted < want {
                     camp.ask_after =
                         now.saturating_add(self.config.report_interval * SHORT_GRANT_BACKOFF);
+                    camp.short_until = camp.ask_after;
+                } else {
+                    camp.short_until = Timestamp(0);
                 }
                 let lease = camp.lease.get_or_insert_with(|| Lease {
                     id: id.clone(),

@@ -60,6 +60,14 @@ pub(super) struct Camp {
     pub(super) wanted: bool,
     /// No top-up is asked before then (after a grant that fell short).
     pub(super) ask_after: Timestamp,
+    /// Until then a refusal for budget is the ledger's last word: Redis granted less than was
+    /// asked (the campaign's budget, or today's, is spent or leased to other instances), so the
+    /// bidder should try its other campaigns rather than ask again at every request.
+    pub(super) short_until: Timestamp,
+    /// The largest reservation refused since the task last looked: a top-up is asked while
+    /// less than this is leased, and asks for at least this much (a campaign whose bid is
+    /// worth more than a chunk, or whose lease has something left but less than a bid).
+    pub(super) need: Nanos,
 }
 
 #[derive(Clone, Debug)]

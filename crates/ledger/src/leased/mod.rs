@@ -246,6 +246,8 @@ impl LeasedLedger {
                         last_demand: Timestamp(0),
                         wanted: false,
                         ask_after: Timestamp(0),
+                        short_until: Timestamp(0),
+                        need: Nanos::ZERO,
                     };
                     if writer.is_some() {
                         unapplied.insert(name.clone());
@@ -313,7 +315,10 @@ impl LeasedLedger {
             if usable {
                 let result = book.reserve(id, campaign, amount, expires_at, now);
                 let short = match &result {
-                    Err(Refusal::InsufficientBudget) => true,
+                    Err(Refusal::InsufficientBudget) => {
+                        camp.need = camp.need.max(amount);
+                        true
+                    }
                     // Below half a chunk left: top up before it runs dry.
                     Ok(()) if !camp.wanted && now >= camp.ask_after => book
                         .balance(campaign, now)
@@ -322,6 +327,9 @@ impl LeasedLedger {
                 };
                 (result, short && raise(camp, campaign, wanted, now))
             } else {
+                if serving {
+                    camp.need = camp.need.max(amount);
+                }
                 let wake = serving && raise(camp, campaign, wanted, now);
                 (Err(Refusal::InsufficientBudget), wake)
             }
@@ -330,6 +338,16 @@ impl LeasedLedger {
             inner.wake.notify_one();
         }
         result
+    }
+
+    /// Whether a refusal for budget is the ledger's last word for now: Redis's last grant for
+    /// the campaign fell short of what was asked and the task is not asking again yet. Until
+    /// then a refusal only means "no lease yet" (the request that asked for one).
+    pub fn spent_out(&self, campaign: &str, now: Timestamp) -> bool {
+        lock(&self.inner.local)
+            .campaigns
+            .get(campaign)
+            .is_some_and(|c| now < c.short_until)
     }
 
     /// Commits locally, as [`crate::Book::commit`]. Always allowed, lease or not: the

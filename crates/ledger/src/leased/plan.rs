@@ -181,6 +181,7 @@ impl Inner {
                 continue;
             };
             camp.wanted = false;
+            let need = std::mem::take(&mut camp.need);
             if !camp.active || stopping || now < camp.ask_after {
                 continue;
             }
@@ -188,8 +189,10 @@ impl Inner {
             let (id, base, limit, existing) = match &camp.lease {
                 Some(l) => {
                     let limit = l.limit();
-                    // Topped up meanwhile (a burst asks once per round trip, not per bid).
-                    if limit.saturating_sub(used).get().saturating_mul(2) >= chunk.get() {
+                    let left = limit.saturating_sub(used);
+                    // Topped up meanwhile (a burst asks once per round trip, not per bid):
+                    // half a chunk left, and enough for the bid that asked.
+                    if left.get().saturating_mul(2) >= chunk.get() && left >= need {
                         continue;
                     }
                     (l.id.clone(), l.base, limit, true)
@@ -208,7 +211,9 @@ impl Inner {
             };
             // A new lease also covers what earlier leases no longer do: reservations still open
             // and spend not yet attributed, so that their commits are charged.
-            let want = chunk.saturating_add(used.saturating_sub(limit).max(Nanos::ZERO));
+            let want = chunk
+                .max(need)
+                .saturating_add(used.saturating_sub(limit).max(Nanos::ZERO));
             let with_limits = !camp.applied && writer.is_some();
             if let (true, Some(writer)) = (with_limits, &writer) {
                 steps.push((
