@@ -107,6 +107,10 @@ pub fn summary(report: &Report) -> String {
     let others = [
         (seen.unjoinable, "records without the ids to join them"),
         (seen.duplicate_wins, "wins recorded twice"),
+        (
+            seen.charged_on_retry,
+            "charges known only from a retried notice",
+        ),
         (seen.over_limit, "records past the memory limit"),
     ];
     for (n, what) in others {

@@ -6,7 +6,11 @@
 //! The join: a Gavel bidder's bid id is its reservation id, so a [`Win`] (auction `id`, `bid`)
 //! meets the [`LedgerRecord`]s of (`auction`, `reservation`). A win counts as sold unless it
 //! was `dropped` or in a `test` auction; a charge is a `commit` whose outcome is `charged` or
-//! `charged_after_release` (`already_committed` is a duplicate notice absorbed).
+//! `charged_after_release` (`already_committed` is a duplicate notice absorbed). An
+//! `already_committed` of a reservation no `charged` record is found for is the charge itself:
+//! the ledger says it charged that amount, and the bidder's first answer was lost (a commit that
+//! timed out after Redis applied it is recorded as `ledger_error`, its retry as
+//! `already_committed`). Counted in [`Seen::charged_on_retry`].
 //!
 //! | the exchange recorded | the ledger recorded | reported |
 //! | --- | --- | --- |
@@ -111,6 +115,17 @@ impl Charges {
     }
 }
 
+/// An `already_committed` record waiting to learn whether a `charged` record of its reservation
+/// exists; at the finish, without one, it is the charge.
+#[derive(Debug)]
+struct Confirmed {
+    auction: String,
+    reservation: String,
+    node: u32,
+    campaign: u32,
+    amount_nanos: i64,
+}
+
 /// A win joined to its first charge: what a later charge is checked against.
 #[derive(Debug, Clone, Copy)]
 struct Settled {
@@ -162,6 +177,8 @@ pub struct Reconciler {
     refused: HashSet<Fingerprint>,
     /// Non-charge ledger records waiting for their win: (node, campaign).
     evidence: HashMap<Fingerprint, (u32, u32)>,
+    /// `already_committed` records of reservations not (yet) seen charged.
+    confirmed: HashMap<Fingerprint, Confirmed>,
     tallies: HashMap<u32, BidderTally>,
     /// Campaign rows, by (exchange bidder, campaign).
     rows: HashMap<(u32, u32), CampaignReport>,
@@ -197,6 +214,7 @@ impl Reconciler {
             lost: HashSet::new(),
             refused: HashSet::new(),
             evidence: HashMap::new(),
+            confirmed: HashMap::new(),
             tallies: HashMap::new(),
             rows: HashMap::new(),
             ledger_side: HashMap::new(),
@@ -224,6 +242,7 @@ impl Reconciler {
             + self.lost.len()
             + self.refused.len()
             + self.evidence.len()
+            + self.confirmed.len()
     }
 
     /// Whether one more entry fits; counts the record as over the limit when not.
@@ -347,10 +366,13 @@ impl Reconciler {
             LedgerEvent::Commit => match l.outcome.as_deref() {
                 Some("charged" | "charged_after_release") => {}
                 Some("already_committed") => {
-                    self.ledger_side
-                        .entry((node, campaign))
-                        .or_default()
-                        .duplicates += 1;
+                    match joinable {
+                        Some((auction, reservation)) => {
+                            let key = fingerprint(auction, reservation);
+                            self.already_committed(key, auction, reservation, node, campaign, l);
+                        }
+                        None => self.duplicate(node, campaign),
+                    }
                     return;
                 }
                 _ => return,
@@ -370,7 +392,13 @@ impl Reconciler {
         };
         let key = fingerprint(auction, reservation);
         match l.event {
-            LedgerEvent::Commit => self.charge(key, auction, reservation, node, campaign, l),
+            LedgerEvent::Commit => {
+                // A retry's answer held back is a duplicate now that the charge is here.
+                if let Some(c) = self.confirmed.remove(&key) {
+                    self.duplicate(c.node, c.campaign);
+                }
+                self.charge(key, auction, reservation, node, campaign, l.amount_nanos);
+            }
             LedgerEvent::NoticeRefused => {
                 if !self.refused.contains(&key) && self.room() {
                     self.refused.insert(key);
@@ -379,6 +407,44 @@ impl Reconciler {
             }
             _ => self.evidence(key, node, campaign),
         }
+    }
+
+    fn duplicate(&mut self, node: u32, campaign: u32) {
+        self.ledger_side
+            .entry((node, campaign))
+            .or_default()
+            .duplicates += 1;
+    }
+
+    /// A charging notice the ledger answered "charged already": a duplicate when the charge is
+    /// known (or another such answer is held), else held until the finish.
+    fn already_committed(
+        &mut self,
+        key: Fingerprint,
+        auction: &str,
+        reservation: &str,
+        node: u32,
+        campaign: u32,
+        l: &LedgerRecord,
+    ) {
+        let charged = matches!(
+            self.slots.get(&key),
+            Some(Slot::Settled(_) | Slot::Charges(_))
+        );
+        if charged || self.confirmed.contains_key(&key) || !self.room() {
+            self.duplicate(node, campaign);
+            return;
+        }
+        self.confirmed.insert(
+            key,
+            Confirmed {
+                auction: auction.to_owned(),
+                reservation: reservation.to_owned(),
+                node,
+                campaign,
+                amount_nanos: l.amount_nanos,
+            },
+        );
     }
 
     /// A non-charge ledger record of a reservation: joined to its win, it shows whose ledger
@@ -418,9 +484,8 @@ impl Reconciler {
         reservation: &str,
         node: u32,
         campaign: u32,
-        l: &LedgerRecord,
+        nanos: i64,
     ) {
-        let nanos = l.amount_nanos;
         match self.slots.get_mut(&key) {
             None => {
                 if !self.room() {
@@ -572,6 +637,19 @@ impl Reconciler {
 
     /// What is still open is now a mismatch (or an unaudited bidder's win); the report.
     pub fn finish(mut self, tolerance: &Tolerance) -> Report {
+        // Retries' answers with no charge record: each is its reservation's charge.
+        let confirmed = std::mem::take(&mut self.confirmed);
+        for (key, c) in confirmed {
+            self.seen.charged_on_retry += 1;
+            self.charge(
+                key,
+                &c.auction,
+                &c.reservation,
+                c.node,
+                c.campaign,
+                c.amount_nanos,
+            );
+        }
         let audited: Vec<bool> = (0..self.bidders.len())
             .map(|i| {
                 let i32_ = u32::try_from(i).unwrap_or(u32::MAX);

@@ -311,6 +311,9 @@ pub struct Seen {
     pub unjoinable: u64,
     /// The same win recorded twice (the exchange's records read twice?): the first kept.
     pub duplicate_wins: u64,
+    /// Charges known only from a retried notice's `already_committed` (the first answer was
+    /// lost, and with it the `charged` record): counted as the charge.
+    pub charged_on_retry: u64,
     /// Records not tracked because the reconcile's memory limit was reached: the reconcile is
     /// incomplete, and fails.
     pub over_limit: u64,

@@ -680,3 +680,44 @@ fn a_record_without_ids_is_counted_unjoinable() {
     assert_eq!(bidder(&report, GAVEL).notices_refused, 1);
     assert_eq!(report.totals, MismatchCounts::default());
 }
+
+/// A commit that timed out after Redis applied it: the bidder recorded `ledger_error`, and the
+/// exchange's retry was answered `already_committed`. That answer is the charge; a second retry
+/// is a duplicate. With the `charged` record present as well, every retry is a duplicate.
+#[test]
+fn a_charge_known_only_from_a_retry_is_the_charge() {
+    let lost_first_answer = vec![
+        auction("a1", vec![win(GAVEL, "b1", 510_000)]),
+        reserve("a1", "b1", "c1", 900_000),
+        notice("a1", GAVEL, "b1", "win", "sent"),
+        refused("a1", "b1", "c1", "ledger_error"),
+        commit("a1", "b1", "c1", 510_000, "already_committed"),
+        commit("a1", "b1", "c1", 510_000, "already_committed"),
+    ];
+    let first = report(&lost_first_answer, &Tolerance::default());
+    assert_eq!(first.totals, MismatchCounts::default());
+    assert_eq!(first.verdict(), Ok(()));
+    assert_eq!(first.seen.charged_on_retry, 1);
+    let gavel = bidder(&first, GAVEL);
+    assert_eq!(gavel.books.charged, 1);
+    assert_eq!(gavel.books.charged_nanos, 510_000);
+    assert_eq!(gavel.duplicates, 1);
+
+    let mut answered = lost_first_answer;
+    answered.push(charge("a1", "b1", "c1", 510_000));
+    let second = report(&answered, &Tolerance::default());
+    assert_eq!(second.totals, MismatchCounts::default());
+    assert_eq!(second.seen.charged_on_retry, 0);
+    let gavel = bidder(&second, GAVEL);
+    assert_eq!(gavel.books.charged, 1);
+    assert_eq!(gavel.books.charged_nanos, 510_000);
+    assert_eq!(gavel.duplicates, 2);
+
+    // Without any win, a retry's charge is still a charge: charged_not_won, not silence.
+    let no_win = vec![
+        auction("a2", vec![]),
+        commit("a2", "b2", "c1", 300_000, "already_committed"),
+    ];
+    let third = report(&no_win, &Tolerance::default());
+    assert_eq!(third.totals.charged_not_won(), 1, "{third:#?}");
+}
