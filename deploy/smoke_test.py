@@ -123,13 +123,14 @@ def metrics(url: str) -> dict[str, float]:
     return out
 
 
-def healthcheck_command() -> list[str]:
-    """The CMD of the Dockerfile's HEALTHCHECK, as Docker would run it."""
+def healthcheck_command(gavel: str) -> list[str]:
+    """The CMD of the Dockerfile's HEALTHCHECK, as Docker would run it (the image's binary is the
+    one under test)."""
     text = (ROOT / "deploy" / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
     m = re.search(r"^HEALTHCHECK .*?CMD (\[.*\])\s*$", text, re.M)
     if not m:
         raise SystemExit("no HEALTHCHECK CMD in the Dockerfile")
-    return json.loads(m.group(1))
+    return [gavel if arg == "/usr/local/bin/gavel" else arg for arg in json.loads(m.group(1))]
 
 
 def main() -> int:
@@ -209,7 +210,7 @@ def run(stack: Stack, expect) -> None:
             time.sleep(0.2)
         # 404: a build from before /readyz; the probe's path is then only checked by deploy/check.py.
         expect(f"{name} ready on /readyz (or a build without it)", ready in (200, 404), f"status {ready}")
-    command = healthcheck_command()
+    command = healthcheck_command(g)
     for name, port in servers.items():
         rc = subprocess.run(command, env=dict(os.environ, GAVEL_HEALTH_PORT=str(port)), timeout=10).returncode
         expect(f"the image's HEALTHCHECK passes on {name}", rc == 0, f"exit {rc}")

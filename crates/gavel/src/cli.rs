@@ -84,6 +84,19 @@ pub enum Command {
     /// Re-run recorded auctions under a configuration's auction rules (no network) and show
     /// every impression whose winner or price would change, with revenue and spend totals.
     Replay(ReplayArgs),
+    /// One HTTP GET (a container healthcheck, with no shell or curl): exits 0 on a 2xx answer,
+    /// 1 otherwise, saying why on stderr.
+    Probe(ProbeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// What to GET: `http://HOST:PORT/PATH`, e.g. `http://127.0.0.1:8080/readyz`. Without it,
+    /// `http://127.0.0.1:$GAVEL_HEALTH_PORT/healthz` (the image's HEALTHCHECK).
+    pub url: Option<String>,
+    /// How long the whole probe may take, connecting included.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub timeout_ms: u64,
 }
 
 #[derive(Debug, Args)]

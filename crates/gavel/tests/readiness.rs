@@ -1,7 +1,8 @@
 //! `/readyz` apart from `/healthz` on a real `gavel bidder` over a real Redis: while Redis holds
 //! no ledger the bidder is alive (200) but not ready (503 `not ready: ledger missing`, on the
 //! bid and the admin port, `gavel_bidder_ready 0`); once the operator opens one and the
-//! campaign limits are written, it is ready. In both Redis modes.
+//! campaign limits are written, it is ready. In both Redis modes. `gavel probe` (the image's
+//! healthcheck) says the same by its exit status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -12,6 +13,20 @@ use common::BidderProcess;
 use testkit::http::{call, call_as};
 use testkit::secrets::ADMIN_TOKEN;
 use testkit::{RedisServer, TempDir};
+
+/// `gavel probe URL`: its exit status and what it said on stderr.
+fn probe(url: &str) -> (i32, String) {
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gavel"))
+            .args(["probe", url, "--timeout-ms", "5000"])
+            .output()
+            .unwrap()
+    });
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 async fn one_mode(mode: &str) {
     let redis = RedisServer::start().await;
@@ -46,6 +61,10 @@ async fn one_mode(mode: &str) {
     }
     let page = call(b.admin, "GET", "/metrics", "").await.1;
     assert!(page.contains("\ngavel_bidder_ready 0\n"), "{page}");
+    assert_eq!(probe(&format!("http://{}/healthz", b.admin)).0, 0);
+    let (code, said) = probe(&format!("http://{}/readyz", b.admin));
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("answered 503"), "{said}");
 
     let (status, body) =
         call_as(b.admin, "POST", "/admin/ledger/open", Some(ADMIN_TOKEN), "").await;
@@ -60,7 +79,16 @@ async fn one_mode(mode: &str) {
     );
     let page = call(b.admin, "GET", "/metrics", "").await.1;
     assert!(page.contains("\ngavel_bidder_ready 1\n"), "{page}");
+    assert_eq!(
+        probe(&format!("http://{}/readyz", b.admin)),
+        (0, String::new())
+    );
+    let admin = b.admin;
     drop(b);
+    // Nobody listening any more: a failure naming the connection.
+    let (code, said) = probe(&format!("http://{admin}/healthz"));
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("connecting to"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

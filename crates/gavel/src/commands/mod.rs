@@ -11,6 +11,7 @@ mod edge;
 mod exchange;
 mod ledger;
 pub mod load;
+mod probe;
 pub mod reconcile;
 mod records_sink;
 mod replay;
@@ -32,6 +33,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Baseline(args) => baseline::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Reconcile(args) => reconcile::run(args).await,
+        Command::Probe(args) => probe::run(&args).await,
     }
 }
 
