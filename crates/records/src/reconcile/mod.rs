@@ -367,10 +367,16 @@ impl Reconciler {
                 Some("charged" | "charged_after_release") => {}
                 Some("already_committed") => {
                     match joinable {
-                        Some((auction, reservation)) => {
-                            let key = fingerprint(auction, reservation);
-                            self.already_committed(key, auction, reservation, node, campaign, l);
-                        }
+                        Some((auction, reservation)) => self.already_committed(
+                            fingerprint(auction, reservation),
+                            Confirmed {
+                                auction: auction.to_owned(),
+                                reservation: reservation.to_owned(),
+                                node,
+                                campaign,
+                                amount_nanos: l.amount_nanos,
+                            },
+                        ),
                         None => self.duplicate(node, campaign),
                     }
                     return;
@@ -418,33 +424,16 @@ impl Reconciler {
 
     /// A charging notice the ledger answered "charged already": a duplicate when the charge is
     /// known (or another such answer is held), else held until the finish.
-    fn already_committed(
-        &mut self,
-        key: Fingerprint,
-        auction: &str,
-        reservation: &str,
-        node: u32,
-        campaign: u32,
-        l: &LedgerRecord,
-    ) {
+    fn already_committed(&mut self, key: Fingerprint, answer: Confirmed) {
         let charged = matches!(
             self.slots.get(&key),
             Some(Slot::Settled(_) | Slot::Charges(_))
         );
         if charged || self.confirmed.contains_key(&key) || !self.room() {
-            self.duplicate(node, campaign);
+            self.duplicate(answer.node, answer.campaign);
             return;
         }
-        self.confirmed.insert(
-            key,
-            Confirmed {
-                auction: auction.to_owned(),
-                reservation: reservation.to_owned(),
-                node,
-                campaign,
-                amount_nanos: l.amount_nanos,
-            },
-        );
+        self.confirmed.insert(key, answer);
     }
 
     /// A non-charge ledger record of a reservation: joined to its win, it shows whose ledger
