@@ -52,7 +52,7 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         &node,
     )
     .await?;
-    let drain = super::drain::Drain::new("bidder", &config.http);
+    let mut drain = super::drain::Drain::new("bidder", &config.http);
     let bidder = Bidder::start_with_journal(config, journal).await?;
     // The campaign file is followed, and SIGHUP reloads it too.
     bidder.watch();

@@ -16,11 +16,14 @@ use http_front::{ConnStats, HttpSection, Readiness};
 pub(crate) const EXIT_ON_SECOND_SIGNAL: i32 = 1;
 
 /// One server's drain, as its `[http]` section sets it.
-#[derive(Debug, Clone, Copy)]
 pub(crate) struct Drain {
     server: &'static str,
     grace: Duration,
     timeout: Duration,
+    /// Installed when the drain is made, before the server says it listens: a signal sent as
+    /// soon as the address is printed must start the drain, not kill the process (the default
+    /// action while no handler is installed).
+    signals: Option<StopSignals>,
 }
 
 impl Drain {
@@ -29,13 +32,14 @@ impl Drain {
             server,
             grace: http.drain_grace(),
             timeout: http.limits().drain_timeout,
+            signals: Some(StopSignals::new()),
         }
     }
 
     /// Completes when the listener is to close: a stop signal came, `readiness` turned to
     /// draining, and the grace passed. From then on a second signal exits the process.
-    pub(crate) async fn until_listener_closes(self, readiness: Arc<Readiness>) {
-        let mut signals = StopSignals::new();
+    pub(crate) async fn until_listener_closes(&mut self, readiness: Arc<Readiness>) {
+        let mut signals = self.signals.take().unwrap_or_else(StopSignals::new);
         let signal = signals.next().await;
         readiness.start_draining();
         tracing::info!(

@@ -69,7 +69,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             })
             .await;
     });
-    let drain = super::drain::Drain::new("edge", &config.http);
+    let mut drain = super::drain::Drain::new("edge", &config.http);
     edge.serve(listener, drain.until_listener_closes(edge.readiness()))
         .await;
     drain.report_in_flight(edge.connections());

@@ -52,7 +52,7 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {admin_listen} (admin_listen)"))?;
     let admin_addr = admin_listener.local_addr()?;
     let bidders = validated.config.bidders.len();
-    let drain = super::drain::Drain::new("exchange", &validated.config.http);
+    let mut drain = super::drain::Drain::new("exchange", &validated.config.http);
     let (journal, records) = super::records_sink::start(
         &validated.config.records,
         validated.source.as_deref(),
