@@ -16,6 +16,7 @@
 //! again after it could not be made. TLS (`rediss://`) trusts only the operator's CA file, as for
 //! one Redis; the node names in the certificates are checked.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -40,7 +41,7 @@ const STALE_AFTER: Duration = Duration::from_secs(1);
 pub(crate) struct ClusterClient {
     client: redis::cluster::ClusterClient,
     conn: tokio::sync::Mutex<Option<ClusterConnection>>,
-    health: std::sync::Mutex<Health>,
+    health: Health,
 }
 
 /// When a call last had an answer, and when the connection was last made again. The crate's
@@ -49,10 +50,51 @@ pub(crate) struct ClusterClient {
 /// 125 reservations/s timed out, no bid after the kill) while a fresh connection answered at
 /// once. So when no call has been answered for [`STALE_AFTER`], the next failure drops the
 /// connection, and the next call makes a new one from the seeds (a new slot map, new sockets).
+///
+/// Lock-free: every call notes its outcome here, on the bid path in per-bid mode.
 #[derive(Debug)]
 struct Health {
-    answered: std::time::Instant,
-    remade: std::time::Instant,
+    start: std::time::Instant,
+    /// Milliseconds after `start`.
+    answered_ms: AtomicU64,
+    remade_ms: AtomicU64,
+}
+
+impl Health {
+    fn new() -> Health {
+        Health {
+            start: std::time::Instant::now(),
+            answered_ms: AtomicU64::new(0),
+            remade_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A call was answered (an error reply is an answer).
+    fn answered(&self) {
+        let now = self.now_ms();
+        // Read first: most calls find it current and write nothing to the shared line.
+        if self.answered_ms.load(Ordering::Relaxed) != now {
+            self.answered_ms.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// A call had no answer: whether the connection should be made again now (nothing answered
+    /// for [`STALE_AFTER`], nor remade in that time; one caller wins the exchange).
+    fn should_remake(&self) -> bool {
+        let now = self.now_ms();
+        let stale = u64::try_from(STALE_AFTER.as_millis()).unwrap_or(u64::MAX);
+        let remade = self.remade_ms.load(Ordering::Relaxed);
+        now.saturating_sub(self.answered_ms.load(Ordering::Relaxed)) >= stale
+            && now.saturating_sub(remade) >= stale
+            && self
+                .remade_ms
+                .compare_exchange(remade, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 impl std::fmt::Debug for ClusterClient {
@@ -110,14 +152,10 @@ impl ClusterClient {
         let client = builder
             .build()
             .map_err(|e| format!("redis cluster seeds {seeds:?}: {e}"))?;
-        let now = std::time::Instant::now();
         Ok(ClusterClient {
             client,
             conn: tokio::sync::Mutex::new(None),
-            health: std::sync::Mutex::new(Health {
-                answered: now,
-                remade: now,
-            }),
+            health: Health::new(),
         })
     }
 
@@ -269,23 +307,11 @@ impl ClusterClient {
             result,
             Err(LedgerError::Timeout | LedgerError::Unavailable(_))
         );
-        let remake = {
-            let mut health = self
-                .health
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let now = std::time::Instant::now();
-            if !unanswered {
-                health.answered = now;
-                false
-            } else if now.duration_since(health.answered) >= STALE_AFTER
-                && now.duration_since(health.remade) >= STALE_AFTER
-            {
-                health.remade = now;
-                true
-            } else {
-                false
-            }
+        let remake = if unanswered {
+            self.health.should_remake()
+        } else {
+            self.health.answered();
+            false
         };
         if remake {
             tracing::warn!(
