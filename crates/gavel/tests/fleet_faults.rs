@@ -259,18 +259,7 @@ impl Server {
 
     /// SIGTERM and the exit status, within 30 s (then SIGKILL).
     fn stop(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let mut status = None;
-        testkit::time::eventually_blocking(Duration::from_secs(30), || {
-            status = self.child.try_wait().ok().flatten();
-            status.is_some()
-        });
-        status.unwrap_or_else(|| {
-            let _ = self.child.kill();
-            self.child.wait().unwrap()
-        })
+        common::terminate(&mut self.child, Duration::from_secs(30))
     }
 }
 

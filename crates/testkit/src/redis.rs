@@ -82,19 +82,7 @@ impl RedisServer {
         }
         let tls_port = options.tls.as_ref().map(|_| free_port());
         if let (Some(tls), Some(tls_port)) = (&options.tls, tls_port) {
-            let path = |p: &std::path::Path| p.display().to_string();
-            extra.extend([
-                "--tls-port".into(),
-                tls_port.to_string(),
-                "--tls-cert-file".into(),
-                path(&tls.cert),
-                "--tls-key-file".into(),
-                path(&tls.key),
-                "--tls-ca-cert-file".into(),
-                path(&tls.ca),
-                "--tls-auth-clients".into(),
-                "no".into(),
-            ]);
+            extra.extend(tls_args(tls, tls_port));
         }
         let appendonly = match &options.data_dir {
             Some(dir) => {
@@ -193,6 +181,23 @@ impl Drop for RedisServer {
 }
 
 /// A port that was free a moment ago (the OS picked it; the listener is dropped).
+/// `redis-server`'s arguments for a TLS port serving `tls`'s certificate (clients need none).
+pub(crate) fn tls_args(tls: &crate::tls::TlsFiles, tls_port: u16) -> Vec<String> {
+    let path = |p: &std::path::Path| p.display().to_string();
+    vec![
+        "--tls-port".into(),
+        tls_port.to_string(),
+        "--tls-cert-file".into(),
+        path(&tls.cert),
+        "--tls-key-file".into(),
+        path(&tls.key),
+        "--tls-ca-cert-file".into(),
+        path(&tls.ca),
+        "--tls-auth-clients".into(),
+        "no".into(),
+    ]
+}
+
 pub fn free_port() -> u16 {
     match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
         Ok(addr) => addr.port(),

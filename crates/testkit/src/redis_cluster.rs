@@ -125,18 +125,8 @@ impl RedisCluster {
         let conf = self.dir.join(&format!("nodes-{port}.conf"));
         let mut tls_args: Vec<String> = Vec::new();
         if let (Some(tls), Some(tls_port)) = (&self.tls, tls_port) {
-            let path = |p: &std::path::Path| p.display().to_string();
+            tls_args.extend(crate::redis::tls_args(tls, tls_port));
             tls_args.extend([
-                "--tls-port".into(),
-                tls_port.to_string(),
-                "--tls-cert-file".into(),
-                path(&tls.cert),
-                "--tls-key-file".into(),
-                path(&tls.key),
-                "--tls-ca-cert-file".into(),
-                path(&tls.ca),
-                "--tls-auth-clients".into(),
-                "no".into(),
                 "--tls-cluster".into(),
                 "yes".into(),
                 "--tls-replication".into(),

@@ -8,6 +8,26 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+/// Sends `child` SIGTERM and waits for its exit (`within`, then SIGKILL); how it ended.
+pub fn terminate(child: &mut Child, within: Duration) -> ExitStatus {
+    if let Ok(Some(status)) = child.try_wait() {
+        return status;
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let mut exited = None;
+    testkit::time::eventually_blocking(within, || {
+        exited = child.try_wait().ok().flatten();
+        exited.is_some()
+    });
+    if let Some(status) = exited {
+        return status;
+    }
+    let _ = child.kill();
+    child.wait().expect("reaping a gavel process")
+}
+
 /// No drain grace for servers a test stops (the default 5 s would only slow every stop down);
 /// the drain test sets its own.
 pub const NO_DRAIN_GRACE: [(&str, &str); 3] = [
@@ -129,22 +149,7 @@ impl BidderProcess {
 
     /// Sends SIGTERM and waits for the exit (10 s at most, then SIGKILL); how it ended.
     pub fn terminate(&mut self) -> ExitStatus {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            return status;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let mut exited = None;
-        testkit::time::eventually_blocking(Duration::from_secs(10), || {
-            exited = self.child.try_wait().ok().flatten();
-            exited.is_some()
-        });
-        if let Some(status) = exited {
-            return status;
-        }
-        let _ = self.child.kill();
-        self.child.wait().expect("reaping gavel bidder")
+        terminate(&mut self.child, Duration::from_secs(10))
     }
 
     /// SIGTERM: the bidder hands its leases back and must exit with status 0.
