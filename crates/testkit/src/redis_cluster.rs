@@ -76,8 +76,8 @@ impl RedisCluster {
             tls,
         };
         for _ in 0..masters * (1 + replicas) {
-            let port = free_port();
-            let tls_port = cluster.tls.as_ref().map(|_| free_port());
+            let port = free_node_port();
+            let tls_port = cluster.tls.as_ref().map(|_| free_node_port());
             let child = cluster.launch(port, tls_port);
             cluster.nodes.push(Node {
                 port,
@@ -85,11 +85,8 @@ impl RedisCluster {
                 child: Some(child),
             });
         }
-        for node in &cluster.nodes {
-            wait_for(&format!("node {} answers PING", node.port), || async {
-                raw(node.port, &["PING"]).await.starts_with("+PONG")
-            })
-            .await;
+        for i in 0..cluster.nodes.len() {
+            cluster.wait_started(i).await;
         }
         let mut create = Command::new("redis-cli");
         create.args(["--cluster", "create"]);
@@ -119,6 +116,53 @@ impl RedisCluster {
             .await;
         }
         cluster
+    }
+
+    /// Waits until node `i` answers PING. A node that exited at start (another process took
+    /// its port or its bus port between our probe and its bind) is started again on new ports,
+    /// up to five times.
+    ///
+    /// # Panics
+    /// When it does not answer within [`SETTLE`], or exits five times.
+    async fn wait_started(&mut self, i: usize) {
+        for _ in 0..5 {
+            let Some(node) = self.nodes.get_mut(i) else {
+                return;
+            };
+            let port = node.port;
+            let deadline = Instant::now() + SETTLE;
+            loop {
+                if raw(port, &["PING"]).await.starts_with("+PONG") {
+                    return;
+                }
+                let exited = node
+                    .child
+                    .as_mut()
+                    .is_none_or(|c| c.try_wait().ok().flatten().is_some());
+                if exited {
+                    if let Some(mut child) = node.child.take() {
+                        let _ = child.wait();
+                    }
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "node {port} answers PING: not within {SETTLE:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let port = free_node_port();
+            let tls_port = self.tls.as_ref().map(|_| free_node_port());
+            let child = Some(self.launch(port, tls_port));
+            if let Some(node) = self.nodes.get_mut(i) {
+                *node = Node {
+                    port,
+                    tls_port,
+                    child,
+                };
+            }
+        }
+        panic!("node {i} of the cluster exited at start five times");
     }
 
     fn launch(&self, port: u16, tls_port: Option<u16>) -> Child {
@@ -402,6 +446,19 @@ impl Drop for RedisCluster {
 fn signal(pid: u32, sig: &str) {
     let status = Command::new("kill").args([sig, &pid.to_string()]).status();
     assert!(status.is_ok_and(|s| s.success()), "kill {sig} {pid} failed");
+}
+
+/// A free port for a cluster node. Its cluster bus listens 10,000 above the port it serves
+/// the bus on, so that one must be free too and must exist: redis-server refuses to start on a
+/// port above 55,535, and Linux hands out ephemeral ports up to 60,999.
+fn free_node_port() -> u16 {
+    for _ in 0..1_000 {
+        let port = free_port();
+        if port <= 55_535 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no loopback port below 55,536 with its cluster bus port free");
 }
 
 /// Polls `check` every 20 ms until it holds.
