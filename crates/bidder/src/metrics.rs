@@ -234,8 +234,8 @@ pub struct Metrics {
     pub served: std::sync::Arc<fleet::Served>,
     /// `gavel_bidder_config_version{source}`, set from `served` when rendered.
     config_version: Gauge,
-    /// Campaign sets pushed to the fleet bucket and refused (the set in force kept serving).
-    pub config_push_refused: Counter,
+    /// Revisions of the fleet bucket's key refused, by reason (the set in force kept serving).
+    pub config_push_refused: Counters<fleet::PushRefused>,
 }
 
 impl Default for Metrics {
@@ -310,9 +310,10 @@ impl Default for Metrics {
                 "gavel_bidder_config_version",
                 "The campaign set version served: the fleet bucket's revision (source=\"nats\"), or how many times the file was applied (source=\"file\").",
             ),
-            config_push_refused: Counter::new(
+            config_push_refused: Counters::new(
                 "gavel_bidder_config_push_refused_total",
-                "Campaign sets pushed to the fleet bucket and refused: the set in force kept serving.",
+                "Revisions of the fleet bucket's key refused (unsigned, forged, older, a deletion, invalid): the set in force kept serving.",
+                "reason",
             ),
         }
     }

@@ -589,7 +589,9 @@ mod tests {
             total: Nanos::from_units(1.0).unwrap_or_default(),
             daily: None,
         };
-        let _ = ledger.set_campaigns(&[("c".to_owned(), limits)]).await;
+        let _ = ledger
+            .set_campaigns(&[("c".to_owned(), limits)], ledger::LimitsFrom::Own)
+            .await;
         let far = std::time::Instant::now() + std::time::Duration::from_secs(1);
         for id in ids {
             assert_eq!(ledger.reserve(id, "c", Nanos(2_000_000), far).await, Ok(()));

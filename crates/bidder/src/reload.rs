@@ -7,10 +7,12 @@
 //! `POST /admin/reload`, and on SIGHUP (the binary calls `Bidder::reload`).
 //!
 //! With `[fleet]`, the campaign set may come from a NATS key-value bucket instead
-//! (`fleet_doc`, docs/fleet.md): each new revision is indexed aside and swapped in the same way,
-//! or refused as a whole (`gavel_bidder_config_push_refused_total`, and the reload failure by
-//! reason). While a pushed revision is in force it wins: a change of the file is logged and
-//! not applied. Deleting the key brings the file back.
+//! (`fleet_doc`, docs/fleet.md): each new signed revision is indexed aside and swapped in the
+//! same way, or refused as a whole (`gavel_bidder_config_push_refused_total{reason}`: unsigned,
+//! forged, older, invalid). While a pushed revision is in force it wins: a change of the file
+//! is logged and not applied. Deleting the key changes nothing: no signature vouches for it.
+//! A pushed set may lower a budget the ledger holds, never raise one
+//! ([`ledger::LimitsFrom::Push`]): a raise waits for the budget writer and shows as a conflict.
 //!
 //! The price keys (`security.price_key_file`) follow the same rules: read again when their
 //! file changes and on SIGHUP or `POST /admin/reload`; a file that fails keeps the keys in
@@ -24,6 +26,8 @@ use std::time::Duration;
 use campaigns::limits::MAX_FILE_BYTES;
 use campaigns::{CampaignError, CampaignSet, Format, Snapshot};
 use units::Timestamp;
+
+use ledger::LimitsFrom;
 
 use crate::config::BidderConfig;
 use crate::limits_check::LimitsView;
@@ -203,18 +207,16 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
 }
 
 /// Applies a change of the fleet bucket's key (what the `[fleet]` follower hands over): a
-/// pushed campaign set, or the file again when the key was removed. On any error the set in
-/// force keeps serving.
+/// signed campaign set. A revision the follower refused (unsigned, forged, older, a deletion)
+/// is counted and logged here. On any error the set in force keeps serving.
 pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result<usize, String> {
     let _one_at_a_time = state.reload_lock.lock().await;
     let pushed = match change {
         fleet::Change::Put(pushed) => pushed,
-        fleet::Change::Removed { revision } => {
-            tracing::warn!(
-                revision,
-                "the fleet key was removed: the campaign file serves again"
-            );
-            return reload_file(state).await;
+        fleet::Change::Refused { revision, refusal } => {
+            state.metrics.config_push_refused.inc(refusal.reason());
+            tracing::error!(revision, reason = refusal.reason().label(), error = %refusal, "fleet revision refused; the campaigns in force keep serving");
+            return Err(refusal.to_string());
         }
     };
     let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
@@ -223,13 +225,16 @@ pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result
         Ok(snapshot) => snapshot,
         Err(e) => {
             state.metrics.reload_failed(e.why);
-            state.metrics.config_push_refused.inc();
+            state
+                .metrics
+                .config_push_refused
+                .inc(fleet::PushRefused::Invalid);
             tracing::error!(revision = pushed.revision, error = %e.message, reason = e.why.label(), "pushed campaign set refused; the campaigns in force keep serving");
             return Err(e.message);
         }
     };
     let revision = pushed.revision;
-    let count = install(state, snapshot).await;
+    let count = install(state, snapshot, LimitsFrom::Push).await;
     state.metrics.served.push_applied(pushed, Timestamp::now());
     tracing::info!(revision, campaigns = count, "pushed campaign set applied");
     Ok(count)
@@ -247,18 +252,28 @@ async fn reload_file(state: &State) -> Result<usize, String> {
             return Err(e.message);
         }
     };
-    let count = install(state, snapshot).await;
+    let count = install(state, snapshot, LimitsFrom::Own).await;
     state.metrics.served.file_applied(Timestamp::now());
     tracing::info!(file = %path.display(), campaigns = count, "campaign file applied");
     Ok(count)
 }
 
+/// Who the limits of the set in force come from: what the pacing tick's retry writes them as.
+pub(crate) fn limits_from(state: &State) -> LimitsFrom {
+    if state.limits_pushed.load(Relaxed) {
+        LimitsFrom::Push
+    } else {
+        LimitsFrom::Own
+    }
+}
+
 /// Swaps a validated, indexed set in; how many campaigns now serve.
-async fn install(state: &State, snapshot: Snapshot) -> usize {
+async fn install(state: &State, snapshot: Snapshot, from: LimitsFrom) -> usize {
+    state.limits_pushed.store(from == LimitsFrom::Push, Relaxed);
     // Budgets first, so that no new campaign bids before the ledger knows its limits. If the
     // ledger cannot be told (Redis down), the new set still serves: its campaigns' reservations
     // are refused until the pacing tick, which retries, gets the limits through.
-    match state.ledger.set_campaigns(&snapshot.limits()).await {
+    match state.ledger.set_campaigns(&snapshot.limits(), from).await {
         Ok(statuses) => {
             state.limits_written_once.store(true, Relaxed);
             note_limits(state, statuses)

@@ -298,7 +298,9 @@ impl Bidder {
             .trim_end_matches('/')
             .to_owned();
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
-        let statuses = ledger.set_campaigns(&snapshot.limits()).await;
+        let statuses = ledger
+            .set_campaigns(&snapshot.limits(), ledger::LimitsFrom::Own)
+            .await;
         let limits_pending = statuses.is_err();
         let metrics = Arc::new(Metrics::default());
         metrics.campaigns.set(snapshot.states.len() as u64);
@@ -328,6 +330,7 @@ impl Bidder {
             reload_lock: tokio::sync::Mutex::new(()),
             notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
+            limits_pushed: AtomicBool::new(false),
             limits_written_once: AtomicBool::new(!limits_pending),
             readiness: Arc::new(http_front::Readiness::new()),
             limits: ArcSwap::from_pointee(crate::limits_check::LimitsView::default()),
@@ -375,7 +378,8 @@ async fn pace(state: Weak<State>, interval: Duration) {
         }
         let snapshot = state.snapshot.load_full();
         if state.limits_pending.load(Relaxed) {
-            match state.ledger.set_campaigns(&snapshot.limits()).await {
+            let from = crate::reload::limits_from(&state);
+            match state.ledger.set_campaigns(&snapshot.limits(), from).await {
                 Ok(statuses) => {
                     state.limits_pending.store(false, Relaxed);
                     state.limits_written_once.store(true, Relaxed);

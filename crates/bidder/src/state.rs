@@ -48,6 +48,9 @@ pub(crate) struct State {
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
+    /// The campaigns in force were pushed to the fleet: their limits never raise a budget the
+    /// ledger holds (`ledger::LimitsFrom::Push`).
+    pub(crate) limits_pushed: AtomicBool,
     /// The ledger has been told the campaigns' limits at least once (`/readyz` waits for it;
     /// a later failed write leaves the last limits in force, so it does not turn back).
     pub(crate) limits_written_once: AtomicBool,

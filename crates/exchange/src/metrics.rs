@@ -193,7 +193,7 @@ pub struct Metrics {
     /// `gavel_exchange_config_version{source}`, set from `served` when rendered.
     config_version: Gauge,
     /// Pushed documents refused (the configuration in force kept serving).
-    pub config_push_refused: Counter,
+    pub config_push_refused: Counters<fleet::PushRefused>,
     /// Request fields repaired before validation, by field (`validate::repair`'s labels).
     pub repairs: Tally,
     /// Imps dropped past `auction.max_imps`.
@@ -285,9 +285,10 @@ impl Metrics {
                 "gavel_exchange_config_version",
                 "The configuration version served: the fleet bucket's revision (source=\"nats\"), or how many times the file was applied (source=\"file\").",
             ),
-            config_push_refused: Counter::new(
+            config_push_refused: Counters::new(
                 "gavel_exchange_config_push_refused_total",
-                "Documents pushed to the fleet bucket and refused: the configuration in force kept serving.",
+                "Revisions of the fleet bucket's key refused (unsigned, forged, older, a deletion, invalid): the configuration in force kept serving.",
+                "reason",
             ),
             repairs: Tally::new(
                 "gavel_exchange_request_repairs_total",

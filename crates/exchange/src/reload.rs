@@ -14,11 +14,12 @@
 //! asked (the binary calls [`Exchange::reload`] on SIGHUP).
 //!
 //! With `[fleet]`, the bidders and sellers may come from a document pushed to a NATS
-//! key-value bucket instead (`fleet_doc`, docs/fleet.md): each new revision is one more reload
-//! through the same path, the pushed lists in place of the file's, refused as a whole
-//! (`gavel_exchange_config_push_refused_total`) or applied as a whole. While a pushed revision
-//! is in force it wins: a change of the file still applies the file's other sections, never
-//! its lists. Deleting the key brings the file's lists back.
+//! key-value bucket instead (`fleet_doc`, docs/fleet.md): each new signed revision is one more
+//! reload through the same path, the pushed lists in place of the file's, refused as a whole
+//! (`gavel_exchange_config_push_refused_total{reason}`: unsigned, forged, older, naming a
+//! secret the node does not allow, invalid) or applied as a whole. While a pushed revision is
+//! in force it wins: a change of the file still applies the file's other sections, never its
+//! lists. Deleting the key changes nothing: no signature vouches for a deletion.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -49,13 +50,27 @@ pub enum ReloadError {
     Invalid { path: String, reason: String },
     #[error("this exchange was configured from text, not a file: there is nothing to reload")]
     NoFile,
+    /// A revision of the fleet's key that is not a document this node takes.
+    #[error("fleet revision {revision} refused: {refusal}")]
+    Refused {
+        revision: u64,
+        refusal: fleet::Refusal,
+    },
 }
 
 impl ReloadError {
     fn outcome(&self) -> ReloadOutcome {
         match self {
             ReloadError::Unreadable(_) | ReloadError::NoFile => ReloadOutcome::Unreadable,
-            ReloadError::Invalid { .. } => ReloadOutcome::Invalid,
+            ReloadError::Invalid { .. } | ReloadError::Refused { .. } => ReloadOutcome::Invalid,
+        }
+    }
+
+    /// Why a pushed revision did not serve, for `gavel_exchange_config_push_refused_total`.
+    fn push_reason(&self) -> fleet::PushRefused {
+        match self {
+            ReloadError::Refused { refusal, .. } => refusal.reason(),
+            _ => fleet::PushRefused::Invalid,
         }
     }
 }
@@ -153,8 +168,6 @@ enum Lists {
     InForce,
     /// A new revision from the fleet bucket.
     Pushed(fleet::Pushed),
-    /// The file's: the bucket's key was removed.
-    File,
 }
 
 /// What a reload validates: the file (or, for an exchange built from text, the configuration
@@ -201,17 +214,16 @@ impl Exchange {
     }
 
     /// Applies a change of the fleet bucket's key (what the `[fleet]` follower hands over):
-    /// a pushed document's bidders and sellers in place of the file's, or the file's again
-    /// when the key was removed. On any error the configuration in force keeps serving.
+    /// a signed document's bidders and sellers in place of the file's. A revision the follower
+    /// refused (unsigned, forged, older, a deletion) is counted and logged here. On any error
+    /// the configuration in force keeps serving.
     pub async fn apply_pushed(&self, change: fleet::Change) -> Result<ReloadReport, ReloadError> {
         match change {
             fleet::Change::Put(pushed) => reload(&self.state, Lists::Pushed(pushed), None).await,
-            fleet::Change::Removed { revision } => {
-                tracing::warn!(
-                    revision,
-                    "the fleet key was removed: the file's bidders and sellers serve again"
-                );
-                reload(&self.state, Lists::File, None).await
+            fleet::Change::Refused { revision, refusal } => {
+                let e = ReloadError::Refused { revision, refusal };
+                let origin = format!("fleet revision {revision}");
+                Err(refused(&self.state, Pushed::Yes, &origin, e))
             }
         }
     }
@@ -262,7 +274,6 @@ async fn reload(
     let pushed = match &lists {
         Lists::InForce => served.pushed(),
         Lists::Pushed(p) => Some(p.clone()),
-        Lists::File => None,
     };
     let source = path
         .map(Path::to_path_buf)
@@ -272,16 +283,20 @@ async fn reload(
         (_, Some(path)) => path.display().to_string(),
         (_, None) => "the running configuration".to_owned(),
     };
+    let dir = source.as_deref().and_then(Path::parent);
+    let allowed = state.config.config.fleet.as_ref();
     let doc = match &pushed {
         None => None,
-        Some(p) => match RosterDocument::parse(&p.value) {
+        Some(p) => match RosterDocument::parse(&p.value)
+            .and_then(|doc| doc.check_secrets(allowed, dir).map(|()| doc))
+        {
             Ok(doc) => Some((p.revision, doc)),
             Err(e) => {
                 let e = ReloadError::Invalid {
                     path: format!("fleet revision {}", p.revision),
                     reason: e.to_string(),
                 };
-                return Err(refused(state, &lists, &origin, e));
+                return Err(refused(state, lists.pushed(), &origin, e));
             }
         },
     };
@@ -309,7 +324,7 @@ async fn reload(
     };
     let validated = match loaded {
         Ok(v) => v,
-        Err(e) => return Err(refused(state, &lists, &origin, e)),
+        Err(e) => return Err(refused(state, lists.pushed(), &origin, e)),
     };
     let report = apply(state, &validated);
     state.watched.store(Arc::new(validated.watched_files()));
@@ -317,7 +332,7 @@ async fn reload(
     let now = units::Timestamp::now();
     match (lists, &pushed) {
         (Lists::Pushed(p), _) => served.push_applied(p, now),
-        (Lists::File, _) | (Lists::InForce, None) => served.file_applied(now),
+        (Lists::InForce, None) => served.file_applied(now),
         (Lists::InForce, Some(p)) => tracing::info!(
             revision = p.revision,
             "fleet revision {} is in force and wins over the file: the file's other sections were applied, its [[bidders]] and [[sellers]] were not",
@@ -339,11 +354,27 @@ async fn reload(
     Ok(report)
 }
 
+/// Whether a refused reload was a pushed revision's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    Yes,
+    No,
+}
+
+impl Lists {
+    fn pushed(&self) -> Pushed {
+        match self {
+            Lists::Pushed(_) => Pushed::Yes,
+            Lists::InForce => Pushed::No,
+        }
+    }
+}
+
 /// Counts and logs a refused reload; the error, to return.
-fn refused(state: &State, lists: &Lists, origin: &str, e: ReloadError) -> ReloadError {
+fn refused(state: &State, pushed: Pushed, origin: &str, e: ReloadError) -> ReloadError {
     state.metrics.config_reloads.inc(e.outcome());
-    if matches!(lists, Lists::Pushed(_)) {
-        state.metrics.config_push_refused.inc();
+    if pushed == Pushed::Yes {
+        state.metrics.config_push_refused.inc(e.push_reason());
         tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "pushed configuration refused; the configuration in force keeps serving");
     } else {
         tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "configuration refused; the last good configuration keeps serving");

@@ -4,8 +4,12 @@
 //! every node while the last good revision serves; NATS killed and restarted with its store,
 //! then a later push still arrives; a node started while NATS is down serves its file and
 //! takes the bucket's revision when NATS is back; while a revision is in force the file's
-//! lists do not override it; removing the key brings the file's lists back. Times from push
-//! to every node serving it are printed (`cargo test -p exchange --test fleet -- --nocapture`).
+//! lists do not override it; removing the key changes nothing (nobody signed the removal).
+//! Hostile pushes, as anyone reaching NATS would make them: an unsigned roster pointing a
+//! bidder at an attacker's endpoint, a signed roster naming `PATH` as a seller's key, and the
+//! first signed roster put again; each refused by every node, counted by reason, and the
+//! attacker's endpoint never called. Times from push to every node serving it are printed
+//! (`cargo test -p exchange --test fleet -- --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -13,7 +17,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
+use fleet::{PushRefused, SigningKey};
 use serde_json::{Value, json};
 use support::*;
 use testkit::http::call_as;
@@ -36,13 +40,21 @@ fn priced(seat: &'static str) -> impl Fn(&openrtb::BidRequest) -> Script {
     }
 }
 
-/// One node: its own directory and file (bidder `a` only), following the bucket.
-async fn node(nats_url: &str, local: &str) -> (RunningExchange, TempDir, PathBuf) {
+/// One node: its own directory and file (bidder `a` only), following the bucket and trusting
+/// `operator`'s key; pushed documents may name the seller key variable `SELLER_FLEET_KEYS`.
+async fn node(
+    nats_url: &str,
+    local: &str,
+    operator: &SigningKey,
+) -> (RunningExchange, TempDir, PathBuf) {
     let dir = TempDir::new("fleet-exchange");
     let path = dir.join("exchange.toml");
     let admin = testkit::secrets::admin_toml(dir.path());
+    let trusted = dir.file("fleet.pub", &operator.public_pem());
     let text = format!(
-        "{admin}open_to_all_sellers = true\n{local}\n[fleet]\nnats_url = \"{nats_url}\"\nresync_ms = 200\n"
+        "{admin}open_to_all_sellers = true\n{local}\n[fleet]\nnats_url = \"{nats_url}\"\nresync_ms = 200\n\
+         trusted_keys_file = \"{}\"\nallowed_key_env = [\"SELLER_FLEET_KEYS\"]\n",
+        trusted.display()
     );
     std::fs::write(&path, text).unwrap();
     let ex = exchange_from_file(&path).await;
@@ -89,6 +101,10 @@ async fn winner(ex: &RunningExchange) -> String {
         .to_owned()
 }
 
+fn refused(ex: &RunningExchange, reason: PushRefused) -> u64 {
+    ex.metrics.config_push_refused.get(reason)
+}
+
 fn metric_line(ex: &RunningExchange, prefix: &str) -> String {
     ex.metrics
         .render()
@@ -104,11 +120,12 @@ async fn three_exchanges_follow_one_roster_through_faults() {
     let b = ScriptedBidder::start(priced("b")).await;
     let mut nats = NatsServer::start().await;
     let url = nats.url();
+    let (operator, _) = SigningKey::generate().unwrap();
     let section = fleet::FleetSection::new(url.clone());
     let local = bidder_block("a", &a.endpoint());
-    let (x1, _d1, path1) = node(&url, &local).await;
-    let (x2, _d2, _) = node(&url, &local).await;
-    let (x3, _d3, _) = node(&url, &local).await;
+    let (x1, _d1, path1) = node(&url, &local, &operator).await;
+    let (x2, _d2, _) = node(&url, &local, &operator).await;
+    let (x3, _d3, _) = node(&url, &local, &operator).await;
     let all = [&x1, &x2, &x3];
     // Before any push: the file serves, at its first load.
     for ex in all {
@@ -122,9 +139,10 @@ async fn three_exchanges_follow_one_roster_through_faults() {
     // A push reaches all three; each serves the same revision and calls the pushed bidder.
     let doc = bidder_block("b", &b.endpoint());
     let pushed_at = std::time::Instant::now();
-    let r1 = fleet::push(&section, KEY, Bytes::from(doc.clone()))
+    let first = fleet::push(&section, KEY, doc.as_bytes(), &operator)
         .await
         .unwrap();
+    let r1 = first.revision;
     converge(&all, "nats", r1).await;
     println!(
         "push to 3 exchanges serving it (admin-polled): {:?}",
@@ -139,24 +157,27 @@ async fn three_exchanges_follow_one_roster_through_faults() {
         );
     }
 
-    // Invalid documents forced in with a raw put: each refused by every node, counted, and
-    // the last good revision keeps serving.
+    // Invalid documents, signed (what `gavel config push` would refuse, put by the library):
+    // each refused by every node, counted, and the last good revision keeps serving. The last
+    // names `PATH` as a seller's key: a secret no node allows.
     let invalid = [
         "[[bidders]\nname = \"b\"\n".to_owned(),
         bidder_block("b", "ftp://127.0.0.1:9/"),
         format!("node = \"elsewhere\"\n{doc}"),
         format!("{doc}{doc}"),
+        format!("{doc}[[sellers]]\nname = \"evil\"\nkey_env = \"PATH\"\n"),
     ];
     for (n, text) in invalid.iter().enumerate() {
-        let r = fleet::push(&section, KEY, Bytes::from(text.clone()))
+        let r = fleet::push(&section, KEY, text.as_bytes(), &operator)
             .await
-            .unwrap();
+            .unwrap()
+            .revision;
         testkit::time::wait_until(
             Duration::from_secs(15),
             &format!("invalid push {n} (revision {r}) refused by every node"),
             || {
                 all.iter()
-                    .all(|ex| ex.metrics.config_push_refused.get() == n as u64 + 1)
+                    .all(|ex| refused(ex, PushRefused::Invalid) == n as u64 + 1)
             },
         )
         .await;
@@ -184,9 +205,51 @@ async fn three_exchanges_follow_one_roster_through_faults() {
         (vec!["b".to_owned()], &json!("nats"), &json!(r1))
     );
 
+    // Anyone reaching NATS, with no credentials and no key: an unsigned roster pointing `b`
+    // at the attacker, published raw; then the first signed roster put again (older than the
+    // one in force). Both refused by every node; nothing reaches the attacker.
+    let attacker = ScriptedBidder::start(priced("attacker")).await;
+    let subject = format!("$KV.{}.{KEY}", section.bucket);
+    let hijack = bidder_block("b", &attacker.endpoint());
+    testkit::nats::publish_raw(nats.port, "{}", &subject, hijack.as_bytes())
+        .await
+        .unwrap();
+    let replay = fleet::signed::seal(
+        &operator,
+        fleet::signed::Place {
+            bucket: &section.bucket,
+            key: KEY,
+        },
+        first.serial,
+        "2026-11-28T10:00:00Z",
+        doc.as_bytes(),
+    )
+    .unwrap();
+    testkit::nats::publish_raw(nats.port, "{}", &subject, &replay)
+        .await
+        .unwrap();
+    testkit::time::wait_until(
+        Duration::from_secs(15),
+        "the unsigned and the replayed roster refused by every node",
+        || {
+            all.iter().all(|ex| {
+                refused(ex, PushRefused::Unsigned) == 1 && refused(ex, PushRefused::Stale) == 1
+            })
+        },
+    )
+    .await;
+    for ex in all {
+        assert_eq!(roster(ex).await.1["revision"], r1);
+        assert_eq!(winner(ex).await, "b");
+    }
+    assert!(
+        attacker.requests.lock().unwrap().is_empty(),
+        "the attacker's endpoint is never called"
+    );
+
     // NATS killed and restarted with its store; a node started meanwhile serves its file.
     nats.kill();
-    let (x4, _d4, _) = node(&url, &local).await;
+    let (x4, _d4, _) = node(&url, &local, &operator).await;
     let (names, config) = roster(&x4).await;
     assert_eq!(
         (names, &config["source"]),
@@ -194,18 +257,22 @@ async fn three_exchanges_follow_one_roster_through_faults() {
     );
     assert_eq!(winner(&x4).await, "a");
     nats.restart().await;
-    // ...and takes the bucket's latest good revision once NATS is back; the invalid
-    // revisions pushed after it are the latest, so x4 refuses the latest and keeps its file.
+    // ...and once NATS is back reads the key's history: the latest revision (the replayed
+    // roster) is older than the newest signed one there, the `PATH` roster, which the node
+    // refuses as invalid; it keeps its file.
     testkit::time::wait_until(
         Duration::from_secs(15),
-        "the late node to read the latest (invalid) revision",
-        || x4.metrics.config_push_refused.get() == 1,
+        "the late node to judge the latest revisions",
+        || refused(&x4, PushRefused::Invalid) == 1 && refused(&x4, PushRefused::Stale) == 1,
     )
     .await;
     assert_eq!(roster(&x4).await.1["source"], "file");
     let both = format!("{doc}{}", bidder_block("a", &a.endpoint()));
     let pushed_at = std::time::Instant::now();
-    let r2 = fleet::push(&section, KEY, Bytes::from(both)).await.unwrap();
+    let r2 = fleet::push(&section, KEY, both.as_bytes(), &operator)
+        .await
+        .unwrap()
+        .revision;
     let every = [&x1, &x2, &x3, &x4];
     converge(&every, "nats", r2).await;
     println!(
@@ -216,7 +283,7 @@ async fn three_exchanges_follow_one_roster_through_faults() {
         assert_eq!(roster(ex).await.0, ["b", "a"]);
     }
 
-    // The key removed: the file's lists serve again, at the file's next count.
+    // The key removed: no signature vouches for a removal, so every node keeps r2.
     let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
     js.get_key_value("gavel-config")
         .await
@@ -224,17 +291,21 @@ async fn three_exchanges_follow_one_roster_through_faults() {
         .delete(KEY)
         .await
         .unwrap();
-    testkit::time::eventually(
+    testkit::time::wait_until(
         Duration::from_secs(15),
-        "the file's lists again",
-        || async {
-            let mut back = true;
-            for ex in every {
-                let (names, config) = roster(ex).await;
-                back &= names == ["a"] && config["source"] == "file";
-            }
-            back
+        "the removal refused by every node",
+        || {
+            every
+                .iter()
+                .all(|ex| refused(ex, PushRefused::Removed) == 1)
         },
     )
     .await;
+    for ex in every {
+        let (names, config) = roster(ex).await;
+        assert_eq!(
+            (names, &config["revision"]),
+            (vec!["b".to_owned(), "a".to_owned()], &json!(r2))
+        );
+    }
 }

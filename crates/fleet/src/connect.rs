@@ -1,4 +1,5 @@
-//! Connecting to the NATS server `[fleet]` names (token, CA) and opening its bucket.
+//! Connecting to the NATS server `[fleet]` names (token, user and password, NKey, a credentials
+//! file or a client certificate; TLS with a CA) and opening its bucket.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ pub const HISTORY: i64 = 10;
 /// Why talking to the bucket failed; each message names the server, bucket or key.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    #[error("fleet token: {0}")]
+    #[error("fleet credentials: {0}")]
     Token(String),
     #[error("NATS server {url}: {reason}")]
     Connect { url: String, reason: String },
@@ -52,6 +53,55 @@ fn token(section: &FleetSection) -> Result<Option<String>, FleetError> {
         .transpose()
 }
 
+/// A small credential file's text, trimmed, naming `key` when it cannot be had. Blocking.
+fn credential_text(key: &str, path: &std::path::Path) -> Result<String, FleetError> {
+    let text = settings::read_bounded(path, settings::MAX_SECRET_BYTES)
+        .map_err(|e| FleetError::Token(format!("{key}: {e}")))?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(FleetError::Token(format!(
+            "{key}: {} is empty",
+            path.display()
+        )));
+    }
+    if settings::readable_by_others(path) {
+        eprintln!(
+            "warning: {key} ({}) is readable by every user; chmod 600 it",
+            path.display()
+        );
+    }
+    Ok(text.to_owned())
+}
+
+/// `options` with the credentials `[fleet]` names (at most one set: validation checks it).
+async fn with_credentials(
+    mut options: async_nats::ConnectOptions,
+    section: &FleetSection,
+) -> Result<async_nats::ConnectOptions, FleetError> {
+    if let Some(token) = token(section)? {
+        options = options.token(token);
+    }
+    if let (Some(user), Some(file)) = (&section.user, &section.password_file) {
+        let password = credential_text("fleet.password_file", file)?;
+        options = options.user_and_password(user.clone(), password);
+    }
+    if let Some(file) = &section.nkey_seed_file {
+        options = options.nkey(credential_text("fleet.nkey_seed_file", file)?);
+    }
+    if let Some(file) = &section.creds_file {
+        options = options
+            .credentials_file(file)
+            .await
+            .map_err(|e| FleetError::Token(format!("fleet.creds_file {}: {e}", file.display())))?;
+    }
+    if let (Some(cert), Some(key)) = (&section.client_cert_file, &section.client_key_file) {
+        options = options
+            .add_client_certificate(cert.clone(), key.clone())
+            .require_tls(true);
+    }
+    Ok(options)
+}
+
 /// A JetStream context on the server `[fleet]` names, every request bounded by
 /// [`REQUEST_TIMEOUT`].
 pub async fn connect(
@@ -59,13 +109,11 @@ pub async fn connect(
     name: &str,
     patience: Patience,
 ) -> Result<Context, FleetError> {
-    let mut options = async_nats::ConnectOptions::new()
+    let options = async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(REQUEST_TIMEOUT)
         .request_timeout(Some(REQUEST_TIMEOUT));
-    if let Some(token) = token(section)? {
-        options = options.token(token);
-    }
+    let mut options = with_credentials(options, section).await?;
     if let Some(ca) = &section.ca_file {
         options = options.add_root_certificates(ca.clone()).require_tls(true);
     }

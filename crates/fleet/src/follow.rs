@@ -1,18 +1,30 @@
-//! Following one key of the bucket while serving: every new revision is handed to the
-//! server's own reload path, once, in order.
+//! Following one key of the bucket while serving: every new revision is checked (signed by a
+//! trusted key for this bucket and key, newer than the last taken) and handed to the server's
+//! own reload path, once, in order; a refused one is handed over as refused, for the server
+//! to count and log.
 //!
 //! | situation | what happens |
 //! | --- | --- |
 //! | start, NATS down or the bucket missing | nothing is applied (the local file serves); tried again every `resync_ms` |
 //! | a session opens | the latest revision is read at once (catching up on whatever was missed), then a watch pushes each new one |
+//! | the first read of a process | the newest signed document (highest serial) of the key's history is taken; the latest revision, if another (a forgery, a deletion, an old document put again), is refused: a restart does not lose the last good push to them |
 //! | the watch is quiet for `resync_ms` | the latest revision is read again: a watch lost without a word costs at most that long |
 //! | NATS goes away | the read fails, the session ends, a new one starts every `resync_ms` until the server answers; the client reconnects on its own |
+//! | an unsigned, wrongly signed, misplaced or older document | [`Change::Refused`]; the server keeps what it serves |
+//! | the key deleted or purged | [`Change::Refused`] ([`Refusal::Removed`]): nothing signed it |
 //! | a revision the server refuses | not offered again: the next push is |
-//! | the key deleted or purged | offered as [`Change::Removed`]: the server goes back to its file |
+//!
+//! The order of documents is their signed serial, not the bucket's revision: anyone who can
+//! publish can put an old signed document again as a new revision. The newest serial taken is
+//! kept while the process runs; a restarted node starts from the newest signed document in the
+//! key's history (the bucket keeps ten revisions: ten forged puts after the operator's last
+//! push push it out of the history, which NATS credentials are there to prevent).
 //!
 //! The task ends when the server it follows for is dropped.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use async_nats::jetstream::context::Context;
 use async_nats::jetstream::kv::{self, Entry, Operation};
@@ -20,22 +32,29 @@ use futures_util::StreamExt;
 
 use crate::config::FleetSection;
 use crate::connect::{Patience, connect, open};
+use crate::keys::TrustedKeys;
+use crate::signed::{Opened, Place, Refusal};
 use crate::version::Pushed;
+
+/// Most history entries read when looking back for the newest signed document.
+const MAX_HISTORY: usize = 64;
+/// Bound on reading the key's history.
+const HISTORY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A change of the followed key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
-    /// A document was put.
+    /// A signed document, newer than any taken before.
     Put(Pushed),
-    /// The key was deleted or purged at `revision`.
-    Removed { revision: u64 },
+    /// A revision refused before it reached the server: the configuration in force stays.
+    Refused { revision: u64, refusal: Refusal },
 }
 
 impl Change {
     pub fn revision(&self) -> u64 {
         match self {
             Change::Put(p) => p.revision,
-            Change::Removed { revision } => *revision,
+            Change::Refused { revision, .. } => *revision,
         }
     }
 }
@@ -44,8 +63,14 @@ impl Change {
 struct Follower<T, F> {
     owner: Weak<T>,
     apply: F,
+    bucket: String,
+    key: String,
+    /// `fleet.trusted_keys_file`, read at every revision (keys rotate without a restart).
+    trusted_keys: Option<PathBuf>,
     /// The last revision offered (applied or refused): never offered twice.
     seen: Option<u64>,
+    /// The newest serial taken: an older or equal one is refused.
+    newest: Option<u64>,
     /// The last problem logged: logged again only when it changes, not every `resync_ms`
     /// while NATS is away; cleared once the bucket answers.
     last_problem: Option<String>,
@@ -56,21 +81,47 @@ where
     F: Fn(Arc<T>, Change) -> Fut,
     Fut: Future<Output = ()>,
 {
-    /// Offers `entry` unless it was offered already. False once the owner is gone.
-    async fn offer(&mut self, entry: Entry) -> bool {
-        if self.seen == Some(entry.revision) {
-            return self.owner.strong_count() > 0;
+    fn place(&self) -> Place<'_> {
+        Place {
+            bucket: &self.bucket,
+            key: &self.key,
         }
-        self.seen = Some(entry.revision);
-        let change = match entry.operation {
-            Operation::Put => Change::Put(Pushed {
-                revision: entry.revision,
-                value: entry.value,
-            }),
-            Operation::Delete | Operation::Purge => Change::Removed {
-                revision: entry.revision,
-            },
+    }
+
+    /// The change `entry` makes, its serial checked against the newest taken.
+    async fn change_of(&mut self, entry: &Entry) -> Change {
+        let opened = match load_trusted(self.trusted_keys.clone()).await {
+            Ok(trusted) => judge(entry, self.place(), &trusted),
+            Err(refusal) => Err(refusal),
         };
+        self.taken(entry.revision, opened)
+    }
+
+    /// `opened` as a change of `revision`: taken if newer than the newest taken.
+    fn taken(&mut self, revision: u64, opened: Result<Opened, Refusal>) -> Change {
+        let opened = opened.and_then(|o| match self.newest {
+            Some(newest) if o.serial <= newest => Err(Refusal::Stale {
+                serial: o.serial,
+                newest,
+            }),
+            _ => Ok(o),
+        });
+        match opened {
+            Ok(o) => {
+                self.newest = Some(o.serial);
+                Change::Put(Pushed {
+                    revision,
+                    serial: o.serial,
+                    signer: o.signer,
+                    value: o.document,
+                })
+            }
+            Err(refusal) => Change::Refused { revision, refusal },
+        }
+    }
+
+    /// Hands `change` to the owner. False once the owner is gone.
+    async fn hand(&mut self, change: Change) -> bool {
         match self.owner.upgrade() {
             Some(owner) => {
                 (self.apply)(owner, change).await;
@@ -80,9 +131,75 @@ where
         }
     }
 
+    /// Offers `entry` unless it was offered already. False once the owner is gone.
+    async fn offer(&mut self, entry: Entry) -> bool {
+        if self.seen == Some(entry.revision) {
+            return self.owner.strong_count() > 0;
+        }
+        self.seen = Some(entry.revision);
+        let change = self.change_of(&entry).await;
+        self.hand(change).await
+    }
+
+    /// The first read of a process: the newest signed document of the key's history (the
+    /// bucket's revisions are not the documents' order: anyone who can publish can put an old
+    /// signed document last). The latest revision, when it is not that one, is handed over
+    /// first as refused, to be counted.
+    async fn first_offer(&mut self, store: &kv::Store, entry: Entry) -> bool {
+        self.seen = Some(entry.revision);
+        let trusted = match load_trusted(self.trusted_keys.clone()).await {
+            Ok(trusted) => trusted,
+            Err(refusal) => {
+                let change = Change::Refused {
+                    revision: entry.revision,
+                    refusal,
+                };
+                return self.hand(change).await;
+            }
+        };
+        let latest = judge(&entry, self.place(), &trusted);
+        let best = newest_in_history(store, self.place(), &trusted).await;
+        let Some((revision, best)) = best.filter(|(revision, _)| *revision != entry.revision)
+        else {
+            let change = self.taken(entry.revision, latest);
+            return self.hand(change).await;
+        };
+        let refusal = match latest {
+            Err(refusal) => refusal,
+            Ok(older) if older.serial <= best.serial => Refusal::Stale {
+                serial: older.serial,
+                newest: best.serial,
+            },
+            // The history ended before the latest (a put meanwhile): take the latest.
+            latest @ Ok(_) => {
+                let change = self.taken(entry.revision, latest);
+                return self.hand(change).await;
+            }
+        };
+        tracing::warn!(
+            target: "fleet",
+            bucket = %self.bucket,
+            key = %self.key,
+            latest = entry.revision,
+            taken = revision,
+            serial = best.serial,
+            "the latest revision is refused ({refusal}); taking the newest signed document of the key's history"
+        );
+        let refused = Change::Refused {
+            revision: entry.revision,
+            refusal,
+        };
+        if !self.hand(refused).await {
+            return false;
+        }
+        let change = self.taken(revision, Ok(best));
+        self.hand(change).await
+    }
+
     /// Reads the latest revision and offers it. False once the owner is gone.
     async fn catch_up(&mut self, store: &kv::Store, key: &str) -> Result<bool, String> {
         match store.entry(key).await {
+            Ok(Some(entry)) if self.seen.is_none() => Ok(self.first_offer(store, entry).await),
             Ok(Some(entry)) => Ok(self.offer(entry).await),
             Ok(None) => Ok(self.owner.strong_count() > 0),
             Err(e) => Err(format!("reading {key:?}: {e}")),
@@ -122,8 +239,62 @@ where
     }
 }
 
+/// The trusted keys, read now (a small file, off the runtime's threads).
+async fn load_trusted(path: Option<PathBuf>) -> Result<TrustedKeys, Refusal> {
+    let Some(path) = path else {
+        return Err(Refusal::NoTrustedKeys(
+            "fleet.trusted_keys_file is not set".to_owned(),
+        ));
+    };
+    tokio::task::spawn_blocking(move || TrustedKeys::load(&path))
+        .await
+        .map_err(|e| Refusal::NoTrustedKeys(e.to_string()))?
+        .map_err(|e| Refusal::NoTrustedKeys(e.to_string()))
+}
+
+/// What `entry` is, checked, without the order of serials.
+fn judge(entry: &Entry, place: Place<'_>, trusted: &TrustedKeys) -> Result<Opened, Refusal> {
+    match entry.operation {
+        Operation::Put => crate::signed::open(&entry.value, place, trusted),
+        Operation::Delete | Operation::Purge => Err(Refusal::Removed),
+    }
+}
+
+/// The signed document with the highest serial among the key's history, and its revision.
+async fn newest_in_history(
+    store: &kv::Store,
+    place: Place<'_>,
+    trusted: &TrustedKeys,
+) -> Option<(u64, Opened)> {
+    let read = async {
+        let mut best: Option<(u64, Opened)> = None;
+        let mut history = store.history(place.key).await.ok()?;
+        let mut n = 0;
+        while let Some(Ok(entry)) = history.next().await {
+            if let Ok(opened) = judge(&entry, place, trusted)
+                && best.as_ref().is_none_or(|(_, b)| opened.serial > b.serial)
+            {
+                best = Some((entry.revision, opened));
+            }
+            n += 1;
+            if n >= MAX_HISTORY {
+                break;
+            }
+        }
+        best
+    };
+    match tokio::time::timeout(HISTORY_TIMEOUT, read).await {
+        Ok(best) => best,
+        Err(_) => {
+            tracing::warn!(target: "fleet", key = place.key, "the key's history was not read in time");
+            None
+        }
+    }
+}
+
 /// Follows `key` of `section.bucket` for `owner`, calling `apply` with each new revision
-/// (one at a time, in order), until `owner` is dropped. `name` is the client's name on the
+/// (one at a time, in order; checked against `section.trusted_keys_file`), until `owner` is
+/// dropped. `name` is the client's name on the
 /// NATS server (`gavel-exchange`...).
 pub fn follow<T, F, Fut>(
     owner: Weak<T>,
@@ -141,7 +312,11 @@ where
         let mut follower = Follower {
             owner,
             apply,
+            bucket: section.bucket.clone(),
+            key: key.clone(),
+            trusted_keys: section.trusted_keys_file.clone(),
             seen: None,
+            newest: None,
             last_problem: None,
         };
         let mut js: Option<Context> = None;

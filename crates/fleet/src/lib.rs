@@ -8,20 +8,31 @@
 //! revisions: what a document means, and whether it is valid, is the server's
 //! (`exchange::fleet_doc`, `bidder::fleet_doc`), through the reload path it already has.
 //!
+//! Nothing NATS carries is trusted for what it is: a document is taken only when signed with
+//! the operator's Ed25519 key for this bucket and key, and newer than the last one taken
+//! ([`signed`]); NATS itself is reached with credentials ([`config`]).
+//!
 //! - [`config`]: the `[fleet]` section.
-//! - [`connect`]: the NATS connection (token, CA) and the bucket.
-//! - [`follow`]: the task that hands each new revision to the server.
+//! - [`connect`]: the NATS connection (credentials, CA) and the bucket.
+//! - [`keys`]: the operator's signing key and the public keys a node trusts (PEM, as OpenSSL
+//!   writes them).
+//! - [`signed`]: the signed document (pure): seal, open, and why a value is refused.
+//! - [`follow`]: the task that checks each new revision and hands it to the server.
 //! - [`push`]: `gavel config push|show`.
 //! - [`version`]: which configuration a server serves (`source`, `revision`, `applied_at`).
 
 pub mod config;
 pub mod connect;
 pub mod follow;
+pub mod keys;
 pub mod push;
+pub mod signed;
 pub mod version;
 
 pub use config::FleetSection;
 pub use connect::FleetError;
 pub use follow::{Change, follow};
-pub use push::{MAX_DOCUMENT_BYTES, Shown, push, show};
+pub use keys::{SigningKey, TrustedKeys};
+pub use push::{MAX_DOCUMENT_BYTES, Receipt, Shown, push, show};
+pub use signed::{PushRefused, Refusal};
 pub use version::{ConfigVersion, Pushed, Served, Source, digest};

@@ -1,24 +1,45 @@
-//! What an operator does to the bucket (`gavel config push|show`): put a document, read the
-//! latest revision. Validation is the caller's: this module carries bytes.
+//! What an operator does to the bucket (`gavel config push|show`): put a signed document, read
+//! the latest revision. Validation is the caller's: this module signs and carries bytes.
 
 use async_nats::jetstream::kv::Operation;
 use bytes::Bytes;
+use units::Timestamp;
 
 use crate::config::{FleetSection, check_bucket, check_key};
 use crate::connect::{FleetError, Patience, connect, open, open_or_create};
+use crate::keys::SigningKey;
+use crate::signed::{Place, envelope, seal};
 use crate::version::digest;
 
-/// Largest document pushed: NATS's default `max_payload` (1 MiB). A server configured for
-/// more still refuses anything past this here, so every node of a default fleet can read it.
+/// Largest value pushed, the signed envelope included: NATS's default `max_payload` (1 MiB).
+/// A server configured for more still refuses anything past this here, so every node of a
+/// default fleet can read it.
 pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+
+/// How far ahead of this machine's clock the bucket's latest serial may be before a push
+/// stops to ask: past it, the clock that signed it (or whoever put it) is wrong.
+const MAX_SERIAL_AHEAD_MS: u64 = 10 * 60 * 1000;
 
 /// The latest revision of a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shown {
     pub revision: u64,
-    /// `sha256:<hex>` of the value; `None` when the latest revision removed the key.
+    /// `sha256:<hex>` of the document (of the whole value when it is not a signed document);
+    /// `None` when the latest revision removed the key.
     pub digest: Option<String>,
+    /// The document's size.
     pub bytes: usize,
+    /// The signed serial and the signing key's id; `None` for a value nobody signed.
+    pub signed: Option<(u64, String)>,
+}
+
+/// What a push put.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    /// The bucket's revision of the key.
+    pub revision: u64,
+    /// The signed serial: nodes take it only if it is above every serial they took.
+    pub serial: u64,
 }
 
 fn key_error(section: &FleetSection, key: &str, reason: String) -> FleetError {
@@ -37,25 +58,66 @@ fn check_names(section: &FleetSection, key: &str) -> Result<(), FleetError> {
     check_key(key).map_err(|reason| key_error(section, key, reason))
 }
 
-/// Puts `value` under `key`, creating the bucket when missing; the new revision.
-pub async fn push(section: &FleetSection, key: &str, value: Bytes) -> Result<u64, FleetError> {
+/// The serial of a push at `now_ms` after a latest signed serial of `latest`: the signing
+/// clock's milliseconds, or one more than the latest when that is ahead (pushes within the same
+/// millisecond, a clock behind another operator's); refused when the latest is far ahead.
+pub fn next_serial(latest: Option<u64>, now_ms: u64) -> Result<u64, String> {
+    match latest {
+        Some(l) if l > now_ms.saturating_add(MAX_SERIAL_AHEAD_MS) => Err(format!(
+            "the bucket's latest serial {l} is more than {} minutes ahead of this machine's \
+             clock ({now_ms} ms since the epoch): fix the clock that signed it, or look at who \
+             put it",
+            MAX_SERIAL_AHEAD_MS / 60_000
+        )),
+        Some(l) => Ok(now_ms.max(l.saturating_add(1))),
+        None => Ok(now_ms),
+    }
+}
+
+/// Signs `document` with `signer` for this bucket and key and puts it, creating the bucket when
+/// missing. Its serial is [`next_serial`] after the latest signed value of the key.
+pub async fn push(
+    section: &FleetSection,
+    key: &str,
+    document: &[u8],
+    signer: &SigningKey,
+) -> Result<Receipt, FleetError> {
     check_names(section, key)?;
-    if value.len() > MAX_DOCUMENT_BYTES {
-        return Err(key_error(
+    let too_large = |what: &str, len: usize| {
+        key_error(
             section,
             key,
-            format!(
-                "the document is {} bytes; at most {MAX_DOCUMENT_BYTES}",
-                value.len()
-            ),
-        ));
+            format!("the {what} is {len} bytes; at most {MAX_DOCUMENT_BYTES}"),
+        )
+    };
+    if document.len() > MAX_DOCUMENT_BYTES {
+        return Err(too_large("document", document.len()));
     }
     let js = connect(section, "gavel-config-push", Patience::Once).await?;
     let store = open_or_create(&js, &section.bucket).await?;
-    store
-        .put(key, value)
+    let place = Place {
+        bucket: &section.bucket,
+        key,
+    };
+    let latest = store
+        .entry(key)
         .await
-        .map_err(|e| key_error(section, key, format!("put refused: {e}")))
+        .map_err(|e| key_error(section, key, format!("reading the latest revision: {e}")))?
+        .and_then(|e| envelope(&e.value).ok())
+        .filter(|e| e.bucket == place.bucket && e.key == place.key)
+        .map(|e| e.serial);
+    let now = Timestamp::now();
+    let serial = next_serial(latest, now.millis()).map_err(|e| key_error(section, key, e))?;
+    let value = seal(signer, place, serial, &now.to_rfc3339(), document)
+        .map_err(|e| key_error(section, key, format!("the document {e}")))?;
+    if value.len() > MAX_DOCUMENT_BYTES {
+        return Err(too_large("signed document", value.len()));
+    }
+    let revision = store
+        .put(key, Bytes::from(value))
+        .await
+        .map_err(|e| key_error(section, key, format!("put refused: {e}")))?;
+    Ok(Receipt { revision, serial })
 }
 
 /// The latest revision of `key`, `None` when it was never put.
@@ -67,9 +129,36 @@ pub async fn show(section: &FleetSection, key: &str) -> Result<Option<Shown>, Fl
         .entry(key)
         .await
         .map_err(|e| key_error(section, key, e.to_string()))?;
-    Ok(entry.map(|e| Shown {
-        revision: e.revision,
-        digest: (e.operation == Operation::Put).then(|| digest(&e.value)),
-        bytes: e.value.len(),
+    Ok(entry.map(|e| {
+        let signed = envelope(&e.value).ok();
+        let document = signed
+            .as_ref()
+            .map_or(&e.value[..], |s| s.document.as_bytes());
+        Shown {
+            revision: e.revision,
+            digest: (e.operation == Operation::Put).then(|| digest(document)),
+            bytes: document.len(),
+            signed: signed.map(|s| (s.serial, s.signer)),
+        }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serials_follow_the_clock_and_never_go_back() {
+        assert_eq!(next_serial(None, 1_000), Ok(1_000));
+        assert_eq!(next_serial(Some(999), 1_000), Ok(1_000));
+        assert_eq!(
+            next_serial(Some(1_000), 1_000),
+            Ok(1_001),
+            "same millisecond"
+        );
+        assert_eq!(next_serial(Some(5_000), 1_000), Ok(5_001), "a clock behind");
+        let far = 1_000 + MAX_SERIAL_AHEAD_MS + 1;
+        let e = next_serial(Some(far), 1_000).unwrap_err();
+        assert!(e.contains("ahead of this machine's clock"), "{e}");
+    }
 }

@@ -38,12 +38,21 @@ pub struct ConfigVersion {
     pub revision: u64,
     /// When it was applied (RFC 3339, UTC).
     pub applied_at: String,
+    /// A pushed document's signed serial.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u64>,
+    /// The id of the key that signed a pushed document (`ed25519:...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
-/// A pushed document in force: its revision and its bytes.
+/// A pushed document in force: its revision, its signed serial and signer, and its bytes
+/// (the document, its signature checked).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pushed {
     pub revision: u64,
+    pub serial: u64,
+    pub signer: String,
     pub value: Bytes,
 }
 
@@ -67,6 +76,8 @@ impl Served {
                 source: Source::File,
                 revision: 1,
                 applied_at: now.to_rfc3339(),
+                serial: None,
+                signer: None,
             },
             file_loads: 1,
             pushed: None,
@@ -98,6 +109,8 @@ impl Served {
             source: Source::File,
             revision: inner.file_loads,
             applied_at: now.to_rfc3339(),
+            serial: None,
+            signer: None,
         };
     }
 
@@ -108,6 +121,8 @@ impl Served {
             source: Source::Nats,
             revision: pushed.revision,
             applied_at: now.to_rfc3339(),
+            serial: Some(pushed.serial),
+            signer: Some(pushed.signer.clone()),
         };
         inner.pushed = Some(pushed);
     }
@@ -139,11 +154,14 @@ mod tests {
         assert_eq!(served.version().applied_at, "1970-01-01T00:00:00Z");
         let doc = Pushed {
             revision: 7,
+            serial: 1_764_000_000_000,
+            signer: "ed25519:0123456789abcdef".into(),
             value: Bytes::from_static(b"x"),
         };
         served.push_applied(doc.clone(), Timestamp(1_000));
         assert_eq!(served.version().source, Source::Nats);
         assert_eq!(served.version().revision, 7);
+        assert_eq!(served.version().serial, Some(1_764_000_000_000));
         assert_eq!(served.pushed(), Some(doc));
         served.file_applied(Timestamp(2_000));
         assert_eq!(served.version().source.label(), "file");

@@ -126,11 +126,16 @@ pub struct ConfigArgs {
 #[derive(Debug, Subcommand)]
 pub enum ConfigAction {
     /// Validate FILE exactly as the servers of `--kind` would (refused: exit 1, naming the
-    /// problem, nothing pushed), create the bucket if missing (ten revisions kept per key),
-    /// put it, and print the new revision and its digest.
+    /// problem, nothing pushed), sign it with the operator's key, create the bucket if missing
+    /// (ten revisions kept per key), put it, and print the new revision, serial and digest.
     Push {
         #[command(flatten)]
         target: FleetTarget,
+        /// The operator's Ed25519 private key (PEM, from `gavel config keygen` or `openssl
+        /// genpkey -algorithm ed25519`); nodes take only documents signed by a key in their
+        /// `fleet.trusted_keys_file`.
+        #[arg(long, value_name = "FILE", env = "GAVEL_FLEET_SIGNING_KEY")]
+        signing_key: PathBuf,
         /// Validate the roster over this exchange configuration (its sections, its directory
         /// for seller key files) rather than over the defaults. Exchange only.
         #[arg(long, value_name = "FILE")]
@@ -139,11 +144,18 @@ pub enum ConfigAction {
         /// or TOML.
         file: PathBuf,
     },
-    /// Print the latest revision of the key, its digest and size; exit 1 when it holds
-    /// nothing.
+    /// Print the latest revision of the key, its digest and size, and its signed serial and
+    /// signer (or `unsigned`); exit 1 when it holds nothing.
     Show {
         #[command(flatten)]
         target: FleetTarget,
+    },
+    /// Make an Ed25519 key pair for signing pushes: the private key in FILE (mode 0600, never
+    /// overwritten) and the public key in FILE.pub, for every node's `fleet.trusted_keys_file`.
+    Keygen {
+        /// Where the private key goes; the public key goes beside it with `.pub` added.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
 }
 
@@ -168,6 +180,24 @@ pub struct FleetTarget {
     /// File holding the NATS token (`fleet.token_file`); else `GAVEL_FLEET_TOKEN`.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// NATS user (`fleet.user`), with --password-file.
+    #[arg(long, value_name = "NAME", requires = "password_file")]
+    pub user: Option<String>,
+    /// File holding the NATS user's password (`fleet.password_file`).
+    #[arg(long, value_name = "FILE", requires = "user")]
+    pub password_file: Option<PathBuf>,
+    /// File holding an NKey seed (`fleet.nkey_seed_file`).
+    #[arg(long, value_name = "FILE")]
+    pub nkey_seed_file: Option<PathBuf>,
+    /// NATS credentials file (`fleet.creds_file`).
+    #[arg(long, value_name = "FILE")]
+    pub creds_file: Option<PathBuf>,
+    /// Client certificate (`fleet.client_cert_file`), with --client-key-file.
+    #[arg(long, value_name = "FILE", requires = "client_key_file")]
+    pub client_cert_file: Option<PathBuf>,
+    /// The client certificate's key (`fleet.client_key_file`).
+    #[arg(long, value_name = "FILE", requires = "client_cert_file")]
+    pub client_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

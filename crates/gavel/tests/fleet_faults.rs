@@ -278,8 +278,10 @@ fn gavel(args: &[String]) -> std::process::Output {
         .unwrap()
 }
 
-/// `gavel config push` of `file` for `kind`; the revision it printed.
+/// `gavel config push` of `file` for `kind`, signed with the operator's key beside it
+/// (`ops.key`); the revision it printed.
 async fn push(nats: &str, kind: &str, file: &Path) -> u64 {
+    let key = file.with_file_name("ops.key");
     let args: Vec<String> = vec![
         "config".into(),
         "push".into(),
@@ -287,6 +289,8 @@ async fn push(nats: &str, kind: &str, file: &Path) -> u64 {
         nats.into(),
         "--kind".into(),
         kind.into(),
+        "--signing-key".into(),
+        key.display().to_string(),
         file.display().to_string(),
     ];
     let out = tokio::task::spawn_blocking(move || gavel(&args))
@@ -354,6 +358,10 @@ async fn a_fleet_survives_its_faults_within_the_documented_bounds() {
     std::fs::create_dir_all(&logs).unwrap();
     let records = |name: &str| dir.path().join("records").join(name);
 
+    // The operator's signing key; every node trusts its public key.
+    let (operator, private) = fleet::SigningKey::generate().unwrap();
+    dir.file("ops.key", &private);
+    dir.file("ops.pub", &operator.public_pem());
     let (campaign_file, budgets) = campaigns(0);
     let campaigns_path = dir.file("campaigns.json", &campaign_file);
     push(&nats.url(), "bidder", &campaigns_path).await;
@@ -384,7 +392,7 @@ async fn a_fleet_survives_its_faults_within_the_documented_bounds() {
                  limits = \"{limits}\"\n\
                  [admission]\nmode = \"off\"\n\
                  [records]\nsink = \"file\"\ndir = \"{}\"\n\
-                 [fleet]\nnats_url = \"{}\"\nresync_ms = 500\n",
+                 [fleet]\nnats_url = \"{}\"\nresync_ms = 500\ntrusted_keys_file = \"ops.pub\"\n",
                 records(&format!("b{i}")).display(),
                 nats.url()
             ),
@@ -432,7 +440,8 @@ async fn a_fleet_survives_its_faults_within_the_documented_bounds() {
                  [notices]\nallow_private_addresses = true\ntimeout_ms = {NOTICE_TIMEOUT_MS}\n\
                  max_attempts = {NOTICE_ATTEMPTS}\nretry_base_ms = 200\n\
                  [records]\nsink = \"file\"\ndir = \"{}\"\n\
-                 [fleet]\nnats_url = \"{}\"\nresync_ms = 500\n\n{}",
+                 [fleet]\nnats_url = \"{}\"\nresync_ms = 500\ntrusted_keys_file = \"ops.pub\"\n\
+                 allowed_key_env = [\"{SELLER_KEY_ENV}\"]\n\n{}",
                 records(&format!("x{x}")).display(),
                 nats.url(),
                 roster(&everyone)

@@ -54,6 +54,18 @@ pub enum NoticeError {
     Unavailable(#[source] LedgerError),
 }
 
+/// Who a campaign set's limits come from, which decides whether they may raise a budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitsFrom {
+    /// The instance's own campaign file: its writer writes them as they are.
+    Own,
+    /// A set pushed to the fleet: it may lower a budget the ledger holds, never raise one
+    /// (each part capped by the ledger's, [`Limits::capped_by`]); a raise needs the budget
+    /// writer (`PUT /admin/campaigns/<id>/limits`). A campaign the ledger does not hold yet
+    /// is created with the set's limits.
+    Push,
+}
+
 /// The ledger could not be read. Like the `Unavailable` variants above, its message repeats
 /// its cause (logs print one level), which is also its `source`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,9 +202,14 @@ impl Ledger {
     /// changed since keeps their limits (its status shows the conflict). A follower writes
     /// nothing: it reads the limits of record (lease mode spends by them; a campaign the ledger
     /// does not hold gets no budget). In memory mode the file is the record.
+    ///
+    /// Limits `from` a push are first capped by those the ledger holds ([`LimitsFrom::Push`]);
+    /// the statuses compare the set's own limits with the ledger's, so a raise held back shows
+    /// as a conflict.
     pub async fn set_campaigns(
         &self,
         limits: &[(String, Limits)],
+        from: LimitsFrom,
     ) -> Result<Vec<LimitsStatus>, Unavailable> {
         let now = Timestamp::now();
         let redis = match &self.store {
@@ -200,7 +217,11 @@ impl Ledger {
                 {
                     let mut book = Self::book(book);
                     for (id, l) in limits {
-                        book.set_limits(id, *l, now);
+                        let l = match (from, book.limits(id)) {
+                            (LimitsFrom::Push, Some(held)) => l.capped_by(held),
+                            _ => *l,
+                        };
+                        book.set_limits(id, l, now);
                     }
                 }
                 return self.limits_status(limits).await;
@@ -213,12 +234,28 @@ impl Ledger {
         if redis.ledger_missing() {
             redis.reopen().await.map_err(Unavailable)?;
         }
+        let capped;
+        let written = match from {
+            LimitsFrom::Own => limits,
+            LimitsFrom::Push => {
+                let stored = redis
+                    .stored_limits(&names(limits))
+                    .await
+                    .map_err(Unavailable)?;
+                capped = limits
+                    .iter()
+                    .zip(stored)
+                    .map(|((c, l), s)| (c.clone(), s.map_or(*l, |s| l.capped_by(s.limits))))
+                    .collect::<Vec<_>>();
+                &capped[..]
+            }
+        };
         match (&self.store, &self.role) {
             (Store::PerBid(_), LimitsRole::Writer(writer)) => {
-                self.write_per_bid(&redis, writer, limits, now).await?;
+                self.write_per_bid(&redis, writer, written, now).await?;
             }
             (Store::Leased(leased), LimitsRole::Writer(_)) => {
-                leased.set_campaigns(limits.to_vec());
+                leased.set_campaigns(written.to_vec());
                 leased.write_limits_now().await;
             }
             _ => {}
@@ -234,15 +271,17 @@ impl Ledger {
         limits: &[(String, Limits)],
     ) -> Result<Vec<LimitsStatus>, Unavailable> {
         let redis = match &self.store {
-            Store::Memory(_) => {
-                // The file is the record: no versions, no conflicts.
+            Store::Memory(book) => {
+                // The book is the record: no versions, and no conflict unless a push's raise
+                // was held back.
+                let book = Self::book(book);
                 return Ok(limits
                     .iter()
                     .map(|(campaign, l)| LimitsStatus {
                         campaign: campaign.clone(),
                         local: *l,
                         ledger: Some(StoredLimits {
-                            limits: *l,
+                            limits: book.limits(campaign).unwrap_or(*l),
                             version: 0,
                             writer: String::new(),
                         }),

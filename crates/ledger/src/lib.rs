@@ -25,7 +25,7 @@ pub mod leased;
 pub mod redis;
 
 pub use book::{Balance, Book, CommitOutcome, DailyBalance, Refusal, ReleaseOutcome, SettleError};
-pub use front::{Ledger, NoticeError, ReserveError, Unavailable};
+pub use front::{Ledger, LimitsFrom, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use redis::{
     BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, Keys, LeaseClose, LeaseError, LeaseGrant,

@@ -2,6 +2,10 @@
 //! temporary directory; killed on drop. [`NatsServer::kill`] then [`NatsServer::restart`] bring
 //! it back on the same port with the same store, as a crash and a restart would.
 //!
+//! [`NatsServer::start_with_config`] adds server configuration (an `authorization` block: a
+//! token, users and passwords, NKey users), and [`publish_raw`] publishes as a hostile client
+//! would, with the protocol's own `CONNECT` and `PUB` over a bare TCP connection.
+//!
 //! A missing `nats-server` makes [`NatsServer::start`] panic with the command that installs
 //! it: tests that need NATS must fail, not pass by skipping.
 
@@ -21,6 +25,8 @@ pub struct NatsServer {
     /// The loopback port clients connect to.
     pub port: u16,
     store: TempDir,
+    /// Server configuration beside the store (`-c`), when given.
+    config: Option<String>,
 }
 
 impl NatsServer {
@@ -30,12 +36,22 @@ impl NatsServer {
     /// When `nats-server` is not on `PATH` (the message says how to install it), or when no
     /// server could be started after five ports.
     pub async fn start() -> NatsServer {
+        NatsServer::start_with_config("").await
+    }
+
+    /// [`NatsServer::start`] with `config` as the server's configuration file (the port,
+    /// address, JetStream and store still come from the command line).
+    ///
+    /// # Panics
+    /// As [`NatsServer::start`]; also when the server refuses the configuration.
+    pub async fn start_with_config(config: &str) -> NatsServer {
         let mut last = String::new();
         for _ in 0..5 {
             let mut server = NatsServer {
                 child: None,
                 port: free_port(),
                 store: TempDir::new("nats-store"),
+                config: (!config.is_empty()).then(|| config.to_owned()),
             };
             match server.launch().await {
                 Ok(()) => return server,
@@ -79,7 +95,12 @@ impl NatsServer {
     }
 
     async fn launch(&mut self) -> Result<(), String> {
-        let child = Command::new("nats-server")
+        let mut command = Command::new("nats-server");
+        if let Some(config) = &self.config {
+            let file = self.store.file("nats.conf", config);
+            command.arg("-c").arg(file);
+        }
+        let child = command
             .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string()])
             .arg("-sd")
             .arg(self.store.path())
@@ -119,6 +140,58 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Publishes `payload` to `subject` on the server at `port` as a bare client would: the
+/// greeting read, then `CONNECT` with `connect` (a JSON object: `{}` for no credentials,
+/// `{"auth_token": "..."}`...), `PUB` and `PING`. `Ok` once the server answered `PONG`;
+/// `Err` with the server's `-ERR` line (an authorization violation) or what went wrong.
+pub async fn publish_raw(
+    port: u16,
+    connect: &str,
+    subject: &str,
+    payload: &[u8],
+) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let io = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut wire = format!(
+            "CONNECT {{\"verbose\":false,\"pedantic\":false,\"protocol\":1{}}}\r\nPUB {subject} {}\r\n",
+            connect
+                .trim()
+                .strip_prefix('{')
+                .and_then(|c| c.strip_suffix('}'))
+                .filter(|c| !c.trim().is_empty())
+                .map(|c| format!(",{c}"))
+                .unwrap_or_default(),
+            payload.len()
+        )
+        .into_bytes();
+        wire.extend_from_slice(payload);
+        wire.extend_from_slice(b"\r\nPING\r\n");
+        s.write_all(&wire).await.map_err(|e| e.to_string())?;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = s.read(&mut buf).await.map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err(format!("closed: {}", String::from_utf8_lossy(&seen).trim()));
+            }
+            seen.extend_from_slice(buf.get(..n).unwrap_or_default());
+            let text = String::from_utf8_lossy(&seen);
+            if let Some(err) = text.lines().find(|l| l.starts_with("-ERR")) {
+                return Err(err.to_owned());
+            }
+            if text.lines().any(|l| l.starts_with("PONG")) {
+                return Ok(());
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), io)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 5 s".to_owned()))
 }
 
 /// Whether a server on `port` sends its `INFO` greeting within a second.
