@@ -146,8 +146,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
-use crate::ledger_record::{self, Detail, Subject};
-use records::LedgerEvent;
+use crate::ledger_record::{self, Subject};
 use units::Nanos;
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
@@ -188,20 +187,13 @@ async fn settle_notice(state: &State, kind: NoticeKind, query: &str) -> NoticeRe
     let price = match crate::notice::check(&checks, &parsed, now) {
         Ok(price) => price,
         Err(why) => {
-            let detail = Detail {
-                notice: Some(ledger_record::notice_name(kind)),
-                reason: Some(why.metric().label()),
-                ..Detail::default()
-            };
-            let event = LedgerEvent::NoticeRefused;
-            let subject = Subject::of(&parsed);
-            ledger_record::record(
+            ledger_record::refused(
                 &state.journal,
+                &state.refusal_samples,
                 &state.node,
-                event,
-                subject,
-                Nanos::ZERO,
-                detail,
+                kind,
+                &parsed,
+                why,
             );
             return NoticeResult::Refused(why);
         }

@@ -331,6 +331,7 @@ impl Bidder {
             notices_in_flight: std::sync::atomic::AtomicUsize::new(0),
             limits_pending: AtomicBool::new(limits_pending),
             limits_pushed: AtomicBool::new(false),
+            refusal_samples: crate::ledger_record::RefusalSamples::default(),
             limits_written_once: AtomicBool::new(!limits_pending),
             readiness: Arc::new(http_front::Readiness::new()),
             limits: ArcSwap::from_pointee(crate::limits_check::LimitsView::default()),

@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub(crate) id_seeds: std::sync::Mutex<StdRng>,
     /// Serializes reloads (the watcher and the admin call) so two never race to swap.
     pub(crate) reload_lock: tokio::sync::Mutex<()>,
+    /// Records of notices refused before the ledger: at most one a second per reason.
+    pub(crate) refusal_samples: crate::ledger_record::RefusalSamples,
     /// The ledger has not yet been told the limits of the campaigns in force.
     pub(crate) limits_pending: AtomicBool,
     /// The campaigns in force were pushed to the fleet: their limits never raise a budget the

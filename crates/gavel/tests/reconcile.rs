@@ -74,6 +74,7 @@ fn charge(auction: &str, bid: &str, nanos: i64) -> Record {
         notice: Some(Cow::Borrowed("win")),
         outcome: Some(Cow::Borrowed("charged")),
         reason: None,
+        suppressed: 0,
     })
 }
 

@@ -8,7 +8,8 @@ use crate::sink::{Line, Sink, SinkError};
 /// The sink of `records.sink`.
 #[derive(Debug)]
 pub enum AnySink {
-    File(FileSink),
+    /// Boxed: the file sink carries its configuration and buffers, the NATS sink a handle.
+    File(Box<FileSink>),
     Nats(NatsSink),
 }
 

@@ -39,6 +39,13 @@ pub struct Config {
     pub spill_dir: String,
     /// NATS sink: most bytes the spill may hold; past it records are dropped and counted.
     pub max_spill_mb: u64,
+    /// The most the records may hold: the file sink's files of this server and node (the
+    /// oldest completed ones removed first), or the NATS stream (`max_bytes`: it discards its
+    /// oldest messages).
+    pub max_total_mb: u64,
+    /// How long records are kept: a completed file last written longer ago is removed; the
+    /// NATS stream's `max_age`.
+    pub max_age_days: u64,
 }
 
 impl Default for Config {
@@ -53,14 +60,29 @@ impl Default for Config {
             nats_stream: "GAVEL_RECORDS".to_owned(),
             spill_dir: "records-spill".to_owned(),
             max_spill_mb: 1024,
+            max_total_mb: 10 * 1024,
+            max_age_days: 35,
         }
     }
 }
+
+/// Bounds on `max_total_mb` (up to 16 TiB) and `max_age_days` (up to ten years): every record
+/// directory and stream has both limits; none is unbounded.
+pub const MAX_TOTAL_MB: std::ops::RangeInclusive<u64> = 1..=16 * 1024 * 1024;
+pub const MAX_AGE_DAYS: std::ops::RangeInclusive<u64> = 1..=3650;
 
 /// Largest queue: each waiting record is a few KB, so this bounds the memory to a few GB.
 pub const MAX_QUEUE: usize = 1 << 20;
 
 impl Config {
+    /// What the file sink keeps.
+    pub fn retention(&self) -> crate::layout::Retention {
+        crate::layout::Retention {
+            max_total_bytes: self.max_total_mb.saturating_mul(1024 * 1024),
+            max_age: std::time::Duration::from_secs(self.max_age_days.saturating_mul(86_400)),
+        }
+    }
+
     /// Checks every key, naming the one at fault (`records.queue`...).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.queue == 0 || self.queue > MAX_QUEUE {
@@ -77,6 +99,27 @@ impl Config {
         }
         if self.max_file_age_s == 0 {
             return Err(invalid("records.max_file_age_s", "must be at least 1"));
+        }
+        if !MAX_TOTAL_MB.contains(&self.max_total_mb) {
+            return Err(invalid(
+                "records.max_total_mb",
+                format!("must be {}..={}", MAX_TOTAL_MB.start(), MAX_TOTAL_MB.end()),
+            ));
+        }
+        if self.max_total_mb < self.max_file_mb {
+            return Err(invalid(
+                "records.max_total_mb",
+                format!(
+                    "must be at least records.max_file_mb ({}): one file is kept whole",
+                    self.max_file_mb
+                ),
+            ));
+        }
+        if !MAX_AGE_DAYS.contains(&self.max_age_days) {
+            return Err(invalid(
+                "records.max_age_days",
+                format!("must be {}..={}", MAX_AGE_DAYS.start(), MAX_AGE_DAYS.end()),
+            ));
         }
         match self.sink {
             SinkKind::File if self.dir.is_empty() => {
@@ -142,6 +185,28 @@ mod tests {
                 Config {
                     sink: SinkKind::File,
                     dir: String::new(),
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.max_total_mb",
+                Config {
+                    max_total_mb: 0,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.max_total_mb",
+                Config {
+                    max_total_mb: 10,
+                    max_file_mb: 64,
+                    ..Config::default()
+                },
+            ),
+            (
+                "records.max_age_days",
+                Config {
+                    max_age_days: 0,
                     ..Config::default()
                 },
             ),

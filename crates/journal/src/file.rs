@@ -10,6 +10,12 @@
 //! to `{name}.gz.tmp`, `fsync`, rename to `{name}.gz`, `fsync` the directory, remove the plain
 //! file. A crash anywhere leaves the plain file (completed at the next start) or the whole
 //! `.gz`, never a torn `.gz` under the completed name.
+//!
+//! Retention (`records.max_total_mb`, `records.max_age_days`): after each completion, at start
+//! and once a minute, this server and node's oldest completed files are removed while its files
+//! hold more than the size, and any last written longer ago than the age; each removal is
+//! counted (`*_record_files_removed_total{reason}`) and logged. Other servers' and nodes' files
+//! are theirs to bound.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Write};
@@ -22,7 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use units::Timestamp;
 
-use crate::layout::{self, Limits};
+use crate::layout::{self, Kept, Limits, Removal, Retention};
 use crate::metrics::Metrics;
 use crate::sink::{Line, Sink, SinkError};
 
@@ -37,7 +43,11 @@ pub struct FileConfig {
     /// `{server}-{node}` ([`layout::prefix`]).
     pub prefix: String,
     pub limits: Limits,
+    pub retention: Retention,
 }
+
+/// How often retention runs while nothing completes (for the age).
+const RETENTION_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Rotating NDJSON files in one directory.
 #[derive(Debug)]
@@ -52,6 +62,8 @@ pub struct FileSink {
     /// The batch being written, reused.
     buf: Vec<u8>,
     metrics: Arc<Metrics>,
+    /// When retention last ran from `tick`.
+    retained_at: Instant,
 }
 
 /// The file being written.
@@ -85,6 +97,12 @@ impl FileSink {
             .await
             .map_err(|e| lost_task("completing leftover record files", &e))??;
         metrics.files_completed.add(leftovers);
+        let (dir, prefix, retention) =
+            (config.dir.clone(), config.prefix.clone(), config.retention);
+        let m = metrics.clone();
+        tokio::task::spawn_blocking(move || retain(&dir, &prefix, retention, 0, &m))
+            .await
+            .map_err(|e| lost_task("removing old record files", &e))?;
         Ok(FileSink {
             config,
             stamp: layout::stamp(Timestamp::now()),
@@ -93,6 +111,7 @@ impl FileSink {
             completing: Vec::new(),
             buf: Vec::new(),
             metrics,
+            retained_at: Instant::now(),
         })
     }
 
@@ -140,10 +159,17 @@ impl FileSink {
         }
     }
 
-    /// Completes the current file on the blocking pool; the next write opens a new one.
+    /// Completes the current file on the blocking pool, then applies retention; the next write
+    /// opens a new one.
     fn complete_current(&mut self) {
         if let Some(current) = self.current.take() {
             let metrics = self.metrics.clone();
+            let (dir, prefix, retention) = (
+                self.config.dir.clone(),
+                self.config.prefix.clone(),
+                self.config.retention,
+            );
+            self.retained_at = Instant::now();
             self.completing.push(tokio::task::spawn_blocking(move || {
                 let Current { path, file, .. } = current;
                 let done = file.sync_data().and_then(|()| {
@@ -151,7 +177,11 @@ impl FileSink {
                     complete(&path)
                 });
                 match done {
-                    Ok(()) => metrics.files_completed.inc(),
+                    Ok(()) => {
+                        metrics.files_completed.inc();
+                        // The next file holds nothing yet: the completed ones are the total.
+                        retain(&dir, &prefix, retention, 0, &metrics);
+                    }
                     Err(e) => tracing::warn!(
                         file = %path.display(),
                         error = %e,
@@ -249,6 +279,19 @@ impl Sink for FileSink {
     async fn tick(&mut self) -> Result<(), SinkError> {
         self.complete_if_old();
         self.completing.retain(|t| !t.is_finished());
+        if self.retained_at.elapsed() >= RETENTION_EVERY {
+            self.retained_at = Instant::now();
+            let (dir, prefix, retention) = (
+                self.config.dir.clone(),
+                self.config.prefix.clone(),
+                self.config.retention,
+            );
+            let current = self.current.as_ref().map_or(0, |c| c.len);
+            let metrics = self.metrics.clone();
+            self.completing.push(tokio::task::spawn_blocking(move || {
+                retain(&dir, &prefix, retention, current, &metrics);
+            }));
+        }
         Ok(())
     }
 
@@ -314,6 +357,61 @@ pub fn complete(plain: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()?;
     }
     std::fs::remove_file(plain)
+}
+
+/// Removes `prefix`'s completed files in `dir` that `retention` lets go (`current`: bytes of the
+/// file being written), counting and logging each. A file already gone (another removal ran
+/// at once) is not counted; a directory that cannot be read is logged and tried next time.
+fn retain(dir: &Path, prefix: &str, retention: Retention, current: u64, metrics: &Metrics) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "records: cannot list the record files to apply retention");
+            return;
+        }
+    };
+    let now = std::time::SystemTime::now();
+    let kept: Vec<Kept> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if !layout::is_completed_file_of(prefix, &name) {
+                return None;
+            }
+            let meta = entry.metadata().ok()?;
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .unwrap_or_default();
+            Some(Kept {
+                name,
+                bytes: meta.len(),
+                age,
+            })
+        })
+        .collect();
+    for (name, why) in retention.to_remove(&kept, current) {
+        let path = dir.join(&name);
+        let bytes = kept.iter().find(|k| k.name == name).map_or(0, |k| k.bytes);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                metrics.files_removed.inc(match why {
+                    Removal::Size => crate::metrics::RemovalReason::Size,
+                    Removal::Age => crate::metrics::RemovalReason::Age,
+                });
+                let limit = match why {
+                    Removal::Size => "records.max_total_mb",
+                    Removal::Age => "records.max_age_days",
+                };
+                tracing::warn!(file = %path.display(), bytes, "records: removed a completed record file, the oldest past {limit}");
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "records: could not remove an old record file")
+            }
+        }
+    }
 }
 
 /// Completes the plain files of `prefix` in `dir` and removes its torn temporaries; returns

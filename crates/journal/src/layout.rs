@@ -1,4 +1,5 @@
-//! The file sink's rules, pure: what a record file is called and when it is complete.
+//! The file sink's rules, pure: what a record file is called, when it is complete, and which
+//! completed files go when the directory is past its size or a file past its age.
 //!
 //! A file is `{server}-{node}-{start}-{seq}.ndjson`: `start` the UTC second its run began
 //! (`yyyymmddThhmmss`), `seq` six digits counting the run's files from 0. Names sort in the
@@ -119,9 +120,133 @@ impl Limits {
     }
 }
 
+/// Whether `name` is a completed record file of `prefix`'s (`{plain}.gz`).
+pub fn is_completed_file_of(prefix: &str, name: &str) -> bool {
+    name.strip_suffix(".gz")
+        .is_some_and(|plain| is_plain_file_of(prefix, plain))
+}
+
+/// What a server keeps of its own completed files (`records.max_total_mb`,
+/// `records.max_age_days`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// The most its files may hold together, the file being written included.
+    pub max_total_bytes: u64,
+    /// A completed file last written longer ago than this goes.
+    pub max_age: Duration,
+}
+
+/// A completed file, as the directory shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub name: String,
+    pub bytes: u64,
+    /// Since it was last written.
+    pub age: Duration,
+}
+
+/// Why a completed file was removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    Size,
+    Age,
+}
+
+impl Retention {
+    /// The completed files to remove, each with why: every file past the age, then the oldest
+    /// (by name, which is write order) until the rest and `current` (the file being written,
+    /// never removed) are within the size.
+    pub fn to_remove(&self, kept: &[Kept], current: u64) -> Vec<(String, Removal)> {
+        let mut files: Vec<&Kept> = kept.iter().collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut total = current.saturating_add(files.iter().map(|f| f.bytes).sum());
+        let mut out = Vec::new();
+        for f in files {
+            let why = if f.age > self.max_age {
+                Removal::Age
+            } else if total > self.max_total_bytes {
+                Removal::Size
+            } else {
+                continue;
+            };
+            total = total.saturating_sub(f.bytes);
+            out.push((f.name.clone(), why));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_oldest_go_first_past_the_size_and_any_past_the_age() {
+        let r = Retention {
+            max_total_bytes: 250,
+            max_age: Duration::from_secs(100),
+        };
+        let kept = |name: &str, bytes: u64, age: u64| Kept {
+            name: name.to_owned(),
+            bytes,
+            age: Duration::from_secs(age),
+        };
+        let files = [
+            kept("x-20250309T070504-000002.ndjson.gz", 100, 10),
+            kept("x-20250309T070504-000000.ndjson.gz", 100, 50),
+            kept("x-20250309T070504-000001.ndjson.gz", 100, 20),
+        ];
+        // 300 completed and 20 being written, 320 > 250: the oldest goes, 220 remain; with 60
+        // being written, 360: the two oldest go.
+        assert_eq!(
+            r.to_remove(&files, 20),
+            [(
+                "x-20250309T070504-000000.ndjson.gz".to_owned(),
+                Removal::Size
+            )]
+        );
+        assert_eq!(
+            r.to_remove(&files, 60),
+            [
+                (
+                    "x-20250309T070504-000000.ndjson.gz".to_owned(),
+                    Removal::Size
+                ),
+                (
+                    "x-20250309T070504-000001.ndjson.gz".to_owned(),
+                    Removal::Size
+                )
+            ]
+        );
+        let roomy = Retention {
+            max_total_bytes: 300,
+            ..r
+        };
+        assert!(roomy.to_remove(&files, 0).is_empty(), "within both limits");
+        let old = [
+            kept("x-20250309T070504-000000.ndjson.gz", 1, 101),
+            kept("x-20250309T070504-000001.ndjson.gz", 1, 5),
+        ];
+        assert_eq!(
+            r.to_remove(&old, 0),
+            [(
+                "x-20250309T070504-000000.ndjson.gz".to_owned(),
+                Removal::Age
+            )]
+        );
+        assert!(is_completed_file_of(
+            "x",
+            "x-20250309T070504-000000.ndjson.gz"
+        ));
+        assert!(!is_completed_file_of(
+            "x",
+            "x-20250309T070504-000000.ndjson"
+        ));
+        assert!(!is_completed_file_of(
+            "x",
+            "y-20250309T070504-000000.ndjson.gz"
+        ));
+    }
 
     #[test]
     fn names_sort_in_write_order_and_name_their_run() {

@@ -165,7 +165,7 @@ pub async fn start(
             };
             return Ok((journal, Writer { task: None }));
         }
-        SinkKind::File => AnySink::File(
+        SinkKind::File => AnySink::File(Box::new(
             FileSink::open(
                 FileConfig {
                     dir: PathBuf::from(&config.dir),
@@ -174,11 +174,12 @@ pub async fn start(
                         max_bytes: config.max_file_mb.saturating_mul(1024 * 1024),
                         max_age: Duration::from_secs(config.max_file_age_s),
                     },
+                    retention: config.retention(),
                 },
                 metrics.clone(),
             )
             .await?,
-        ),
+        )),
         SinkKind::Nats => {
             let subject = format!("gavel.records.{}", server.name());
             let sink = nats::NatsSink::connect(config, subject).await?;

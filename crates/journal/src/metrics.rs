@@ -22,6 +22,15 @@ telemetry::labelled_counters! {
     }
 }
 
+telemetry::labelled_counters! {
+    /// Why a completed record file was removed: past `records.max_total_mb` (the oldest first)
+    /// or `records.max_age_days`.
+    RemovalReason {
+        Size => "size",
+        Age => "age",
+    }
+}
+
 /// Every journal metric of one server.
 #[derive(Debug)]
 pub struct Metrics {
@@ -32,8 +41,10 @@ pub struct Metrics {
     /// Encoded bytes written (the newline between records not counted).
     pub bytes: Counter,
     pub files_completed: Counter,
-    /// NATS sink only: records spilled to disk while the server was away, replayed from the
-    /// spill since, and the bytes waiting in it (read from the sink when rendered).
+    /// File sink: completed files removed by retention.
+    pub files_removed: Counters<RemovalReason>,
+    /// Records spilled to disk while the NATS server was away, replayed from the spill since,
+    /// and the bytes waiting in it (read from the NATS sink when rendered; zero for others).
     pub spilled: Counter,
     pub replayed: Counter,
     pub spill_bytes: Gauge,
@@ -47,6 +58,7 @@ struct Names {
     queue_depth: &'static str,
     bytes: &'static str,
     files_completed: &'static str,
+    files_removed: &'static str,
     spilled: &'static str,
     replayed: &'static str,
     spill_bytes: &'static str,
@@ -58,6 +70,7 @@ const EXCHANGE: Names = Names {
     queue_depth: "gavel_exchange_records_queue_depth",
     bytes: "gavel_exchange_record_bytes_total",
     files_completed: "gavel_exchange_record_files_completed_total",
+    files_removed: "gavel_exchange_record_files_removed_total",
     spilled: "gavel_exchange_records_spilled_total",
     replayed: "gavel_exchange_records_replayed_total",
     spill_bytes: "gavel_exchange_records_spill_bytes",
@@ -69,6 +82,7 @@ const BIDDER: Names = Names {
     queue_depth: "gavel_bidder_records_queue_depth",
     bytes: "gavel_bidder_record_bytes_total",
     files_completed: "gavel_bidder_record_files_completed_total",
+    files_removed: "gavel_bidder_record_files_removed_total",
     spilled: "gavel_bidder_records_spilled_total",
     replayed: "gavel_bidder_records_replayed_total",
     spill_bytes: "gavel_bidder_records_spill_bytes",
@@ -96,6 +110,11 @@ impl Metrics {
                 n.files_completed,
                 "Record files completed (compressed, never written again).",
             ),
+            files_removed: Counters::new(
+                n.files_removed,
+                "Completed record files removed by retention: past records.max_total_mb (the oldest first) or records.max_age_days.",
+                "reason",
+            ),
             spilled: Counter::new(
                 n.spilled,
                 "Records spilled to disk while the NATS server was away or slow to acknowledge.",
@@ -122,21 +141,24 @@ impl Metrics {
             &self.queue_depth,
             &self.bytes,
             &self.files_completed,
+            &self.files_removed,
         ] {
             metric.render(out);
         }
+        // Rendered whatever the sink (zero but for NATS), so that alerts and dashboards find
+        // the same families on every server.
         if let Some(nats) = self.nats.get() {
             let stats = nats.stats();
             self.spilled.set(stats.spilled);
             self.replayed.set(stats.replayed);
             self.spill_bytes.set(stats.spill_bytes);
-            for metric in [
-                &self.spilled as &dyn Render,
-                &self.replayed,
-                &self.spill_bytes,
-            ] {
-                metric.render(out);
-            }
+        }
+        for metric in [
+            &self.spilled as &dyn Render,
+            &self.replayed,
+            &self.spill_bytes,
+        ] {
+            metric.render(out);
         }
     }
 }

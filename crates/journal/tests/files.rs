@@ -7,10 +7,10 @@ mod common;
 use std::io::Read;
 use std::time::Duration;
 
-use common::{auction, file_journal, files, ids_in, notice, wait_until};
+use common::{auction, file_journal, file_journal_keeping, files, ids_in, notice, wait_until};
 use flate2::read::GzDecoder;
-use journal::layout::Limits;
-use journal::metrics::DropReason;
+use journal::layout::{Limits, Retention};
+use journal::metrics::{DropReason, RemovalReason};
 use journal::{Config, Server, SinkKind};
 use testkit::TempDir;
 use tokio::time::Instant;
@@ -272,4 +272,106 @@ async fn an_off_journal_keeps_nothing_but_shows_its_metrics() {
     let mut off = String::new();
     journal::Journal::off().render(&mut off);
     assert!(off.is_empty());
+}
+
+#[tokio::test]
+async fn the_oldest_files_go_once_the_directory_is_past_its_size_and_others_are_left_alone() {
+    let dir = TempDir::new("journal-retention");
+    // Another node's file in the same directory: never this writer's to remove.
+    let other = dir.file("exchange-n2-20250309T070504-000000.ndjson.gz", "not ours");
+    let limits = Limits {
+        max_bytes: 16 * 1024,
+        max_age: Duration::from_secs(3600),
+    };
+    let retention = Retention {
+        max_total_bytes: 48 * 1024,
+        max_age: Duration::from_secs(3600),
+    };
+    let (journal, writer) = file_journal_keeping(&dir, limits, retention, 10_000).await;
+    for i in 0..2_000 {
+        journal.record(auction(&format!("a-{i}"), 10, 8));
+        if i % 50 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    assert_eq!(writer.shutdown(far()).await, 0);
+    let metrics = journal.metrics().unwrap();
+    assert_eq!(metrics.written.get(), 2_000);
+    let ours: Vec<_> = files(&dir, ".ndjson.gz")
+        .into_iter()
+        .filter(|p| p != &other)
+        .collect();
+    let total: u64 = ours
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let completed = metrics.files_completed.get();
+    let removed = metrics.files_removed.get(RemovalReason::Size);
+    assert!(completed > 20, "{completed} files completed");
+    assert_eq!(
+        ours.len() as u64,
+        completed - removed,
+        "every removal counted"
+    );
+    // The last completion's retention runs on the blocking pool after shutdown returns: the
+    // directory may hold one file more than the cap for a moment, never more.
+    wait_until("retention after the last file", || {
+        let now: u64 = files(&dir, ".ndjson.gz")
+            .iter()
+            .filter(|p| *p != &other)
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        now <= retention.max_total_bytes
+    })
+    .await;
+    assert!(
+        total <= retention.max_total_bytes + limits.max_bytes * 2,
+        "{total} bytes"
+    );
+    // What is left is the newest: the last record written is there, the first is not.
+    let left: Vec<_> = files(&dir, ".ndjson.gz")
+        .into_iter()
+        .filter(|p| p != &other)
+        .collect();
+    let mut ids = Vec::new();
+    journal::read::read_paths(&left, |r| ids.push(common::id_of(&r))).unwrap();
+    assert_eq!(ids.last().map(String::as_str), Some("a-1999"));
+    assert!(!ids.iter().any(|id| id == "a-0"));
+    assert!(other.exists(), "another node's file is left alone");
+    assert_eq!(metrics.files_removed.get(RemovalReason::Age), 0);
+}
+
+#[tokio::test]
+async fn files_past_their_age_go_at_start() {
+    let dir = TempDir::new("journal-age");
+    let limits = Limits {
+        max_bytes: 1024,
+        max_age: Duration::from_secs(3600),
+    };
+    let (journal, writer) = file_journal(&dir, limits, 1_000).await;
+    for i in 0..20 {
+        journal.record(auction(&format!("a-{i}"), 10, 8));
+    }
+    assert_eq!(writer.shutdown(far()).await, 0);
+    let before = files(&dir, ".ndjson.gz").len();
+    assert!(before > 2);
+    // Made ten days old; a run keeping seven days removes them all at its start.
+    let old = std::time::SystemTime::now() - Duration::from_secs(10 * 86_400);
+    for path in files(&dir, ".ndjson.gz") {
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let week = Retention {
+        max_total_bytes: u64::MAX,
+        max_age: Duration::from_secs(7 * 86_400),
+    };
+    let (journal, writer) = file_journal_keeping(&dir, limits, week, 1_000).await;
+    assert_eq!(writer.shutdown(far()).await, 0);
+    let metrics = journal.metrics().unwrap();
+    assert_eq!(metrics.files_removed.get(RemovalReason::Age), before as u64);
+    assert!(files(&dir, ".ndjson.gz").is_empty());
 }

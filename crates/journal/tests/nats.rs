@@ -246,3 +246,58 @@ async fn a_full_spill_drops_counts_and_says_so() {
     })
     .await;
 }
+
+/// The stream is made with the configured limits (`records.max_total_mb`, `max_age_days`,
+/// the oldest discarded); a stream that exists with other limits is kept as it is, and the
+/// difference is what the sink reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_is_bounded_by_size_and_age() {
+    bounded(async {
+        let server = NatsServer::start().await;
+        let spill = TempDir::new("nats-spill");
+        let config = Config {
+            max_total_mb: 5,
+            max_file_mb: 1,
+            max_age_days: 2,
+            ..config(&server.url(), &spill)
+        };
+        let mut sink = NatsSink::connect(&config, SUBJECT.to_owned())
+            .await
+            .expect("the sink starts");
+        sink.write(&lines(0..10)).await.expect("published");
+        let js = async_nats::jetstream::new(async_nats::connect(server.url()).await.unwrap());
+        let mut stream = js.get_stream(STREAM).await.unwrap();
+        let made = stream.info().await.unwrap().config.clone();
+        assert_eq!(made.max_bytes, 5 * 1024 * 1024);
+        assert_eq!(made.max_age, Duration::from_secs(2 * 86_400));
+        assert_eq!(
+            made.discard,
+            async_nats::jetstream::stream::DiscardPolicy::Old
+        );
+        let spec = journal::nats::StreamSpec {
+            name: STREAM.to_owned(),
+            max_bytes: 5 * 1024 * 1024,
+            max_age: Duration::from_secs(2 * 86_400),
+        };
+        assert_eq!(journal::nats::limits_differ(&spec, &made), None);
+        // A stream made by hand without limits: kept, and the difference named.
+        let unbounded = async_nats::jetstream::stream::Config {
+            name: "HANDMADE".to_owned(),
+            subjects: vec!["hand.>".to_owned()],
+            ..Default::default()
+        };
+        let hand = js
+            .create_stream(unbounded)
+            .await
+            .unwrap()
+            .cached_info()
+            .config
+            .clone();
+        let diff = journal::nats::limits_differ(&spec, &hand).unwrap_or_default();
+        assert!(
+            diff.contains("max_bytes unlimited") && diff.contains("max_age unlimited"),
+            "{diff}"
+        );
+    })
+    .await;
+}

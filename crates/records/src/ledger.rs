@@ -56,4 +56,9 @@ pub struct LedgerRecord {
     /// Why a reservation or notice was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Label>,
+    /// A sampled event (a notice refused before the ledger, which anyone can send): how many
+    /// more of the same `reason` were refused since the previous record of it, counted and not
+    /// recorded.
+    #[serde(default, skip_serializing_if = "crate::is_zero_u64")]
+    pub suppressed: u64,
 }

@@ -69,5 +69,9 @@ pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+pub(crate) fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests;

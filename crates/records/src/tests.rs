@@ -72,6 +72,7 @@ fn a_record_reads_back_as_written() {
             notice: Some(Cow::Borrowed("billing")),
             outcome: Some(Cow::Borrowed("charged")),
             reason: None,
+            suppressed: 0,
         }),
     ];
     for record in records {

@@ -28,7 +28,7 @@ use async_nats::jetstream::{self, context::Context};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-pub use publish::{DUPLICATE_WINDOW, SUBJECTS};
+pub use publish::{DUPLICATE_WINDOW, SUBJECTS, StreamSpec, limits_differ, stream_config};
 pub use read::{ReadStreamError, read_stream};
 pub use spill::SPILL_FILE;
 
@@ -70,7 +70,7 @@ struct Counters {
 #[derive(Debug)]
 struct Shared {
     js: Context,
-    stream: String,
+    stream: StreamSpec,
     subject: String,
     spill: Mutex<Spill>,
     /// Rings when lines are spilled, so the replayer looks at once.
@@ -130,6 +130,12 @@ impl NatsSink {
     /// replayed as soon as the server answers.
     pub async fn connect(config: &Config, subject: String) -> Result<NatsSink, SinkError> {
         check_names(&config.nats_stream, &subject)?;
+        let retention = config.retention();
+        let stream = StreamSpec {
+            name: config.nats_stream.clone(),
+            max_bytes: retention.max_total_bytes,
+            max_age: retention.max_age,
+        };
         let spill_dir = std::path::PathBuf::from(&config.spill_dir);
         let max_bytes = config.max_spill_mb.saturating_mul(1024 * 1024);
         let spill = blocking(move || Spill::open(&spill_dir, max_bytes))
@@ -155,7 +161,7 @@ impl NatsSink {
             .build(client);
         let shared = Arc::new(Shared {
             js,
-            stream: config.nats_stream.clone(),
+            stream,
             subject,
             spill: Mutex::new(spill),
             wake: Notify::new(),

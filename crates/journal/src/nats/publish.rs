@@ -25,21 +25,82 @@ pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 /// `max_ack_inflight` (5,000), whose permits are held until an ack is awaited.
 pub const WINDOW: usize = 1024;
 
-/// The stream's configuration: file storage, so records survive a server restart.
-pub fn stream_config(name: &str) -> StreamConfig {
+/// The stream a journal publishes to, and the limits it is created with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamSpec {
+    pub name: String,
+    /// `max_bytes`: past it the stream discards its oldest messages (`records.max_total_mb`).
+    pub max_bytes: u64,
+    /// `max_age` (`records.max_age_days`).
+    pub max_age: Duration,
+}
+
+/// The stream's configuration: file storage, so records survive a server restart, and both
+/// limits, so that nothing a flood sends grows it without a bound.
+pub fn stream_config(spec: &StreamSpec) -> StreamConfig {
     StreamConfig {
-        name: name.to_owned(),
+        name: spec.name.clone(),
         subjects: vec![SUBJECTS.to_owned()],
         storage: StorageType::File,
         duplicate_window: DUPLICATE_WINDOW,
+        max_bytes: i64::try_from(spec.max_bytes).unwrap_or(i64::MAX),
+        max_age: spec.max_age,
+        discard: async_nats::jetstream::stream::DiscardPolicy::Old,
         ..StreamConfig::default()
     }
 }
 
-/// Creates the stream `name` when missing (an existing one is used as it is).
-pub async fn ensure_stream(js: &Context, name: &str, within: Duration) -> Result<(), String> {
-    match tokio::time::timeout(within, js.get_or_create_stream(stream_config(name))).await {
-        Ok(Ok(_)) => Ok(()),
+/// How an existing stream's limits differ from `spec`'s, if they do (a stream made by hand, or
+/// by a node with other settings): what is said when it is found.
+pub fn limits_differ(spec: &StreamSpec, existing: &StreamConfig) -> Option<String> {
+    let want_bytes = i64::try_from(spec.max_bytes).unwrap_or(i64::MAX);
+    let shown = |bytes: i64| {
+        if bytes < 0 {
+            "unlimited".to_owned()
+        } else {
+            format!("{bytes} bytes")
+        }
+    };
+    let shown_age = |age: Duration| {
+        if age.is_zero() {
+            "unlimited".to_owned()
+        } else {
+            format!("{} s", age.as_secs())
+        }
+    };
+    let mut diffs = Vec::new();
+    if existing.max_bytes != want_bytes {
+        diffs.push(format!(
+            "max_bytes {} (records.max_total_mb wants {})",
+            shown(existing.max_bytes),
+            shown(want_bytes)
+        ));
+    }
+    if existing.max_age != spec.max_age {
+        diffs.push(format!(
+            "max_age {} (records.max_age_days wants {})",
+            shown_age(existing.max_age),
+            shown_age(spec.max_age)
+        ));
+    }
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
+/// Creates the stream when missing; an existing one is used as it is, and when its limits
+/// differ from `spec`'s that is logged (once per call: at start and after a reconnection).
+pub async fn ensure_stream(
+    js: &Context,
+    spec: &StreamSpec,
+    within: Duration,
+) -> Result<(), String> {
+    let name = &spec.name;
+    match tokio::time::timeout(within, js.get_or_create_stream(stream_config(spec))).await {
+        Ok(Ok(stream)) => {
+            if let Some(diff) = limits_differ(spec, &stream.cached_info().config) {
+                tracing::warn!(target: "journal", stream = %name, "the JetStream stream exists with other limits: {diff}; it keeps its own (change them with `nats stream edit`)");
+            }
+            Ok(())
+        }
         Ok(Err(e)) => Err(format!("cannot create the JetStream stream {name}: {e}")),
         Err(_) => Err(format!(
             "the JetStream stream {name} was not created within {within:?}"

@@ -162,12 +162,23 @@ pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// A journal over a file sink in `dir` with these limits, for the exchange on node `n1`.
 pub async fn file_journal(dir: &Path, limits: Limits, queue: usize) -> (Journal, Writer) {
+    file_journal_keeping(dir, limits, journal::Config::default().retention(), queue).await
+}
+
+/// [`file_journal`] keeping only what `retention` allows.
+pub async fn file_journal_keeping(
+    dir: &Path,
+    limits: Limits,
+    retention: layout::Retention,
+    queue: usize,
+) -> (Journal, Writer) {
     let metrics = Arc::new(Metrics::new(Server::Exchange));
     let sink = FileSink::open(
         FileConfig {
             dir: dir.to_path_buf(),
             prefix: layout::prefix("exchange", "n1"),
             limits,
+            retention,
         },
         metrics.clone(),
     )

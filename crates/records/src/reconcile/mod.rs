@@ -385,7 +385,8 @@ impl Reconciler {
             },
             LedgerEvent::NoticeRefused => {
                 let side = self.ledger_side.entry((node, campaign)).or_default();
-                side.notices_refused += 1;
+                // A sampled record stands for itself and those of its reason left out since.
+                side.notices_refused += 1 + l.suppressed;
                 if l.reason.as_deref() == Some("conflict") {
                     side.conflicts += 1;
                 }

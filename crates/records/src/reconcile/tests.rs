@@ -58,6 +58,7 @@ fn ledger(event: LedgerEvent, auction: &str, bid: &str, campaign: &str) -> Ledge
         notice: None,
         outcome: None,
         reason: None,
+        suppressed: 0,
     }
 }
 
