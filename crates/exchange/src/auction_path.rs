@@ -467,8 +467,8 @@ fn name_repairs(response: &mut Answer, paths: &[String]) {
 }
 
 /// Queues a winner's notices the exchange fires (`notice_plan`), and strips those nobody may.
-/// Returns who fires its charging notices (`nurl`, `burl`): `exchange`, `seller`, or `None`
-/// when it has neither.
+/// Returns who decides its charge (`NoticePlan::billing_by`): `exchange`, `seller`, or `None`
+/// when it has neither `nurl` nor `burl`.
 fn fire_notices(
     state: &State,
     seller: &Seller,
@@ -478,25 +478,17 @@ fn fire_notices(
     about: Option<NoticeAbout>,
 ) -> Option<&'static str> {
     let plan = notice_plan::plan(seller, state.config.config.notices.fire_nurl, fetched);
-    let mut billing_by = None;
+    let billing_by = plan.billing_by(w.bid.nurl.is_some(), w.bid.burl.is_some());
     for (firer, url, kind) in [
         (plan.nurl, &mut w.bid.nurl, NoticeKind::Win),
         (plan.burl, &mut w.bid.burl, NoticeKind::Billing),
         (plan.lurl, &mut w.bid.lurl, NoticeKind::Loss),
     ] {
-        let charging = kind != NoticeKind::Loss && url.is_some();
         match firer {
-            Firer::Seller => {
-                if charging && billing_by.is_none() {
-                    billing_by = Some("seller");
-                }
-            }
+            Firer::Seller => {}
             Firer::Nobody => *url = None,
             Firer::Exchange => {
                 if let Some(url) = url.take() {
-                    if charging {
-                        billing_by = Some("exchange");
-                    }
                     state
                         .notifier
                         .fire(kind, &url, &bidder.notices, about.clone());

@@ -24,6 +24,24 @@ pub struct NoticePlan {
     pub lurl: Firer,
 }
 
+impl NoticePlan {
+    /// Who decides whether a winner with these URLs is charged, as its record says
+    /// (`billing_by`): the firer of its billing notice when it has a `burl` (the seller, when
+    /// billing is on render), else of its win notice (a bidder without `burl` charges on the
+    /// win; a `nurl` called for the markup was called by the exchange); `None` with neither.
+    pub fn billing_by(&self, has_nurl: bool, has_burl: bool) -> Option<&'static str> {
+        let firer = match (has_burl, has_nurl) {
+            (true, _) => self.burl,
+            (false, true) => self.nurl,
+            (false, false) => return None,
+        };
+        Some(match firer {
+            Firer::Seller => "seller",
+            Firer::Exchange | Firer::Nobody => "exchange",
+        })
+    }
+}
+
 /// `fire_nurl` is `notices.fire_nurl`; `markup_fetched`: the exchange already called `nurl`
 /// to get the markup, which is the win notice.
 pub fn plan(seller: &Seller, fire_nurl: bool, markup_fetched: bool) -> NoticePlan {
@@ -58,6 +76,21 @@ mod tests {
         let mut s = Seller::anonymous(bill_on_win);
         s.fires_notices = fires_notices;
         s
+    }
+
+    #[test]
+    fn billing_is_by_whoever_fires_the_billing_notice() {
+        // Billing on render: the exchange fires the win notice, the seller the billing one.
+        let on_render = plan(&seller(false, false), true, false);
+        assert_eq!(on_render.billing_by(true, true), Some("seller"));
+        // Without a burl the win notice charges, and the exchange fires it.
+        assert_eq!(on_render.billing_by(true, false), Some("exchange"));
+        let on_win = plan(&seller(true, false), true, false);
+        assert_eq!(on_win.billing_by(true, true), Some("exchange"));
+        // The markup fetched from nurl: the exchange called the win notice.
+        let fetched = plan(&seller(false, false), true, true);
+        assert_eq!(fetched.billing_by(true, false), Some("exchange"));
+        assert_eq!(on_win.billing_by(false, false), None);
     }
 
     #[test]

@@ -149,3 +149,37 @@ async fn prebid_debug_is_honoured_only_from_a_trusted_seller() {
         }
     }
 }
+
+/// `billing_by` says who decides the charge, as the exchange decided it: the seller when it
+/// fires the billing notice on render (a bidder that bills on `burl`), the exchange when it
+/// fires the only charging notice (a bidder with a `nurl` and no `burl`).
+#[tokio::test]
+async fn billing_by_is_whoever_fires_the_billing_notice() {
+    let with_burl = ScriptedBidder::start(|r| {
+        bids(r, "billed", |imp| {
+            json!({"id": "b1", "impid": imp, "price": 3.0, "adm": "<div>ad</div>",
+                   "nurl": "http://127.0.0.1:9/win?p=${AUCTION_PRICE}",
+                   "burl": "http://127.0.0.1:9/bill?p=${AUCTION_PRICE}"})
+        })
+    })
+    .await;
+    let nurl_only = ScriptedBidder::start(|r| {
+        bids(r, "won", |imp| {
+            json!({"id": "n1", "impid": imp, "price": 3.0, "adm": "<div>ad</div>",
+                   "nurl": "http://127.0.0.1:9/win?p=${AUCTION_PRICE}"})
+        })
+    })
+    .await;
+    for (bidder, expected) in [(&with_burl, "seller"), (&nurl_only, "exchange")] {
+        let ex = exchange("", &[("dsp", bidder.endpoint())]).await;
+        let mut request = banner_request(0.5);
+        request["test"] = json!(1);
+        let (status, answer) = auction(ex.addr, &request).await;
+        assert_eq!(status, 200);
+        let answer = answer.unwrap();
+        assert_eq!(
+            answer["ext"]["debug"]["wins"][0]["billing_by"], expected,
+            "{answer}"
+        );
+    }
+}

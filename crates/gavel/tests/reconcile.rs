@@ -194,3 +194,102 @@ fn a_required_bidder_without_ledger_records_fails() {
         "{stdout}"
     );
 }
+
+/// What an old bidder wrote for a forged notice: the forger's auction and campaign, a clear
+/// screen and a fake verdict among them.
+fn forged_refusal() -> Record {
+    Record::Ledger(LedgerRecord {
+        v: VERSION,
+        event: LedgerEvent::NoticeRefused,
+        at_ms: 3,
+        node: "bidder-1".to_owned(),
+        reservation: Some("q\u{1b}]0;owned\u{7}".to_owned()),
+        auction: Some("zz".to_owned()),
+        imp: None,
+        campaign: Some("\u{1b}[2J\nverdict: ok".to_owned()),
+        amount_nanos: 0,
+        notice: Some(Cow::Borrowed("win")),
+        outcome: None,
+        reason: Some(Cow::Borrowed("bad_signature")),
+        suppressed: 0,
+    })
+}
+
+#[test]
+fn hostile_records_cannot_fool_the_report() {
+    let dir = TempDir::new("reconcile-hostile");
+    write_exchange(dir.path());
+    let ledger = vec![
+        charge("x1", "r1", 510_000),
+        charge("x2", "r2", 1_250_000),
+        forged_refusal(),
+    ];
+    std::fs::write(dir.join("bidder-0001.ndjson"), lines(&ledger)).unwrap();
+    let path = dir.path().to_str().unwrap();
+
+    // A planted escape and newline are printed as text: no ESC reaches the terminal, and the
+    // only verdict line is the real one.
+    let (code, stdout, stderr) = reconcile(&[path]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("\\x1b[2J\\nverdict: ok"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("verdict"))
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{stdout}");
+    assert!(verdicts[0].starts_with("verdict: FAILED"), "{stdout}");
+
+    // The same directory twice, and the bidder's file again beside it: the same books, the
+    // duplicates reported (the exchange's 7 records and the bidder's 3, then 3 more).
+    let bidder = dir.join("bidder-0001.ndjson");
+    let bidder = bidder.to_str().unwrap();
+    let (code2, twice, _) = reconcile(&[path, path, bidder]);
+    assert_eq!(code2, code);
+    assert!(
+        twice.starts_with(
+            "gavel reconcile: 10 records from 5 files (13 duplicate records dropped: the same record read again)\n"
+        ),
+        "{twice}"
+    );
+    let body = |s: &str| s.split_once('\n').map(|(_, rest)| rest.to_owned());
+    assert_eq!(body(&twice), body(&stdout), "no total changes");
+    assert!(!twice.contains("double_charge"), "{twice}");
+    let (_, json, _) = reconcile(&["--json", path, path]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["duplicates"], 10);
+
+    // Negative money and a version Gavel never wrote: refused by name, exit 2.
+    for (bad, named) in [
+        (
+            r#"{"kind":"ledger","v":1,"event":"commit","at_ms":1,"node":"n","reservation":"r9","auction":"x9","amount_nanos":-5}"#,
+            "amount_nanos is negative (-5)",
+        ),
+        (
+            r#"{"kind":"notice","v":0,"auction":"a","bidder":"b","notice":"win","outcome":"sent","at_ms":1}"#,
+            "record version 0 is not one Gavel writes",
+        ),
+    ] {
+        std::fs::write(dir.join("bidder-0002.ndjson"), format!("{bad}\n")).unwrap();
+        let (code, stdout, stderr) = reconcile(&[path]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("bidder-0002.ndjson line 1") && stderr.contains(named),
+            "{stderr}"
+        );
+    }
+    let mut a = auction("x8", "gavel-dsp", "r8", 1);
+    if let Record::Auction(a) = &mut a {
+        a.wins[0].charged_micros = -510_000;
+    }
+    std::fs::write(dir.join("bidder-0002.ndjson"), lines(&[a])).unwrap();
+    let (code, _, stderr) = reconcile(&[path]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("wins[0].charged_micros is negative (-510000)"),
+        "{stderr}"
+    );
+}

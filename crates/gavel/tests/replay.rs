@@ -261,6 +261,67 @@ dsp-b             USD          1.410000          3.300000         +1.890000
     assert_eq!(totals["revenue"][1]["name"], "pub");
     assert_eq!(totals["revenue"][1]["delta_micros"], 910_000);
     assert_eq!(totals["spend"][0]["delta_micros"], -980_000);
+    assert_eq!(totals["duplicates"], 0);
+
+    // The same directory three times: every total as once, the duplicates reported.
+    let (code, thrice, stderr) = gavel(&["replay", "--config", &new, records, records, records]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (dropped, rest) = thrice
+        .split_once("auctions: ")
+        .map(|(head, tail)| (head, format!("auctions: {tail}")))
+        .unwrap();
+    assert!(
+        dropped.ends_with("(16 duplicate records dropped: the same record read again)\n"),
+        "{thrice}"
+    );
+    assert_eq!(
+        rest,
+        expected
+            .split_once("auctions: ")
+            .map(|(_, t)| format!("auctions: {t}"))
+            .unwrap()
+    );
+    let (_, json, _) = gavel(&["replay", "--config", &new, "--json", records, records]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["totals"]["duplicates"], 8);
+    assert_eq!(json["totals"]["replayed"], 6);
+}
+
+#[test]
+fn fields_a_forger_chose_are_printed_escaped() {
+    let dir = TempDir::new("replay-escapes");
+    let files = TempDir::new("replay-escaped-records");
+    let x = auction(
+        "x\u{1b}[2J\nauctions: 0 replayed",
+        100_000,
+        vec![bid("dsp-a", "a\u{202e}1", 2_000_000, "won")],
+        Some(("dsp-a", "a\u{202e}1", "second_price", 110_000)),
+    );
+    let mut line = Vec::new();
+    records::to_line(&Record::Auction(Box::new(x)), &mut line).unwrap();
+    line.push(b'\n');
+    std::fs::write(files.join("exchange-1.ndjson"), line).unwrap();
+    let new = config(&dir, "new.toml", "0.05", None);
+    let (code, stdout, stderr) =
+        gavel(&["replay", "--config", &new, files.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout
+            .starts_with("x\\x1b[2J\\nauctions: 0 replayed imp 1 (seller pub): dsp-a/a\\u{202e}1"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{202e}'),
+        "{stdout:?}"
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("auctions: "))
+            .count(),
+        1,
+        "no forged totals line: {stdout}"
+    );
 }
 
 #[test]

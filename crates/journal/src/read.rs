@@ -1,12 +1,14 @@
 //! Reading records back from files: the NDJSON files the file sink writes, completed
 //! (`.ndjson.gz`) or current (`.ndjson`), and directories of them (read in name order, which
-//! is the order they were written).
+//! is the order they were written). A record met again (the same directory given twice, a
+//! file and its copy) is dropped and counted (`ReadStats::duplicates`, `records::identity`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
+use records::identity::Distinct;
 use records::{MAX_LINE_BYTES, Record, RecordError, from_line};
 use thiserror::Error;
 
@@ -32,7 +34,10 @@ pub enum ReadError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
     pub files: u64,
+    /// Records handed over, each once.
     pub records: u64,
+    /// Records met again and dropped.
+    pub duplicates: u64,
 }
 
 /// The record files under `paths`: each file as given, each directory's `*.ndjson` and
@@ -79,7 +84,16 @@ fn is_record_file(path: &Path) -> bool {
 /// Calls `each` with every record of `paths` (see [`record_files`]), in order. A line that is
 /// not a record stops the read with its file and line number: a billing record is never
 /// skipped silently. A last line cut short (the file being written) is not an error.
-pub fn read_paths(paths: &[PathBuf], mut each: impl FnMut(Record)) -> Result<ReadStats, ReadError> {
+pub fn read_paths(paths: &[PathBuf], each: impl FnMut(Record)) -> Result<ReadStats, ReadError> {
+    read_paths_with(paths, &mut Distinct::new(), each)
+}
+
+/// [`read_paths`], the records already seen in `seen` (another read, a stream) dropped too.
+pub fn read_paths_with(
+    paths: &[PathBuf],
+    seen: &mut Distinct,
+    mut each: impl FnMut(Record),
+) -> Result<ReadStats, ReadError> {
     let mut stats = ReadStats::default();
     for path in record_files(paths)? {
         let io = |source| ReadError::Io {
@@ -120,6 +134,10 @@ pub fn read_paths(paths: &[PathBuf], mut each: impl FnMut(Record)) -> Result<Rea
                 line: n,
                 source,
             })?;
+            if !seen.first(text) {
+                stats.duplicates += 1;
+                continue;
+            }
             stats.records += 1;
             each(record);
         }
@@ -172,7 +190,8 @@ mod tests {
             stats,
             ReadStats {
                 files: 2,
-                records: 2
+                records: 2,
+                duplicates: 0
             }
         );
         let _ = std::fs::remove_dir_all(&dir);
@@ -192,9 +211,14 @@ mod tests {
             stats,
             ReadStats {
                 files: 1,
-                records: 1
+                records: 1,
+                duplicates: 0
             }
         );
+        // The file given again beside its directory: its record is read once.
+        let twice = [dir.clone(), dir.join("r-0001.ndjson.gz")];
+        let stats = read_paths(&twice, |_| {}).unwrap();
+        assert_eq!((stats.records, stats.duplicates), (1, 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

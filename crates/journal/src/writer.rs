@@ -32,7 +32,8 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 /// When the writer is dropped without [`crate::Writer::shutdown`], how long it still drains.
 const DROPPED_GRACE: Duration = Duration::from_secs(10);
 
-/// Records as lines: the ids, and the lines' buffers reused from batch to batch.
+/// Records as lines, each stamped with its id (`records::identity`), the lines' buffers reused
+/// from batch to batch.
 #[derive(Debug)]
 pub struct Encoder {
     /// `{node}-{random hex}`: made at start, so ids never repeat across runs.
@@ -75,6 +76,9 @@ impl Encoder {
             }
             line.id.clear();
             let _ = write!(line.id, "{}-{}", self.instance, self.seq);
+            // The id goes in the line too (`rid`, last): a reader counts a record it meets
+            // twice (a file read twice, a copy, a replayed publish) once.
+            records::identity::stamp(&mut line.bytes, &line.id);
             self.seq += 1;
             n += 1;
         }

@@ -375,3 +375,36 @@ async fn files_past_their_age_go_at_start() {
     assert_eq!(metrics.files_removed.get(RemovalReason::Age), before as u64);
     assert!(files(&dir, ".ndjson.gz").is_empty());
 }
+
+#[tokio::test]
+async fn every_line_carries_its_own_record_id_and_a_copy_is_read_once() {
+    let dir = TempDir::new("journal-rid");
+    let limits = Limits {
+        max_bytes: 1024 * 1024,
+        max_age: Duration::from_secs(3600),
+    };
+    let (journal, writer) = file_journal(&dir, limits, 1_000).await;
+    for i in 0..50 {
+        journal.record(notice(&format!("a-{i}")));
+    }
+    assert_eq!(writer.shutdown(far()).await, 0);
+    let completed = files(&dir, ".ndjson.gz");
+    let mut text = String::new();
+    GzDecoder::new(std::fs::File::open(&completed[0]).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let ids: std::collections::HashSet<_> = text
+        .lines()
+        .map(|l| {
+            let (writer, seq) =
+                records::identity::rid(l.as_bytes()).unwrap_or_else(|| panic!("no rid: {l}"));
+            assert!(writer.starts_with("n1-"), "{writer}");
+            (writer.to_owned(), seq)
+        })
+        .collect();
+    assert_eq!(ids.len(), 50, "fifty records, fifty ids");
+    // A copy of the file beside it: each record read once, the copy's counted as duplicates.
+    std::fs::copy(&completed[0], dir.join("copy-exchange-n1.ndjson.gz")).unwrap();
+    let stats = journal::read::read_paths(&[dir.to_path_buf()], |_| {}).unwrap();
+    assert_eq!((stats.records, stats.duplicates), (50, 50));
+}

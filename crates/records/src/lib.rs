@@ -10,6 +10,8 @@
 //! | --- | --- |
 //! | versioned | every record carries `v` ([`VERSION`]); a reader refuses a newer version by name instead of misreading it |
 //! | one line each | one JSON object per line (NDJSON), at most [`MAX_LINE_BYTES`] |
+//! | one identity | the journal stamps each line with its id (`rid`, last), so readers count a record read twice once ([`identity`]) |
+//! | checked when read | a version Gavel writes, no negative money: refused naming the field |
 //! | money exact | prices are integer CPM micros (`*_micros`), ledger amounts integer nanos (`*_nanos`): one impression at CPM `p` micros costs `p` nanos |
 //! | no personal data | no user, device or buyer ids; the device IP cut to its network (/24, /56); so a record can be kept and shared for billing |
 //! | labels | outcomes and reasons are the labels the metrics use (`timeout`, `below_floor`, ...) |
@@ -19,10 +21,12 @@
 //! NATS JetStream) is the `journal` crate's job.
 
 mod auction;
+pub mod identity;
 mod ledger;
 mod line;
 mod notice;
 pub mod reconcile;
+pub mod terminal;
 
 pub use auction::{AuctionRecord, BidLine, Blocks, Call, DealSummary, ImpSummary, Inventory, Win};
 pub use ledger::{LedgerEvent, LedgerRecord};

@@ -116,6 +116,47 @@ fn a_newer_version_is_refused_by_name() {
 }
 
 #[test]
+fn version_zero_and_negative_money_are_refused_by_name() {
+    let notice = |v: i64, price: i64| {
+        format!(
+            r#"{{"kind":"notice","v":{v},"auction":"a","bidder":"b","notice":"win","outcome":"sent","at_ms":1,"price_micros":{price}}}"#
+        )
+    };
+    let err = from_line(notice(0, 1).as_bytes()).unwrap_err();
+    assert!(matches!(err, RecordError::UnknownVersion(0)), "{err}");
+    assert!(err.to_string().contains("version 0"), "{err}");
+    let err = from_line(notice(1, -5).as_bytes()).unwrap_err().to_string();
+    assert!(err.contains("price_micros is negative (-5)"), "{err}");
+    let ledger =
+        br#"{"kind":"ledger","v":1,"event":"commit","at_ms":1,"node":"n","amount_nanos":-1}"#;
+    let err = from_line(ledger).unwrap_err().to_string();
+    assert!(err.contains("amount_nanos is negative"), "{err}");
+    let mut a = auction();
+    a.wins[0].charged_micros = -510_000;
+    let mut line = Vec::new();
+    to_line(&Record::Auction(Box::new(a)), &mut line).unwrap();
+    let err = from_line(&line).unwrap_err().to_string();
+    assert!(
+        err.contains("wins[0].charged_micros is negative (-510000)"),
+        "{err}"
+    );
+    let mut a = auction();
+    a.imps[0].floor_micros = -1;
+    let mut line = Vec::new();
+    to_line(&Record::Auction(Box::new(a)), &mut line).unwrap();
+    let err = from_line(&line).unwrap_err().to_string();
+    assert!(err.contains("imps[0].floor_micros"), "{err}");
+    // A bid's own price may be anything a bidder sent: it is what was refused, not money.
+    let mut a = auction();
+    if let Some(bid) = a.bids.first_mut() {
+        bid.price_micros = -1;
+    }
+    let mut line = Vec::new();
+    to_line(&Record::Auction(Box::new(a)), &mut line).unwrap();
+    assert!(from_line(&line).is_ok());
+}
+
+#[test]
 fn a_line_too_long_or_not_a_record_is_refused() {
     let long = vec![b' '; MAX_LINE_BYTES + 1];
     assert!(matches!(from_line(&long), Err(RecordError::TooLong(_))));

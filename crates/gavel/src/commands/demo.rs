@@ -144,7 +144,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
 /// `gavel reconcile` over the demo's records: the exchange's books against the real bidder's.
 fn reconcile(dir: &std::path::Path) -> String {
-    let read = super::reconcile::reconcile_files(&[dir.to_owned()]);
+    let read = super::reconcile::reconcile_files(
+        &[dir.to_owned()],
+        &mut records::identity::Distinct::new(),
+    );
     match read {
         Ok((reconciler, stats)) => {
             let report = reconciler.finish(&records::reconcile::Tolerance::default());

@@ -8,11 +8,14 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use journal::read::{ReadError, ReadStats, read_paths};
+use journal::read::{ReadError, ReadStats, read_paths_with};
+use records::identity::Distinct;
 use records::reconcile::{
     BidderReport, Books, CampaignReport, MismatchCounts, NOTICE_KINDS, Reconciler, Report,
     Tolerance,
 };
+
+use records::terminal::{safe_lines, shown};
 
 use super::Exit;
 use crate::cli::ReconcileArgs;
@@ -25,19 +28,33 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
         unknown_auction_fails: args.fail_unknown_auctions,
     };
     let paths = args.paths;
-    let read = tokio::task::spawn_blocking(move || reconcile_files(&paths)).await?;
-    let (mut reconciler, mut stats) = match read {
+    let read = tokio::task::spawn_blocking(move || {
+        let mut seen = Distinct::new();
+        reconcile_files(&paths, &mut seen).map(|(r, s)| (r, s, seen))
+    })
+    .await?;
+    let (mut reconciler, mut stats, mut seen) = match read {
         Ok(read) => read,
         Err(e) => {
-            eprintln!("gavel reconcile: {e}");
+            eprintln!("gavel reconcile: {}", shown(&e.to_string()));
             return Err(Exit(2).into());
         }
     };
     if let Some(url) = &args.nats {
-        match journal::nats::read_stream(url, &args.stream, |r| reconciler.add(&r)).await {
-            Ok(read) => stats.records += read.records,
+        let read = journal::nats::read_stream_with(url, &args.stream, &mut seen, |r| {
+            reconciler.add(&r);
+        });
+        match read.await {
+            Ok(read) => {
+                stats.records += read.records;
+                stats.duplicates += read.duplicates;
+            }
             Err(e) => {
-                eprintln!("gavel reconcile: {url} stream {}: {e}", args.stream);
+                eprintln!(
+                    "gavel reconcile: {url} stream {}: {}",
+                    args.stream,
+                    shown(&e.to_string())
+                );
                 return Err(Exit(2).into());
             }
         }
@@ -51,18 +68,24 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
         let json = serde_json::json!({
             "files": stats.files,
             "records": stats.records,
+            "duplicates": stats.duplicates,
             "ok": failures.is_empty(),
             "failures": failures,
             "report": report,
         });
         format!("{}\n", serde_json::to_string_pretty(&json)?)
     } else {
-        format!(
-            "gavel reconcile: {} records from {} files\n{}",
+        let duplicates = match stats.duplicates {
+            0 => String::new(),
+            n => format!(" ({n} duplicate records dropped: the same record read again)"),
+        };
+        let text = format!(
+            "gavel reconcile: {} records from {} files{duplicates}\n{}",
             stats.records,
             stats.files,
             summary(&report)
-        )
+        );
+        safe_lines(&text).into_owned()
     };
     // Not println!: a reader that stopped reading stdout must not turn a verdict into a panic.
     let _ = std::io::stdout().write_all(text.as_bytes());
@@ -72,16 +95,21 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Every record of `paths` through a [`Reconciler`] (blocking file reads).
-pub fn reconcile_files(paths: &[PathBuf]) -> Result<(Reconciler, ReadStats), ReadError> {
+/// Every record of `paths` through a [`Reconciler`], each once (`seen`: records read before, and
+/// after, the ones read here; blocking file reads).
+pub fn reconcile_files(
+    paths: &[PathBuf],
+    seen: &mut Distinct,
+) -> Result<(Reconciler, ReadStats), ReadError> {
     let mut reconciler = Reconciler::new();
-    let stats = read_paths(paths, |record| reconciler.add(&record))?;
+    let stats = read_paths_with(paths, seen, |record| reconciler.add(&record))?;
     Ok((reconciler, stats))
 }
 
 /// The report as tables (per bidder, its campaigns under it, then campaigns no win joined),
 /// the mismatches listed, and the verdict line last. Amounts are currency units to the nano:
-/// a price told at CPM p micros is p nanos, so the two columns compare exactly.
+/// a price told at CPM p micros is p nanos, so the two columns compare exactly. Every name and
+/// id from the records is printed through `shown` (escaped): records hold what others sent.
 pub fn summary(report: &Report) -> String {
     let mut out = String::new();
     let seen = &report.seen;
@@ -124,15 +152,15 @@ pub fn summary(report: &Report) -> String {
             "  {:<16} {:<18} auction {} bid {}{}{}{}{}",
             m.kind.label(),
             m.kind.cause().unwrap_or(""),
-            m.auction,
-            m.bid,
+            shown(&m.auction),
+            shown(&m.bid),
             m.bidder
                 .as_deref()
-                .map(|b| format!(" bidder {b}"))
+                .map(|b| format!(" bidder {}", shown(b)))
                 .unwrap_or_default(),
             m.campaign
                 .as_deref()
-                .map(|c| format!(" campaign {c}"))
+                .map(|c| format!(" campaign {}", shown(c)))
                 .unwrap_or_default(),
             m.told_micros
                 .map(|t| format!(" told {}", money(t.into())))
@@ -155,7 +183,7 @@ fn bidder_rows(out: &mut String, b: &BidderReport) {
         let _ = writeln!(
             out,
             "{:<24} {:>8} {:>8} {:>9} {:>18} {:>18} {:>6} {:>7}  {}   (no ledger records: not audited)",
-            b.bidder,
+            shown(&b.bidder),
             b.books.won,
             "-",
             "-",
@@ -169,7 +197,7 @@ fn bidder_rows(out: &mut String, b: &BidderReport) {
     }
     books_row(
         out,
-        &b.bidder,
+        &shown(&b.bidder),
         &b.books,
         &b.mismatches,
         b.duplicates,
@@ -183,7 +211,7 @@ fn bidder_rows(out: &mut String, b: &BidderReport) {
 }
 
 fn campaign_row(out: &mut String, c: &CampaignReport) {
-    let name = format!("  {}", c.campaign);
+    let name = format!("  {}", shown(&c.campaign));
     books_row(
         out,
         &name,
@@ -245,11 +273,11 @@ pub fn verdict_line(report: &Report) -> String {
         Ok(()) => {
             let audited: Vec<&BidderReport> = report.bidders.iter().filter(|b| b.audited).collect();
             let charged: u64 = audited.iter().map(|b| b.books.charged).sum();
-            let unaudited: Vec<&str> = report
+            let unaudited: Vec<std::borrow::Cow<'_, str>> = report
                 .bidders
                 .iter()
                 .filter(|b| !b.audited)
-                .map(|b| b.bidder.as_str())
+                .map(|b| shown(&b.bidder))
                 .collect();
             let mut line = format!(
                 "verdict: ok: {} bidders audited, {charged} wins charged",
@@ -268,7 +296,10 @@ pub fn verdict_line(report: &Report) -> String {
             line
         }
         Err(failures) => {
-            let text: Vec<String> = failures.iter().map(ToString::to_string).collect();
+            let text: Vec<String> = failures
+                .iter()
+                .map(|f| shown(&f.to_string()).into_owned())
+                .collect();
             format!("verdict: FAILED: {}", text.join("; "))
         }
     }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use exchange::replay::{ImpChange, Money, ReplayRules, Replayed, Sold, Totals, replay};
+use records::terminal::{safe_lines, shown};
 use records::{AuctionRecord, Record};
 use serde::Serialize;
 
@@ -52,7 +53,7 @@ fn replay_all(
     };
     out.start();
     let mut totals = Totals::default();
-    journal::read::read_paths(paths, |record| {
+    let read = journal::read::read_paths(paths, |record| {
         let Record::Auction(record) = record else {
             return;
         };
@@ -62,7 +63,7 @@ fn replay_all(
         }
         totals.add(&record, &result);
     })?;
-    out.finish(&totals);
+    out.finish(&totals, read.duplicates);
     match out.failed {
         // A reader that went away (`| head`) is not our failure.
         Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
@@ -84,7 +85,14 @@ struct Output<W: Write> {
 }
 
 impl<W: Write> Output<W> {
+    /// Writes `text`; as text, through `safe_lines` last (every record field is already
+    /// `shown`, this is the guard for any that is not).
     fn write(&mut self, text: &str) {
+        let text = if self.json {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            safe_lines(text)
+        };
         if self.failed.is_none()
             && let Err(e) = self.to.write_all(text.as_bytes())
         {
@@ -123,11 +131,17 @@ impl<W: Write> Output<W> {
         self.shown += 1;
     }
 
-    fn finish(&mut self, totals: &Totals) {
+    fn finish(&mut self, totals: &Totals, duplicates: u64) {
         if self.json {
-            let json = serde_json::to_string(&JsonTotals::of(totals)).unwrap_or_default();
+            let json =
+                serde_json::to_string(&JsonTotals::of(totals, duplicates)).unwrap_or_default();
             self.write(&format!("\n],\"totals\":{json}}}\n"));
         } else {
+            if duplicates > 0 {
+                self.write(&format!(
+                    "({duplicates} duplicate records dropped: the same record read again)\n"
+                ));
+            }
             let hidden = totals.changed.saturating_sub(self.shown);
             if hidden > 0 {
                 self.write(&format!(
@@ -159,6 +173,8 @@ struct JsonChange<'a> {
 struct JsonTotals<'a> {
     replayed: u64,
     changed: u64,
+    /// Records met again in the input (the same directory given twice) and dropped.
+    duplicates: u64,
     skipped: &'a std::collections::BTreeMap<String, u64>,
     revenue: Vec<JsonMoney<'a>>,
     spend: Vec<JsonMoney<'a>>,
@@ -174,10 +190,11 @@ struct JsonMoney<'a> {
 }
 
 impl<'a> JsonTotals<'a> {
-    fn of(totals: &'a Totals) -> JsonTotals<'a> {
+    fn of(totals: &'a Totals, duplicates: u64) -> JsonTotals<'a> {
         JsonTotals {
             replayed: totals.replayed,
             changed: totals.changed,
+            duplicates,
             skipped: &totals.skipped,
             revenue: rows(&totals.revenue).map(JsonMoney::of).collect(),
             spend: rows(&totals.spend).map(JsonMoney::of).collect(),
@@ -211,9 +228,9 @@ fn rows(table: &exchange::replay::Table) -> impl Iterator<Item = (&str, &str, &M
 fn diff_line(record: &AuctionRecord, change: &ImpChange) -> String {
     format!(
         "{} imp {} (seller {}): {} -> {} ({})",
-        record.id,
-        change.imp,
-        record.seller,
+        shown(&record.id),
+        shown(&change.imp),
+        shown(&record.seller),
         sold(change.before.as_ref()),
         sold(change.after.as_ref()),
         signed(change.delta_micros()),
@@ -224,9 +241,9 @@ fn sold(sold: Option<&Sold>) -> String {
     match sold {
         Some(s) => format!(
             "{}/{} {} {}",
-            s.bidder,
-            s.bid,
-            s.rule,
+            shown(&s.bidder),
+            shown(&s.bid),
+            shown(&s.rule),
             decimal(s.cleared_micros)
         ),
         None => "unsold".to_owned(),
@@ -245,7 +262,7 @@ fn totals_text(totals: &Totals) -> String {
         let why: Vec<String> = totals
             .skipped
             .iter()
-            .map(|(reason, n)| format!("{reason}: {n}"))
+            .map(|(reason, n)| format!("{}: {n}", shown(reason)))
             .collect();
         text.push_str(&format!(" ({})", why.join(", ")));
     }
@@ -255,7 +272,7 @@ fn totals_text(totals: &Totals) -> String {
         ("spend per bidder", &totals.spend),
     ] {
         let width = rows(table)
-            .map(|(_, name, _)| name.len())
+            .map(|(_, name, _)| shown(name).len())
             .chain([title.len()])
             .max()
             .unwrap_or(0);
@@ -264,6 +281,7 @@ fn totals_text(totals: &Totals) -> String {
             "before", "after", "delta"
         ));
         for (currency, name, money) in rows(table) {
+            let (name, currency) = (shown(name), shown(currency));
             text.push_str(&format!(
                 "{name:<width$}  {currency:<3}  {:>16}  {:>16}  {:>16}\n",
                 decimal(money.before_micros),

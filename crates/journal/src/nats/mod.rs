@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 pub use publish::{DUPLICATE_WINDOW, SUBJECTS, StreamSpec, limits_differ, stream_config};
-pub use read::{ReadStreamError, read_stream};
+pub use read::{ReadStreamError, read_stream, read_stream_with};
 pub use spill::SPILL_FILE;
 
 use crate::config::Config;

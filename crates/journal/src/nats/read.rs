@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use futures_util::StreamExt;
+use records::identity::Distinct;
 use records::{Record, RecordError, from_line};
 use thiserror::Error;
 
@@ -30,13 +31,24 @@ pub enum ReadStreamError {
     },
 }
 
-/// Calls `each` with every record of the stream `stream` on the server at `url`, in stream
-/// order, from the first message to the last one stored when the call began. A message that
-/// is not a record stops the read, naming its sequence: a billing record is never skipped
-/// silently. `ReadStats::files` is 0; `records` counts the records read.
+/// [`read_stream_with`] on its own: each record once.
 pub async fn read_stream(
     url: &str,
     stream: &str,
+    each: impl FnMut(Record),
+) -> Result<ReadStats, ReadStreamError> {
+    read_stream_with(url, stream, &mut Distinct::new(), each).await
+}
+
+/// Calls `each` with every record of the stream `stream` on the server at `url`, in stream
+/// order, from the first message to the last one stored when the call began. A message that
+/// is not a record stops the read, naming its sequence: a billing record is never skipped
+/// silently. A record already in `seen` (read from files, or stored twice) is dropped and
+/// counted in `duplicates`. `ReadStats::files` is 0; `records` counts the records handed over.
+pub async fn read_stream_with(
+    url: &str,
+    stream: &str,
+    seen: &mut Distinct,
     mut each: impl FnMut(Record),
 ) -> Result<ReadStats, ReadStreamError> {
     let fail = |reason: String| ReadStreamError::Stream {
@@ -101,8 +113,13 @@ pub async fn read_stream(
             sequence,
             source,
         })?;
-        stats.records += 1;
-        each(record);
+        // A publish stored twice (its replay came after the duplicate window) is one record.
+        if seen.first(&message.payload) {
+            stats.records += 1;
+            each(record);
+        } else {
+            stats.duplicates += 1;
+        }
         if sequence >= last {
             return Ok(stats);
         }
