@@ -79,12 +79,19 @@ pub(crate) async fn handle(
         (&Method::POST, "/admin/reload") => reload(state, &caller).await,
         (_, "/admin/reload") => method_not_allowed("POST"),
         (&Method::POST, "/admin/ledger/open") => {
-            let after_loss = req.uri().query().is_some_and(|q| {
-                openrtb::query::query_pairs(q)
-                    .iter()
-                    .any(|(k, v)| k == "after_loss" && v == "true")
-            });
-            open_ledger(state, &caller, after_loss).await
+            let flag = |name: &str| {
+                req.uri().query().is_some_and(|q| {
+                    openrtb::query::query_pairs(q)
+                        .iter()
+                        .any(|(k, v)| k == name && v == "true")
+                })
+            };
+            let rule = if flag("no_marker") {
+                crate::ledger_open::MarkerRule::Waived
+            } else {
+                crate::ledger_open::MarkerRule::Required
+            };
+            open_ledger(state, &caller, flag("after_loss"), rule).await
         }
         (_, "/admin/ledger/open") => method_not_allowed("POST"),
         _ => json_error(
@@ -97,16 +104,27 @@ pub(crate) async fn handle(
 /// The Prometheus page, served on the admin listener.
 /// Why the bidder should get no traffic now, or `None`: draining; or a Redis ledger it cannot
 /// spend from (never opened, its marker gone, or lost since: `ledger_missing`), or that has not
-/// yet been told the campaigns' limits once. The in-memory ledger is always usable.
+/// yet been told the campaigns' limits once; or, for a limits writer, campaigns whose record
+/// the open ledger lost (deleted or evicted), named: the ledger is there, their budgets are
+/// not. The in-memory ledger is always usable.
 pub(crate) fn not_ready(state: &State) -> Option<String> {
     state.readiness.not_ready(|| {
         if state.ledger.ledger_missing() {
-            Some("ledger missing")
-        } else if !state.limits_written_once.load(Relaxed) {
-            Some("campaign limits not yet written to the ledger")
-        } else {
-            None
+            return Some("ledger missing".to_owned());
         }
+        if !state.limits_written_once.load(Relaxed) {
+            return Some("campaign limits not yet written to the ledger".to_owned());
+        }
+        let view = state.limits.load();
+        // A writer wrote every campaign of its file: one the ledger does not hold now lost its
+        // record (a follower's missing campaigns only wait for their writer).
+        let writes = state.ledger.limits_role().writer().is_some() && state.ledger.redis().is_some();
+        (writes && !view.missing.is_empty()).then(|| {
+            format!(
+                "campaign {} not in the ledger (its record was deleted or evicted; the ledger is open): docs/bidder.md, \"A campaign's record lost\"",
+                crate::limits_check::LimitsView::named(&view.missing)
+            )
+        })
     })
 }
 
@@ -380,15 +398,17 @@ async fn reload(state: &State, caller: &http_front::Caller) -> Response<Full<Byt
     json_response(status, body.to_string())
 }
 
-/// `POST /admin/ledger/open[?after_loss=true]`: opens the ledger in Redis, creating it if
-/// Redis holds none and nothing says one lived there, or the operator says its data was lost
-/// (`ledger_open`). Every instance sharing the Redis adopts it (lease mode within one report
+/// `POST /admin/ledger/open[?after_loss=true][&no_marker=true]`: opens the ledger in Redis,
+/// creating it if Redis holds none and nothing says one lived there, or the operator says its
+/// data was lost (`ledger_open`); creating needs this host's marker writable unless
+/// `no_marker`. Every instance sharing the Redis adopts it (lease mode within one report
 /// interval, per-bid mode at its next control tick) and writes its campaigns' limits again,
 /// from zero spend unless their figures were restored first. Audited, refusals included.
 async fn open_ledger(
     state: &State,
     caller: &http_front::Caller,
     after_loss: bool,
+    rule: crate::ledger_open::MarkerRule,
 ) -> Response<Full<Bytes>> {
     let Some(redis) = state.ledger.redis() else {
         return json_error(
@@ -396,10 +416,13 @@ async fn open_ledger(
             "ledger.backend is memory: there is no shared ledger to open",
         );
     };
-    let before =
-        json!({ "ledger_missing": state.ledger.ledger_missing(), "after_loss": after_loss });
+    let before = json!({
+        "ledger_missing": state.ledger.ledger_missing(),
+        "after_loss": after_loss,
+        "no_marker": rule == crate::ledger_open::MarkerRule::Waived,
+    });
     let result =
-        crate::ledger_open::open_or_create(&redis, state.marker.as_ref(), after_loss).await;
+        crate::ledger_open::open_or_create(&redis, state.marker.as_ref(), after_loss, rule).await;
     if result.is_ok() {
         // Per-bid mode writes its limits on the next control tick.
         state.limits_pending.store(true, Relaxed);
@@ -413,9 +436,10 @@ async fn open_ledger(
         .audit(caller, "POST /admin/ledger/open", &before, &after);
     match result {
         Ok(_) => json_response(StatusCode::OK, after.to_string()),
-        Err(e @ crate::ledger_open::OpenRefused::Evidence(_)) => {
-            json_error(StatusCode::CONFLICT, &e.to_string())
-        }
+        Err(
+            e @ (crate::ledger_open::OpenRefused::Evidence(_)
+            | crate::ledger_open::OpenRefused::NoMarker(_)),
+        ) => json_error(StatusCode::CONFLICT, &e.to_string()),
         Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
 }

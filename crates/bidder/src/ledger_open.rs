@@ -102,21 +102,7 @@ pub(crate) fn marker_of(config: &BidderConfig) -> Option<Marker> {
 /// leaves no evidence on this host. `None` when it can, or in memory mode. Writes and removes
 /// a probe file.
 pub fn state_dir_problem(config: &BidderConfig) -> Option<String> {
-    let dir = config.ledger.state_dir.as_deref();
-    marker_of(config)?;
-    let dir = dir?;
-    let probe = dir.join(format!(".gavel-probe-{}", std::process::id()));
-    match std::fs::write(&probe, b"probe") {
-        Ok(()) => {
-            let _ = std::fs::remove_file(&probe);
-            None
-        }
-        Err(e) => Some(format!(
-            "ledger.state_dir {} is not writable ({e}): if Redis loses its data, nothing on this \
-             host will say a ledger lived there; set it to a persistent, writable directory",
-            dir.display()
-        )),
-    }
+    marker_of(config)?.problem()
 }
 
 /// A handle on the Redis ledger the configuration names, and the marker that goes with it.
@@ -202,6 +188,25 @@ impl Marker {
         &self.path
     }
 
+    /// Why this marker could not be written now (its directory missing or not writable), or
+    /// `None`. Writes and removes a probe file beside it.
+    pub fn problem(&self) -> Option<String> {
+        let dir = self.path.parent()?;
+        let probe = dir.join(format!(".gavel-probe-{}", std::process::id()));
+        match std::fs::write(&probe, b"probe") {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&probe);
+                None
+            }
+            Err(e) => Some(format!(
+                "ledger.state_dir {} is not writable ({e}): if Redis loses its data, nothing on \
+                 this host will say a ledger lived there; set it to a persistent, writable \
+                 directory",
+                dir.display()
+            )),
+        }
+    }
+
     /// What the marker file says: `Ok(None)` only when there is none; a file that cannot be
     /// read or is not a marker of this ledger is `Err` (evidence all the same: something was
     /// written there).
@@ -245,7 +250,20 @@ impl Marker {
             .path
             .with_extension(format!("json.{}.new", std::process::id()));
         let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
-        std::fs::write(&aside, format!("{text}\n"))?;
+        // Readable by its owner only: it says which ledger lives where.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let written = options.open(&aside).and_then(|mut file| {
+            use std::io::Write as _;
+            file.write_all(format!("{text}\n").as_bytes())?;
+            file.sync_all()
+        });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&aside);
+            return Err(e);
+        }
         std::fs::rename(&aside, &self.path)
     }
 }
@@ -333,17 +351,40 @@ pub enum OpenRefused {
         .0.describe()
     )]
     Evidence(Evidence),
+    #[error(
+        "the ledger marker cannot be written: {0}. Without it, a later loss of Redis's data \
+         leaves no evidence on this host and a second `create` would reopen every budget; fix \
+         ledger.state_dir, or pass --no-marker (?no_marker=true) to create it without one"
+    )]
+    NoMarker(String),
+    #[error(
+        "ledger {ledger} was created, but its marker could not be written ({reason}): fix \
+         ledger.state_dir; the next start of a bidder writes it"
+    )]
+    MarkerNotWritten { ledger: String, reason: String },
     #[error("redis: {0}")]
     Redis(#[from] LedgerError),
 }
 
+/// Whether creating a ledger needs its marker written on this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerRule {
+    /// Refused when the marker cannot be written (the default).
+    Required,
+    /// The operator said to create it without one (`--no-marker`).
+    Waived,
+}
+
 /// Opens the ledger in `redis`, creating it only when Redis holds none and there is no
 /// evidence one lived there, or the operator says it was lost (`after_loss`). Records the id in
-/// `marker`. The caller audits.
+/// `marker`; creating needs that marker writable unless `rule` waives it (a ledger created with
+/// no marker leaves nothing on this host to stop a second `create` after a loss). The caller
+/// audits.
 pub async fn open_or_create(
     redis: &RedisLedger,
     marker: Option<&Marker>,
     after_loss: bool,
+    rule: MarkerRule,
 ) -> Result<Opened, OpenRefused> {
     if let Some(id) = redis.open_ledger(false).await? {
         remember(marker, &id);
@@ -353,15 +394,32 @@ pub async fn open_or_create(
     if evidence.any() && !after_loss {
         return Err(OpenRefused::Evidence(evidence));
     }
+    if rule == MarkerRule::Required {
+        let problem = match marker {
+            None => Some("no ledger.state_dir is set".to_owned()),
+            Some(m) => m.problem(),
+        };
+        if let Some(problem) = problem {
+            return Err(OpenRefused::NoMarker(problem));
+        }
+    }
     let id = redis
         .open_ledger(true)
         .await?
         .ok_or_else(|| LedgerError::Protocol("open_ledger created nothing".to_owned()))?;
-    remember(marker, &id);
-    Ok(Opened::Created {
-        ledger: id,
-        evidence,
-    })
+    match (rule, marker.map(|m| m.write(&id))) {
+        (MarkerRule::Required, Some(Err(e))) => Err(OpenRefused::MarkerNotWritten {
+            ledger: id,
+            reason: e.to_string(),
+        }),
+        _ => {
+            remember(marker, &id);
+            Ok(Opened::Created {
+                ledger: id,
+                evidence,
+            })
+        }
+    }
 }
 
 /// Writes the marker; a marker that cannot be written costs evidence, not service: logged.
@@ -408,21 +466,31 @@ pub async fn status(config: &BidderConfig) -> Result<LedgerState, String> {
 
 /// `gavel ledger create`: [`open_or_create`] for the Redis a configuration names, audited in
 /// its `security.audit_log` (and the log) as `who`.
-pub async fn create(config: &BidderConfig, after_loss: bool, who: &str) -> Result<Opened, String> {
+pub async fn create(
+    config: &BidderConfig,
+    after_loss: bool,
+    rule: MarkerRule,
+    who: &str,
+) -> Result<Opened, String> {
     if !config.ledger.backend.is_redis() {
         return Err("ledger.backend is memory: there is no shared ledger to create".to_owned());
     }
     let admin = http_front::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;
     let (redis, url, marker) = redis_handle(config)?;
-    let result = open_or_create(&redis, marker.as_ref(), after_loss).await;
-    let before = serde_json::json!({ "redis": url.to_string(), "after_loss": after_loss });
+    let result = open_or_create(&redis, marker.as_ref(), after_loss, rule).await;
+    let before = serde_json::json!({
+        "redis": url.to_string(),
+        "after_loss": after_loss,
+        "no_marker": rule == MarkerRule::Waived,
+    });
     let after = match &result {
         Ok(opened) => serde_json::to_value(opened).unwrap_or_default(),
         Err(e) => serde_json::json!({ "refused": e.to_string() }),
     };
     if matches!(
         result,
-        Ok(Opened::Created { .. }) | Err(OpenRefused::Evidence(_))
+        Ok(Opened::Created { .. })
+            | Err(OpenRefused::Evidence(_) | OpenRefused::MarkerNotWritten { .. })
     ) {
         let caller = http_front::Caller {
             who: who.to_owned(),

@@ -34,9 +34,14 @@ async fn ledger_status_and_create_work_against_a_cluster() {
     let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
     let before = bidder::ledger_open::status(&config).await.unwrap();
     assert_eq!(before.ledger, None);
-    let opened = bidder::ledger_open::create(&config, false, "test")
-        .await
-        .unwrap();
+    let opened = bidder::ledger_open::create(
+        &config,
+        false,
+        bidder::ledger_open::MarkerRule::Required,
+        "test",
+    )
+    .await
+    .unwrap();
     let bidder::ledger_open::Opened::Created { ledger, .. } = opened else {
         panic!("not created: {opened:?}");
     };
@@ -49,7 +54,7 @@ async fn ledger_status_and_create_work_against_a_cluster() {
     }
     // Creating again finds it.
     assert!(matches!(
-        bidder::ledger_open::create(&config, false, "test").await.unwrap(),
+        bidder::ledger_open::create(&config, false, bidder::ledger_open::MarkerRule::Required, "test").await.unwrap(),
         bidder::ledger_open::Opened::Existing { ledger: l } if l == ledger
     ));
 }
@@ -107,9 +112,14 @@ async fn a_ledger_is_created_on_a_cluster_over_tls_with_the_ca_file() {
     std::fs::write(dir.join("c.json"), "[]").unwrap();
     std::fs::write(dir.join("bidder.toml"), text).unwrap();
     let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
-    let opened = bidder::ledger_open::create(&config, false, "test")
-        .await
-        .unwrap();
+    let opened = bidder::ledger_open::create(
+        &config,
+        false,
+        bidder::ledger_open::MarkerRule::Required,
+        "test",
+    )
+    .await
+    .unwrap();
     assert!(matches!(
         opened,
         bidder::ledger_open::Opened::Created { .. }

@@ -128,7 +128,13 @@ async fn a_redis_without_a_ledger_gets_no_bids_until_an_operator_opens_one() {
         let (status, _) = b.post_bid(&banner_request("q0", 300, 250, 0.5)).await;
         assert_eq!(status, 204, "{mode}");
         let metrics = b.metrics_page().await;
-        assert!(metrics.contains("gavel_bidder_ledger_missing 1"), "{mode}");
+        // The sample line: the metric's HELP text also begins "gavel_bidder_ledger_missing 1".
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l == "gavel_bidder_ledger_missing 1"),
+            "{mode}"
+        );
         assert!(
             redis.raw("EXISTS gavel:{c}c:c").await.starts_with(":0"),
             "{mode}"

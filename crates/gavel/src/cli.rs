@@ -227,6 +227,11 @@ pub enum LedgerAction {
         /// Every campaign starts again from zero spend.
         #[arg(long)]
         after_loss: bool,
+        /// Create it even though this host cannot write the ledger's marker
+        /// (`ledger.state_dir`): a later loss of Redis's data then leaves no evidence here, and
+        /// only the keys left in Redis can stop a second `create` from reopening every budget.
+        #[arg(long)]
+        no_marker: bool,
     },
     /// Whether the Redis a bidder configuration names holds a ledger, and if not, the evidence
     /// that one lived there. Exits 0 when a ledger is open, 1 otherwise.

@@ -54,9 +54,10 @@ async fn bid_and_win(b: &BidderProcess) -> Option<u16> {
     Some(testkit::http::notice(b.addr, &target).await.0)
 }
 
+/// The sample line itself: the metric's HELP text also begins with its name and "1".
 async fn ledger_missing(b: &BidderProcess) -> bool {
     let (_, page) = call(b.admin, "GET", "/metrics", "").await;
-    page.contains("gavel_bidder_ledger_missing 1")
+    page.lines().any(|l| l == "gavel_bidder_ledger_missing 1")
 }
 
 async fn one_mode(mode: &str) {
@@ -205,4 +206,103 @@ fn yesterdays_create_if_missing_is_refused_with_what_to_do() {
         "campaigns = \"campaigns.json\"\nsecurity.sign_notices = false\n[ledger]\ncreate_if_missing = false\n",
     );
     assert!(bidder::BidderConfig::load(&harmless).is_ok());
+}
+
+/// A bidder configuration on `redis` whose marker lives in `state_dir`.
+fn config_with_state_dir(
+    dir: &TempDir,
+    redis: &RedisServer,
+    state_dir: &Path,
+) -> std::path::PathBuf {
+    dir.file(
+        "campaigns.json",
+        r#"[{"id": "c", "budget": {"total": 10}, "bid": {"cpm": 2}, "pacing": "asap",
+            "creatives": [{"id": "cr", "w": 300, "h": 250, "adm": "<div>ad</div>", "adomain": ["a.example"]}]}]"#,
+    );
+    dir.file(
+        "bidder.toml",
+        &format!(
+            "campaigns = \"campaigns.json\"\nnode = \"n1\"\n{}security.audit_log = \"audit.log\"\n\
+             [ledger]\nbackend = \"redis\"\nredis_mode = \"per-bid\"\nredis_url = \"redis://{}\"\n\
+             redis_timeout_ms = 500\nstate_dir = \"{}\"\n[pacing]\ncontrol_interval_ms = 100\n",
+            testkit::secrets::security_toml(dir.path()),
+            redis.addr(),
+            state_dir.display()
+        ),
+    )
+}
+
+/// Issue 45: with a state_dir it cannot write, `create` warned and created the ledger with no
+/// marker; after a FLUSHDB a second `create` reopened every budget. Now it refuses, unless the
+/// operator passes --no-marker; the marker it writes is the owner's alone.
+#[test]
+fn create_refuses_without_a_marker_unless_told_and_the_marker_is_private() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let redis = rt.block_on(RedisServer::start());
+    let dir = TempDir::new("ledger-marker-refused");
+    // A path under a regular file: no user, root included, can make a directory there.
+    let blocked = dir.file("not-a-dir", "x").join("state");
+    let config = config_with_state_dir(&dir, &redis, &blocked);
+    let (ok, out) = ledger(&["create"], &config);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("the ledger marker cannot be written") && out.contains("--no-marker"),
+        "{out}"
+    );
+    assert_eq!(
+        rt.block_on(redis.raw("DBSIZE")).trim(),
+        ":0",
+        "nothing created in Redis"
+    );
+    let (ok, out) = ledger(&["create", "--no-marker"], &config);
+    assert!(ok, "{out}");
+    assert!(out.contains("created ledger"), "{out}");
+
+    // A writable state_dir: the marker is written 0600.
+    let good = TempDir::new("ledger-marker-private");
+    let redis2 = rt.block_on(RedisServer::start());
+    let config = config_with_state_dir(&good, &redis2, good.path());
+    let (ok, out) = ledger(&["create"], &config);
+    assert!(ok, "{out}");
+    let marker = std::fs::read_dir(good.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("gavel-ledger-"))
+        .unwrap_or_else(|| panic!("no marker in {}", good.path().display()));
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        marker.metadata().unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // After a loss, the marker stops a second create.
+    assert!(rt.block_on(redis2.raw("FLUSHALL")).starts_with("+OK"));
+    let (ok, out) = ledger(&["create"], &config);
+    assert!(!ok && out.contains("marker records ledger"), "{out}");
+}
+
+/// One campaign's record deleted while the ledger is open: readiness names the campaign, not
+/// the ledger, and `gavel ledger status` still finds the ledger open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_campaign_record_is_named_by_readiness() {
+    let redis = RedisServer::start().await;
+    let dir = TempDir::new("ledger-campaign-gone");
+    let config = config_with_state_dir(&dir, &redis, dir.path());
+    let (ok, out) = tokio::task::block_in_place(|| ledger(&["create"], &config));
+    assert!(ok, "{out}");
+    let b = tokio::task::block_in_place(|| BidderProcess::start(&config));
+    testkit::time::eventually(Duration::from_secs(20), "ready", || async {
+        call(b.admin, "GET", "/readyz", "").await.0 == 200
+    })
+    .await;
+    assert!(redis.raw("DEL gavel:{c}c:c").await.starts_with(":1"));
+    testkit::time::eventually(Duration::from_secs(20), "the campaign named", || async {
+        let (status, body) = call(b.admin, "GET", "/readyz", "").await;
+        status == 503 && body.contains("campaign c not in the ledger")
+    })
+    .await;
+    let (_, said) = call(b.admin, "GET", "/readyz", "").await;
+    assert!(!said.contains("ledger missing"), "{said}");
+    assert!(!ledger_missing(&b).await);
+    let (ok, out) = tokio::task::block_in_place(|| ledger(&["status"], &config));
+    assert!(ok && out.contains("is open"), "{out}");
 }

@@ -136,9 +136,14 @@ async fn start_fleet() -> Fleet {
         ),
     );
     let config = bidder::BidderConfig::load(&bidder_toml).unwrap();
-    bidder::ledger_open::create(&config, false, "test")
-        .await
-        .unwrap();
+    bidder::ledger_open::create(
+        &config,
+        false,
+        bidder::ledger_open::MarkerRule::Required,
+        "test",
+    )
+    .await
+    .unwrap();
     let records = |name: &str| journal::Config {
         sink: journal::SinkKind::File,
         dir: dir.join(name).display().to_string(),

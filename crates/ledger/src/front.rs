@@ -362,6 +362,9 @@ impl Ledger {
                     }
                     // Another writer's change stands; the status shows it.
                     Ok(Err(_)) => {}
+                    // That campaign's record is gone (the status shows it missing); the others
+                    // are written.
+                    Err(LedgerError::CampaignGone(_)) => {}
                     Err(e) => failed = failed.or(Some(e)),
                 }
             }

@@ -105,11 +105,18 @@ async fn an_evicted_campaign_is_not_re_created_with_zero_spend() {
     };
     redis.set_limits("c", c, Timestamp::now()).await.unwrap();
     // Evicted (allkeys-lru under memory pressure): the hash is gone, its name still listed.
+    // The ledger is open: the refusal names the campaign, and the handle does not take the
+    // whole ledger for lost.
     assert!(server.raw("DEL gavel:{c}c:c").await.starts_with(":1"));
     assert_eq!(
         redis.set_limits("c", c, Timestamp::now()).await,
-        Err(ledger::LedgerError::NoLedger)
+        Err(ledger::LedgerError::CampaignGone("c".to_owned()))
     );
+    assert!(
+        !redis.ledger_missing(),
+        "one campaign gone is not the ledger gone"
+    );
+    assert!(redis.stored_limits(&["c"]).await.unwrap()[0].is_none());
 }
 
 #[tokio::test]

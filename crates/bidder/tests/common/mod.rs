@@ -77,9 +77,14 @@ impl TestBidder {
         std::fs::write(dir.join("bidder.toml"), &text).unwrap();
         let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
         if create_ledger && config.ledger.backend.is_redis() {
-            bidder::ledger_open::create(&config, false, "test")
-                .await
-                .unwrap_or_else(|e| panic!("creating the ledger: {e}"));
+            bidder::ledger_open::create(
+                &config,
+                false,
+                bidder::ledger_open::MarkerRule::Required,
+                "test",
+            )
+            .await
+            .unwrap_or_else(|e| panic!("creating the ledger: {e}"));
         }
         let bidder = bidder::Bidder::start(config).await.unwrap();
         bidder.watch();

@@ -7,10 +7,19 @@ use crate::cli::{LedgerAction, LedgerArgs};
 
 pub async fn run(args: LedgerArgs) -> anyhow::Result<()> {
     match args.action {
-        LedgerAction::Create { config, after_loss } => {
+        LedgerAction::Create {
+            config,
+            after_loss,
+            no_marker,
+        } => {
             let loaded = bidder::BidderConfig::load(&config)
                 .with_context(|| format!("{} refused", config.display()))?;
-            match bidder::ledger_open::create(&loaded, after_loss, &who()).await {
+            let rule = if no_marker {
+                bidder::ledger_open::MarkerRule::Waived
+            } else {
+                bidder::ledger_open::MarkerRule::Required
+            };
+            match bidder::ledger_open::create(&loaded, after_loss, rule, &who()).await {
                 Ok(bidder::ledger_open::Opened::Existing { ledger }) => {
                     println!("ledger {ledger} already exists; nothing created");
                     Ok(())

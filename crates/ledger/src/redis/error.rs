@@ -24,6 +24,12 @@ pub enum LedgerError {
     /// re-created: the instance stops bidding until an operator opens the ledger again.
     #[error("redis holds no Gavel ledger here (data lost, or never created)")]
     NoLedger,
+    /// The ledger is open and lists this campaign, but its record is gone (deleted, or
+    /// evicted by a `maxmemory` policy): it is not re-created, which would reopen its budget.
+    #[error(
+        "campaign {0:?} is listed in the ledger but its record is gone (deleted or evicted); it is not re-created, which would reopen its budget"
+    )]
+    CampaignGone(String),
     /// No complete answer within the caller's deadline.
     #[error("redis call timed out")]
     Timeout,
@@ -47,6 +53,7 @@ impl LedgerError {
             LedgerError::Unavailable(_) => "unavailable",
             LedgerError::Refused(_) => "refused",
             LedgerError::NoLedger => "no_ledger",
+            LedgerError::CampaignGone(_) => "campaign_gone",
             LedgerError::Timeout => "timeout",
             LedgerError::Protocol(_) => "protocol",
             LedgerError::NoCampaign => "no_campaign",

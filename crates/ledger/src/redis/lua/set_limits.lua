@@ -7,6 +7,7 @@
 -- Limits equal to the stored ones change nothing, whatever the base: { 'ok', version, 0 }.
 -- A write: { 'ok', version + 1, 1 }. A stale base writes nothing and answers what is stored:
 -- { 'Conflict', version, writer, total, daily } (all '' but the version for a missing campaign).
+-- A campaign the ledger lists whose record is gone: { 'CampaignGone' }, nothing written.
 -- Limits are stored as configured; the budget in force (see load_campaign) never drops below
 -- what is already spent or reserved.
 local c = ARGV[2]
@@ -15,9 +16,10 @@ local writer, base = ARGV[7], ARGV[8]
 if not ledger_ok(ARGV[6]) then return { 'NoLedger' } end
 local C = load_campaign(c, day)
 if not C then
-  -- Listed but gone: evicted. Re-creating it would reopen its budget.
+  -- Listed but gone: deleted or evicted. Re-creating it would reopen its budget; the ledger
+  -- itself is still open, so this names the campaign, not the ledger.
   if ARGV[6] and ARGV[6] ~= '' and redis.call('HEXISTS', CAMPAIGNS, c) == 1 then
-    return { 'NoLedger' }
+    return { 'CampaignGone' }
   end
 end
 local meta = redis.call('HMGET', ckey(c), 'version', 'writer')

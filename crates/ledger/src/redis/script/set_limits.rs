@@ -122,6 +122,7 @@ impl LedgerScript for SetLimits {
             })),
             "Conflict" => Ok(Err(conflict(&self.0.campaign, &items)?)),
             "NoLedger" => Err(LedgerError::NoLedger),
+            "CampaignGone" => Err(LedgerError::CampaignGone(self.0.campaign.clone())),
             other => Err(unexpected(Self::NAME, other)),
         }
     }
