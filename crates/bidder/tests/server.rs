@@ -283,3 +283,34 @@ async fn framing_a_proxy_might_read_otherwise_is_refused_on_both_ports() {
     testkit::http::assert_strict_framing(b.addr, "/notice/win").await;
     testkit::http::assert_strict_framing(b.admin_addr, "/admin/reload").await;
 }
+
+/// An exchange with `gzip = true` for this bidder sends its bid requests gzipped: they are
+/// inflated and bid on; a coding the bidder does not read is 415.
+#[tokio::test]
+async fn a_gzip_bid_request_is_bid_on_and_another_coding_refused() {
+    let b = TestBidder::start(
+        &format!("[{}]", campaign_json("c1", 100.0, 2.0, "asap")),
+        "",
+    )
+    .await;
+    let body = banner_request("gz-1", 300, 250, 0.1);
+    let send = |coding: &'static str, body: Vec<u8>| async move {
+        let mut wire = format!(
+            "POST {} HTTP/1.1\r\nHost: b\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            bidder::BID_PATH,
+            body.len()
+        )
+        .into_bytes();
+        wire.extend_from_slice(&body);
+        testkit::http::raw(b.addr, &wire, Duration::from_secs(5))
+            .await
+            .0
+    };
+    let gzipped = upstream::gzip::compress(body.as_bytes()).unwrap().to_vec();
+    let answer = send("gzip", gzipped).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"id\":\"gz-1\""), "{answer}");
+    let answer = send("br", body.into_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 415"), "{answer}");
+}

@@ -141,6 +141,20 @@ async fn cache_put(
                     &format!("body exceeds the limit of {limit} bytes"),
                 );
             }
+            Err(http_front::BodyError::InflatesTooLarge { limit }) => {
+                return answer::refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("the gzip body inflates past the limit of {limit} bytes"),
+                );
+            }
+            Err(http_front::BodyError::UnsupportedEncoding(coding)) => {
+                return answer::refuse(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    &format!(
+                        "Content-Encoding {coding:?} is not supported; send the body plain or gzip"
+                    ),
+                );
+            }
             Err(http_front::BodyError::Timeout) => {
                 return answer::refuse(StatusCode::REQUEST_TIMEOUT, "body not received in time");
             }

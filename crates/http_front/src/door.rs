@@ -23,9 +23,10 @@ use crate::{Body, BodyError, read_body, shed_answer};
 /// Why the door answered a request itself, for the server's request counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
-    /// The body is larger than the limit (413).
+    /// The body, or its gzip inflated, is larger than the limit (413).
     TooLarge,
-    /// The body could not be read: broken framing, or not in time (400 or 408).
+    /// The body could not be read: broken framing, not gzip, a coding other than gzip, or not
+    /// in time (400, 415 or 408).
     BadBody,
     /// The admission gate refused it (an immediate no-bid).
     Shed,
@@ -73,8 +74,12 @@ impl Door {
             Ok(body) => body,
             Err(e) => {
                 refused(match e {
-                    BodyError::TooLarge { .. } => Refused::TooLarge,
-                    BodyError::Read(_) | BodyError::Timeout => Refused::BadBody,
+                    BodyError::TooLarge { .. } | BodyError::InflatesTooLarge { .. } => {
+                        Refused::TooLarge
+                    }
+                    BodyError::Read(_) | BodyError::Timeout | BodyError::UnsupportedEncoding(_) => {
+                        Refused::BadBody
+                    }
                 });
                 return e.response();
             }

@@ -136,20 +136,41 @@ pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
 pub enum BodyError {
     /// Larger than the limit (announced or read).
     TooLarge { limit: usize },
-    /// The connection failed or the framing was broken.
+    /// A gzip body that inflates past the limit (a zip bomb, or just too large).
+    InflatesTooLarge { limit: usize },
+    /// A `Content-Encoding` other than gzip or identity, or several.
+    UnsupportedEncoding(String),
+    /// The connection failed, the framing was broken, or a gzip body is not gzip.
     Read(String),
     /// Not complete within the read timeout.
     Timeout,
 }
 
 impl BodyError {
-    /// The answer: 413, 400 or 408, naming the problem.
+    /// The answer: 413, 415, 400 or 408, naming the problem.
     pub fn response(&self) -> Response<Body> {
         match self {
             BodyError::TooLarge { limit } => json_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &format!("body exceeds the limit of {limit} bytes"),
             ),
+            BodyError::InflatesTooLarge { limit } => json_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the gzip body inflates past the limit of {limit} bytes"),
+            ),
+            BodyError::UnsupportedEncoding(coding) => {
+                let mut r = json_error(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    &format!(
+                        "Content-Encoding {coding:?} is not supported; send the body plain or gzip"
+                    ),
+                );
+                r.headers_mut().insert(
+                    header::ACCEPT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+                r
+            }
             BodyError::Read(e) => json_error(
                 StatusCode::BAD_REQUEST,
                 &format!("reading the body failed: {e}"),
@@ -161,8 +182,66 @@ impl BodyError {
     }
 }
 
-/// Reads a request body of at most `limit` bytes within `timeout`.
+/// How a request body is encoded: plain, or gzip (what exchanges and Prebid send to save
+/// bandwidth). Anything else, or several codings, is refused (415) before a byte is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    Identity,
+    Gzip,
+}
+
+/// The request's `Content-Encoding`; its value named when it is not one we read. Longest
+/// value quoted back to the caller.
+fn coding(headers: &http::HeaderMap) -> Result<Coding, BodyError> {
+    const MAX_SHOWN: usize = 64;
+    let all = headers.get_all(header::CONTENT_ENCODING);
+    let mut values = all.iter();
+    let Some(value) = values.next() else {
+        return Ok(Coding::Identity);
+    };
+    let several = values.next().is_some();
+    let text = value.to_str().unwrap_or("?").trim();
+    let shown = || {
+        let mut s: String = text.chars().take(MAX_SHOWN).collect();
+        if several {
+            s.push_str(", ...");
+        }
+        s
+    };
+    if several {
+        return Err(BodyError::UnsupportedEncoding(shown()));
+    }
+    if text.is_empty() || text.eq_ignore_ascii_case("identity") {
+        Ok(Coding::Identity)
+    } else if text.eq_ignore_ascii_case("gzip") || text.eq_ignore_ascii_case("x-gzip") {
+        Ok(Coding::Gzip)
+    } else {
+        Err(BodyError::UnsupportedEncoding(shown()))
+    }
+}
+
+/// Reads a request body of at most `limit` bytes within `timeout`; a gzip body
+/// (`Content-Encoding: gzip`) is inflated, and must inflate to at most `limit` bytes too.
 pub async fn read_body(
+    req: Request<Incoming>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, BodyError> {
+    let coding = coding(req.headers())?;
+    let raw = read_raw(req, limit, timeout).await?;
+    match coding {
+        Coding::Identity => Ok(raw),
+        Coding::Gzip => upstream::gzip::inflate(&raw, limit)
+            .map(Bytes::from)
+            .map_err(|e| match e {
+                upstream::gzip::InflateError::TooLarge(_) => BodyError::InflatesTooLarge { limit },
+                other => BodyError::Read(other.to_string()),
+            }),
+    }
+}
+
+/// The body as sent, at most `limit` bytes, within `timeout`.
+async fn read_raw(
     req: Request<Incoming>,
     limit: usize,
     timeout: Duration,
