@@ -302,6 +302,11 @@ async fn a_killed_primary_fails_over_and_no_campaign_overspends() {
             .unwrap();
     }
     let (victim, port) = campaigns.first().cloned().unwrap();
+    // Replication is asynchronous: without this, the replica may not yet hold the reservation
+    // when its primary dies, and the commit below finds none (a loss this test is not about;
+    // gavel/tests/fleet_faults.rs bounds those). It failed so in a clean clone's run.
+    let acked = cluster.raw(port, &["WAIT", "1", "5000"]).await;
+    assert!(acked.starts_with(":1"), "the replica acknowledged: {acked}");
     let promoted = cluster.kill_master(port).await;
     assert_ne!(promoted, port);
     // After the failover every campaign answers again, the victim's on the promoted replica.
