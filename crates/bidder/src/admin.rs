@@ -423,8 +423,12 @@ async fn open_ledger(
     });
     let result =
         crate::ledger_open::open_or_create(&redis, state.marker.as_ref(), after_loss, rule).await;
-    if result.is_ok() {
-        // Per-bid mode writes its limits on the next control tick.
+    if matches!(
+        result,
+        Ok(_) | Err(crate::ledger_open::OpenRefused::MarkerNotWritten { .. })
+    ) {
+        // A ledger is open (even one whose marker was not written): per-bid mode writes its
+        // limits on the next control tick.
         state.limits_pending.store(true, Relaxed);
     }
     let after = match &result {

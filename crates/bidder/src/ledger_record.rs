@@ -6,7 +6,16 @@
 //! (`gavel_bidder_notices_refused_total{reason}`) and recorded at most once a second per
 //! reason ([`RefusalSamples`]), the record saying how many it stands for (`suppressed`), and
 //! holding only what the notice's token vouched for: nothing but the reason when the token did
-//! not verify, so a forger chooses no byte of what is kept.
+//! not verify (or notices are not signed), so a forger chooses no byte of what is kept.
+//!
+//! A valid notice URL replayed (a seller firing its `burl` a million times) settles as a
+//! duplicate or a refusal at the ledger: the first of each (reservation, event, outcome) is
+//! recorded, repeats are counted only ([`RefusalSamples::first_time`], a bounded set). Without
+//! signed notices nothing about such a refusal is verified: it is sampled like the others.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
 
 use http_front::log_limit::LogLimit;
 use journal::Journal;
@@ -37,10 +46,18 @@ impl<'a> Subject<'a> {
     }
 }
 
-/// Records of notices refused before the ledger: at most one a second per reason.
+/// Repeats remembered before the set starts again: a few MB at most.
+const MAX_REMEMBERED: usize = 65_536;
+
+/// What bounds the records anyone holding or forging a notice URL can cause.
 #[derive(Debug)]
 pub(crate) struct RefusalSamples {
+    /// Notices refused before the ledger: at most one record a second per reason.
     per_reason: Vec<LogLimit>,
+    /// Refusals at the ledger of unsigned notices: at most one a second per outcome.
+    per_outcome: Vec<LogLimit>,
+    /// (reservation, event, outcome) already recorded as a duplicate or a refusal.
+    recorded: Mutex<HashSet<u64>>,
 }
 
 impl Default for RefusalSamples {
@@ -50,6 +67,11 @@ impl Default for RefusalSamples {
                 .iter()
                 .map(|_| LogLimit::new(1))
                 .collect(),
+            per_outcome: NoticeOutcome::ALL
+                .iter()
+                .map(|_| LogLimit::new(1))
+                .collect(),
+            recorded: Mutex::default(),
         }
     }
 }
@@ -60,19 +82,105 @@ impl RefusalSamples {
     pub(crate) fn admit(&self, reason: NoticeRefusal, second: u64) -> Option<u64> {
         self.per_reason.get(reason as usize)?.admit(second)
     }
+
+    /// The same for a refusal at the ledger, by its outcome.
+    fn admit_outcome(&self, outcome: NoticeOutcome, second: u64) -> Option<u64> {
+        self.per_outcome.get(outcome as usize)?.admit(second)
+    }
+
+    /// Whether this (reservation, event, outcome) is recorded for the first time. The set is
+    /// bounded: full, it starts again (a replay then records once more per start).
+    pub(crate) fn first_time(&self, reservation: &str, event: LedgerEvent, detail: Detail) -> bool {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            reservation,
+            event,
+            detail.notice,
+            detail.outcome,
+            detail.reason,
+        )
+            .hash(&mut h);
+        let key = h.finish();
+        let mut set = self
+            .recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if set.len() >= MAX_REMEMBERED {
+            set.clear();
+        }
+        set.insert(key)
+    }
+}
+
+/// Records what settling a notice did (`settled_event`), bounded: a repeat of a duplicate or a
+/// refusal for one reservation is not recorded again, and a refusal of an unsigned notice is
+/// sampled and cut like one refused before the ledger.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn settled(
+    journal: &Journal,
+    samples: &RefusalSamples,
+    node: &str,
+    kind: NoticeKind,
+    notice: &Notice,
+    signed: bool,
+    settled: &Settled,
+    asked: Nanos,
+) {
+    if !journal.is_on() {
+        return;
+    }
+    let Some((event, amount, detail)) = settled_event(kind, settled, asked) else {
+        return;
+    };
+    let repeatable = !matches!(
+        settled.outcome,
+        NoticeOutcome::Charged | NoticeOutcome::ChargedAfterRelease | NoticeOutcome::Released
+    );
+    if repeatable && !signed && event == LedgerEvent::NoticeRefused {
+        let Some(suppressed) =
+            samples.admit_outcome(settled.outcome, Timestamp::now().millis() / 1000)
+        else {
+            return;
+        };
+        let nothing = Subject {
+            reservation: None,
+            auction: None,
+            imp: None,
+            campaign: None,
+        };
+        write(
+            journal,
+            node,
+            event,
+            nothing,
+            Nanos::ZERO,
+            detail,
+            suppressed,
+        );
+        return;
+    }
+    if repeatable && !samples.first_time(&notice.reservation, event, detail) {
+        return;
+    }
+    write(journal, node, event, Subject::of(notice), amount, detail, 0);
 }
 
 /// What of a refused notice its token vouched for: all of it when the token verified (an
-/// expired or over-priced notice, a price the bidder does not accept), nothing when it did not.
-fn vouched_for(notice: &Notice, why: Refusal) -> Subject<'_> {
+/// expired or over-priced notice, a price the bidder does not accept), nothing when it did not
+/// or notices are not signed (`signed` false).
+fn vouched_for(notice: &Notice, why: Refusal, signed: bool) -> Subject<'_> {
+    let nothing = Subject {
+        reservation: None,
+        auction: None,
+        imp: None,
+        campaign: None,
+    };
+    if !signed {
+        return nothing;
+    }
     match why {
         Refusal::Token(TokenError::Missing | TokenError::Malformed | TokenError::BadSignature) => {
-            Subject {
-                reservation: None,
-                auction: None,
-                imp: None,
-                campaign: None,
-            }
+            nothing
         }
         Refusal::Token(TokenError::Expired) | Refusal::AboveBid | Refusal::Price(_) => {
             Subject::of(notice)
@@ -89,6 +197,7 @@ pub(crate) fn refused(
     kind: NoticeKind,
     notice: &Notice,
     why: Refusal,
+    signed: bool,
 ) {
     if !journal.is_on() {
         return;
@@ -102,7 +211,7 @@ pub(crate) fn refused(
         reason: Some(reason.label()),
         ..Detail::default()
     };
-    let subject = vouched_for(notice, why);
+    let subject = vouched_for(notice, why, signed);
     write(
         journal,
         node,
@@ -253,18 +362,42 @@ mod tests {
             "r=res-1&a=ESC%1B%5B2J&c=%0Averdict%3A%20ok&i=1&price=1.00&t=forged",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let forged = vouched_for(&notice, Refusal::Token(TokenError::BadSignature));
+        let forged = vouched_for(&notice, Refusal::Token(TokenError::BadSignature), true);
         assert!(
             forged.reservation.is_none()
                 && forged.auction.is_none()
                 && forged.campaign.is_none()
                 && forged.imp.is_none()
         );
-        let expired = vouched_for(&notice, Refusal::Token(TokenError::Expired));
+        let expired = vouched_for(&notice, Refusal::Token(TokenError::Expired), true);
         assert_eq!(expired.reservation, Some("res-1"));
         assert_eq!(
-            vouched_for(&notice, Refusal::AboveBid).campaign,
+            vouched_for(&notice, Refusal::AboveBid, true).campaign,
             Some("\nverdict: ok")
         );
+        // Notices not signed: nothing is vouched for.
+        assert_eq!(
+            vouched_for(&notice, Refusal::AboveBid, false).campaign,
+            None
+        );
+    }
+
+    #[test]
+    fn a_replayed_duplicate_is_recorded_once_per_reservation() {
+        let samples = RefusalSamples::default();
+        let detail = Detail {
+            notice: Some("billing"),
+            outcome: Some("already_committed"),
+            reason: None,
+        };
+        assert!(samples.first_time("r1", LedgerEvent::Commit, detail));
+        assert!((0..1_000).all(|_| !samples.first_time("r1", LedgerEvent::Commit, detail)));
+        assert!(samples.first_time("r2", LedgerEvent::Commit, detail));
+        let refused = Detail {
+            reason: Some("conflict"),
+            outcome: None,
+            ..detail
+        };
+        assert!(samples.first_time("r1", LedgerEvent::NoticeRefused, refused));
     }
 }

@@ -215,7 +215,12 @@ pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result
         fleet::Change::Put(pushed) => pushed,
         fleet::Change::Refused { revision, refusal } => {
             state.metrics.config_push_refused.inc(refusal.reason());
-            tracing::error!(revision, reason = refusal.reason().label(), error = %refusal, "fleet revision refused; the campaigns in force keep serving");
+            // Anyone reaching NATS can put revisions by the thousand: a few lines a second,
+            // all counted.
+            static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
+            if let Some(suppressed) = LIMIT.admit_now() {
+                tracing::error!(revision, reason = refusal.reason().label(), error = %refusal, suppressed, "fleet revision refused; the campaigns in force keep serving");
+            }
             return Err(refusal.to_string());
         }
     };

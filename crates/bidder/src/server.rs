@@ -146,7 +146,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
-use crate::ledger_record::{self, Subject};
+use crate::ledger_record;
 use units::Nanos;
 
 async fn notice(state: &State, kind: NoticeKind, query: &str) -> Response<Full<Bytes>> {
@@ -194,6 +194,7 @@ async fn settle_notice(state: &State, kind: NoticeKind, query: &str) -> NoticeRe
                 kind,
                 &parsed,
                 why,
+                state.keys.is_some(),
             );
             return NoticeResult::Refused(why);
         }
@@ -201,10 +202,16 @@ async fn settle_notice(state: &State, kind: NoticeKind, query: &str) -> NoticeRe
     drop(prices);
     let settled = crate::notice::settle(&state.ledger, state.charge_on, &parsed, price).await;
     let asked = Nanos::of_impression(price.unwrap_or_default());
-    if let Some((event, amount, detail)) = ledger_record::settled_event(kind, &settled, asked) {
-        let subject = Subject::of(&parsed);
-        ledger_record::record(&state.journal, &state.node, event, subject, amount, detail);
-    }
+    ledger_record::settled(
+        &state.journal,
+        &state.refusal_samples,
+        &state.node,
+        kind,
+        &parsed,
+        state.keys.is_some(),
+        &settled,
+        asked,
+    );
     if let Some(earlier) = settled.earlier {
         // Anyone holding a URL can cause these: a few lines a second, the rest counted.
         static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);

@@ -375,7 +375,12 @@ fn refused(state: &State, pushed: Pushed, origin: &str, e: ReloadError) -> Reloa
     state.metrics.config_reloads.inc(e.outcome());
     if pushed == Pushed::Yes {
         state.metrics.config_push_refused.inc(e.push_reason());
-        tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "pushed configuration refused; the configuration in force keeps serving");
+        // Anyone reaching NATS can put revisions by the thousand: a few lines a second, all
+        // counted.
+        static LIMIT: http_front::log_limit::LogLimit = http_front::log_limit::LogLimit::new(5);
+        if let Some(suppressed) = LIMIT.admit_now() {
+            tracing::error!(from = %origin, reason = e.push_reason().label(), error = %e, suppressed, "pushed configuration refused; the configuration in force keeps serving");
+        }
     } else {
         tracing::error!(from = %origin, reason = e.outcome().label(), error = %e, "configuration refused; the last good configuration keeps serving");
     }

@@ -10,7 +10,8 @@
 //! | the first read of a process | the newest signed document (highest serial) of the key's history is taken; the latest revision, if another (a forgery, a deletion, an old document put again), is refused: a restart does not lose the last good push to them |
 //! | the watch is quiet for `resync_ms` | the latest revision is read again: a watch lost without a word costs at most that long |
 //! | NATS goes away | the read fails, the session ends, a new one starts every `resync_ms` until the server answers; the client reconnects on its own |
-//! | an unsigned, wrongly signed, misplaced or older document | [`Change::Refused`]; the server keeps what it serves |
+//! | an unsigned, wrongly signed, misplaced or older document, or one whose serial is more than ten minutes ahead of this clock | [`Change::Refused`]; the server keeps what it serves |
+//! | the first read, and the trusted keys or the key's history cannot be read | nothing is taken (the order of documents is unknown): logged, tried again every `resync_ms` |
 //! | the key deleted or purged | [`Change::Refused`] ([`Refusal::Removed`]): nothing signed it |
 //! | a revision the server refuses | not offered again: the next push is |
 //!
@@ -36,10 +37,11 @@ use crate::keys::TrustedKeys;
 use crate::signed::{Opened, Place, Refusal};
 use crate::version::Pushed;
 
-/// Most history entries read when looking back for the newest signed document.
-const MAX_HISTORY: usize = 64;
-/// Bound on reading the key's history.
-const HISTORY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Most history entries read when looking back for the newest signed document: a bucket made
+/// by `gavel config push` keeps ten; one that keeps far more is refused, not half read.
+const MAX_HISTORY: usize = 1024;
+/// Bound on reading the key's history (ten values of up to 1 MiB each).
+const HISTORY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A change of the followed key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,14 +99,15 @@ where
         self.taken(entry.revision, opened)
     }
 
-    /// `opened` as a change of `revision`: taken if newer than the newest taken.
+    /// `opened` as a change of `revision`: taken if newer than the newest taken, and not from
+    /// the future (a serial far ahead of this clock would pin every later push as stale).
     fn taken(&mut self, revision: u64, opened: Result<Opened, Refusal>) -> Change {
         let opened = opened.and_then(|o| match self.newest {
             Some(newest) if o.serial <= newest => Err(Refusal::Stale {
                 serial: o.serial,
                 newest,
             }),
-            _ => Ok(o),
+            _ => not_ahead(o),
         });
         match opened {
             Ok(o) => {
@@ -145,24 +148,19 @@ where
     /// bucket's revisions are not the documents' order: anyone who can publish can put an old
     /// signed document last). The latest revision, when it is not that one, is handed over
     /// first as refused, to be counted.
-    async fn first_offer(&mut self, store: &kv::Store, entry: Entry) -> bool {
+    async fn first_offer(&mut self, store: &kv::Store, entry: Entry) -> Result<bool, String> {
+        // Fail closed: without the trusted keys or the history, the order of documents cannot
+        // be known; nothing is taken and the session is tried again after `resync_ms`.
+        let trusted = load_trusted(self.trusted_keys.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        let best = newest_in_history(store, self.place(), &trusted).await?;
         self.seen = Some(entry.revision);
-        let trusted = match load_trusted(self.trusted_keys.clone()).await {
-            Ok(trusted) => trusted,
-            Err(refusal) => {
-                let change = Change::Refused {
-                    revision: entry.revision,
-                    refusal,
-                };
-                return self.hand(change).await;
-            }
-        };
-        let latest = judge(&entry, self.place(), &trusted);
-        let best = newest_in_history(store, self.place(), &trusted).await;
+        let latest = judge(&entry, self.place(), &trusted).and_then(not_ahead);
         let Some((revision, best)) = best.filter(|(revision, _)| *revision != entry.revision)
         else {
             let change = self.taken(entry.revision, latest);
-            return self.hand(change).await;
+            return Ok(self.hand(change).await);
         };
         let refusal = match latest {
             Err(refusal) => refusal,
@@ -173,7 +171,7 @@ where
             // The history ended before the latest (a put meanwhile): take the latest.
             latest @ Ok(_) => {
                 let change = self.taken(entry.revision, latest);
-                return self.hand(change).await;
+                return Ok(self.hand(change).await);
             }
         };
         tracing::warn!(
@@ -190,16 +188,16 @@ where
             refusal,
         };
         if !self.hand(refused).await {
-            return false;
+            return Ok(false);
         }
         let change = self.taken(revision, Ok(best));
-        self.hand(change).await
+        Ok(self.hand(change).await)
     }
 
     /// Reads the latest revision and offers it. False once the owner is gone.
     async fn catch_up(&mut self, store: &kv::Store, key: &str) -> Result<bool, String> {
         match store.entry(key).await {
-            Ok(Some(entry)) if self.seen.is_none() => Ok(self.first_offer(store, entry).await),
+            Ok(Some(entry)) if self.seen.is_none() => self.first_offer(store, entry).await,
             Ok(Some(entry)) => Ok(self.offer(entry).await),
             Ok(None) => Ok(self.owner.strong_count() > 0),
             Err(e) => Err(format!("reading {key:?}: {e}")),
@@ -252,6 +250,19 @@ async fn load_trusted(path: Option<PathBuf>) -> Result<TrustedKeys, Refusal> {
         .map_err(|e| Refusal::NoTrustedKeys(e.to_string()))
 }
 
+/// `opened`, unless its serial is more than [`crate::signed::MAX_SERIAL_AHEAD_MS`] ahead of
+/// this clock.
+fn not_ahead(opened: Opened) -> Result<Opened, Refusal> {
+    let now_ms = units::Timestamp::now().millis();
+    if opened.serial > now_ms.saturating_add(crate::signed::MAX_SERIAL_AHEAD_MS) {
+        return Err(Refusal::Ahead {
+            serial: opened.serial,
+            now_ms,
+        });
+    }
+    Ok(opened)
+}
+
 /// What `entry` is, checked, without the order of serials.
 fn judge(entry: &Entry, place: Place<'_>, trusted: &TrustedKeys) -> Result<Opened, Refusal> {
     match entry.operation {
@@ -265,31 +276,43 @@ async fn newest_in_history(
     store: &kv::Store,
     place: Place<'_>,
     trusted: &TrustedKeys,
-) -> Option<(u64, Opened)> {
+) -> Result<Option<(u64, Opened)>, String> {
     let read = async {
         let mut best: Option<(u64, Opened)> = None;
-        let mut history = store.history(place.key).await.ok()?;
+        let mut history = store
+            .history(place.key)
+            .await
+            .map_err(|e| format!("reading the history of {:?}: {e}", place.key))?;
         let mut n = 0;
-        while let Some(Ok(entry)) = history.next().await {
-            if let Ok(opened) = judge(&entry, place, trusted)
+        while let Some(entry) = history.next().await {
+            let entry =
+                entry.map_err(|e| format!("reading the history of {:?}: {e}", place.key))?;
+            n += 1;
+            if n > MAX_HISTORY {
+                return Err(format!(
+                    "the history of {:?} holds more than {MAX_HISTORY} revisions: give the \
+                     bucket a shorter history (gavel config push makes it keep {})",
+                    place.key,
+                    crate::connect::HISTORY
+                ));
+            }
+            // A serial from the future is never the newest (`taken` refuses it).
+            if let Ok(opened) = judge(&entry, place, trusted).and_then(not_ahead)
                 && best.as_ref().is_none_or(|(_, b)| opened.serial > b.serial)
             {
                 best = Some((entry.revision, opened));
             }
-            n += 1;
-            if n >= MAX_HISTORY {
-                break;
-            }
         }
-        best
+        Ok(best)
     };
-    match tokio::time::timeout(HISTORY_TIMEOUT, read).await {
-        Ok(best) => best,
-        Err(_) => {
-            tracing::warn!(target: "fleet", key = place.key, "the key's history was not read in time");
-            None
-        }
-    }
+    tokio::time::timeout(HISTORY_TIMEOUT, read)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the history of {:?} was not read within {HISTORY_TIMEOUT:?}",
+                place.key
+            ))
+        })
 }
 
 /// Follows `key` of `section.bucket` for `owner`, calling `apply` with each new revision

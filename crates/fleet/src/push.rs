@@ -8,17 +8,13 @@ use units::Timestamp;
 use crate::config::{FleetSection, check_bucket, check_key};
 use crate::connect::{FleetError, Patience, connect, open, open_or_create};
 use crate::keys::SigningKey;
-use crate::signed::{Place, envelope, seal};
+use crate::signed::{MAX_SERIAL_AHEAD_MS, Place, envelope, seal};
 use crate::version::digest;
 
 /// Largest value pushed, the signed envelope included: NATS's default `max_payload` (1 MiB).
 /// A server configured for more still refuses anything past this here, so every node of a
 /// default fleet can read it.
 pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
-
-/// How far ahead of this machine's clock the bucket's latest serial may be before a push
-/// stops to ask: past it, the clock that signed it (or whoever put it) is wrong.
-const MAX_SERIAL_AHEAD_MS: u64 = 10 * 60 * 1000;
 
 /// The latest revision of a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +25,8 @@ pub struct Shown {
     pub digest: Option<String>,
     /// The document's size.
     pub bytes: usize,
-    /// The signed serial and the signing key's id; `None` for a value nobody signed.
+    /// The serial and the signing key's id the value claims, not verified here (`show` holds
+    /// no trusted keys: the nodes verify); `None` for a value that is not a signed document.
     pub signed: Option<(u64, String)>,
 }
 
@@ -40,6 +37,9 @@ pub struct Receipt {
     pub revision: u64,
     /// The signed serial: nodes take it only if it is above every serial they took.
     pub serial: u64,
+    /// The latest value's serial when it was more than ten minutes ahead of this clock and so
+    /// passed over (a wrong clock, or a forgery's claim: nodes refuse it as `ahead`).
+    pub passed_over: Option<u64>,
 }
 
 fn key_error(section: &FleetSection, key: &str, reason: String) -> FleetError {
@@ -60,17 +60,14 @@ fn check_names(section: &FleetSection, key: &str) -> Result<(), FleetError> {
 
 /// The serial of a push at `now_ms` after a latest signed serial of `latest`: the signing
 /// clock's milliseconds, or one more than the latest when that is ahead (pushes within the same
-/// millisecond, a clock behind another operator's); refused when the latest is far ahead.
-pub fn next_serial(latest: Option<u64>, now_ms: u64) -> Result<u64, String> {
+/// millisecond, a clock behind another operator's). A latest serial more than
+/// [`MAX_SERIAL_AHEAD_MS`] ahead is one every node refuses (`ahead`): it is passed over, and
+/// returned second so that the caller can say so.
+pub fn next_serial(latest: Option<u64>, now_ms: u64) -> (u64, Option<u64>) {
     match latest {
-        Some(l) if l > now_ms.saturating_add(MAX_SERIAL_AHEAD_MS) => Err(format!(
-            "the bucket's latest serial {l} is more than {} minutes ahead of this machine's \
-             clock ({now_ms} ms since the epoch): fix the clock that signed it, or look at who \
-             put it",
-            MAX_SERIAL_AHEAD_MS / 60_000
-        )),
-        Some(l) => Ok(now_ms.max(l.saturating_add(1))),
-        None => Ok(now_ms),
+        Some(l) if l > now_ms.saturating_add(MAX_SERIAL_AHEAD_MS) => (now_ms, Some(l)),
+        Some(l) => (now_ms.max(l.saturating_add(1)), None),
+        None => (now_ms, None),
     }
 }
 
@@ -99,25 +96,46 @@ pub async fn push(
         bucket: &section.bucket,
         key,
     };
-    let latest = store
+    let entry = store
         .entry(key)
         .await
-        .map_err(|e| key_error(section, key, format!("reading the latest revision: {e}")))?
+        .map_err(|e| key_error(section, key, format!("reading the latest revision: {e}")))?;
+    let base = entry.as_ref().map(|e| e.revision);
+    let latest = entry
         .and_then(|e| envelope(&e.value).ok())
         .filter(|e| e.bucket == place.bucket && e.key == place.key)
         .map(|e| e.serial);
     let now = Timestamp::now();
-    let serial = next_serial(latest, now.millis()).map_err(|e| key_error(section, key, e))?;
+    let (serial, passed_over) = next_serial(latest, now.millis());
     let value = seal(signer, place, serial, &now.to_rfc3339(), document)
         .map_err(|e| key_error(section, key, format!("the document {e}")))?;
     if value.len() > MAX_DOCUMENT_BYTES {
         return Err(too_large("signed document", value.len()));
     }
-    let revision = store
-        .put(key, Bytes::from(value))
-        .await
-        .map_err(|e| key_error(section, key, format!("put refused: {e}")))?;
-    Ok(Receipt { revision, serial })
+    // A compare-and-set on the revision read: two pushes at once never both land with the same
+    // serial (the second would be refused by every node as not newer).
+    let raced = |e: String| {
+        key_error(
+            section,
+            key,
+            format!("put refused: {e} (another push landed meanwhile? push again)"),
+        )
+    };
+    let revision = match base {
+        Some(base) => store
+            .update(key, Bytes::from(value), base)
+            .await
+            .map_err(|e| raced(e.to_string()))?,
+        None => store
+            .create(key, Bytes::from(value))
+            .await
+            .map_err(|e| raced(e.to_string()))?,
+    };
+    Ok(Receipt {
+        revision,
+        serial,
+        passed_over,
+    })
 }
 
 /// The latest revision of `key`, `None` when it was never put.
@@ -149,16 +167,20 @@ mod tests {
 
     #[test]
     fn serials_follow_the_clock_and_never_go_back() {
-        assert_eq!(next_serial(None, 1_000), Ok(1_000));
-        assert_eq!(next_serial(Some(999), 1_000), Ok(1_000));
+        assert_eq!(next_serial(None, 1_000), (1_000, None));
+        assert_eq!(next_serial(Some(999), 1_000), (1_000, None));
         assert_eq!(
             next_serial(Some(1_000), 1_000),
-            Ok(1_001),
+            (1_001, None),
             "same millisecond"
         );
-        assert_eq!(next_serial(Some(5_000), 1_000), Ok(5_001), "a clock behind");
+        assert_eq!(
+            next_serial(Some(5_000), 1_000),
+            (5_001, None),
+            "a clock behind"
+        );
+        // A claim from far ahead (a forgery, a wrong clock): passed over, and said.
         let far = 1_000 + MAX_SERIAL_AHEAD_MS + 1;
-        let e = next_serial(Some(far), 1_000).unwrap_err();
-        assert!(e.contains("ahead of this machine's clock"), "{e}");
+        assert_eq!(next_serial(Some(far), 1_000), (1_000, Some(far)));
     }
 }

@@ -33,6 +33,12 @@ pub const FORMAT: u32 = 1;
 const DOMAIN: &str = "gavel-fleet-v1";
 /// Longest `signed_at` accepted.
 const MAX_TIME_CHARS: usize = 40;
+/// How far ahead of the reader's clock a serial may be (the signer's clock is a little ahead,
+/// or several pushes came within a millisecond): past it, a node refuses the document and a
+/// push stops, since such a serial would make every later push look stale.
+pub const MAX_SERIAL_AHEAD_MS: u64 = 10 * 60 * 1000;
+/// Longest text of a refusal's cause kept (a malformed envelope's parser message can quote it).
+const MAX_CAUSE_CHARS: usize = 160;
 
 /// Where a document belongs: the bucket and key it is pushed to and followed at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +87,11 @@ pub enum Refusal {
     #[error("serial {serial} is not newer than serial {newest}, which this node already took")]
     Stale { serial: u64, newest: u64 },
     #[error(
+        "serial {serial} is more than ten minutes ahead of this node's clock ({now_ms}): a clock \
+         that signs from the future would make every later push look stale"
+    )]
+    Ahead { serial: u64, now_ms: u64 },
+    #[error(
         "the key was deleted or purged, which no signature vouches for; the document in force stays (push the lists to serve instead)"
     )]
     Removed,
@@ -97,6 +108,7 @@ telemetry::labelled_counters! {
         UnknownSigner => "unknown_signer",
         BadSignature => "bad_signature",
         Stale => "stale",
+        Ahead => "ahead",
         Removed => "removed",
         NoTrustedKeys => "no_trusted_keys",
         Invalid => "invalid",
@@ -113,6 +125,7 @@ impl Refusal {
             Refusal::UnknownSigner(_) => PushRefused::UnknownSigner,
             Refusal::BadSignature(_) => PushRefused::BadSignature,
             Refusal::Stale { .. } => PushRefused::Stale,
+            Refusal::Ahead { .. } => PushRefused::Ahead,
             Refusal::Removed => PushRefused::Removed,
             Refusal::NoTrustedKeys(_) => PushRefused::NoTrustedKeys,
         }
@@ -167,6 +180,9 @@ pub fn envelope(value: &[u8]) -> Result<Envelope, Refusal> {
         return Err(Refusal::Unsigned);
     }
     match serde_json::from_slice::<Envelope>(value) {
+        Ok(e) if e.gavel_fleet == FORMAT && !is_key_id(&e.signer) => Err(Refusal::Malformed(
+            "signer is not a key id (ed25519: and 16 hex digits)".to_owned(),
+        )),
         Ok(e) if e.gavel_fleet == FORMAT => Ok(e),
         Ok(e) => Err(Refusal::Malformed(format!(
             "format {} (this build reads {FORMAT})",
@@ -176,11 +192,31 @@ pub fn envelope(value: &[u8]) -> Result<Envelope, Refusal> {
             // Whatever the rest is, does it claim to be a signed document?
             let members = serde_json::from_slice::<HashMap<String, serde::de::IgnoredAny>>(value);
             match members {
-                Ok(m) if m.contains_key("gavel_fleet") => Err(Refusal::Malformed(e.to_string())),
+                Ok(m) if m.contains_key("gavel_fleet") => Err(Refusal::Malformed(cause(&e))),
                 _ => Err(Refusal::Unsigned),
             }
         }
     }
+}
+
+/// Whether `id` is a key id as [`crate::keys::key_id`] makes them: nothing else is printed or
+/// logged as a signer.
+fn is_key_id(id: &str) -> bool {
+    id.strip_prefix("ed25519:").is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// A parser's message about a forged value, short and printable: it may quote the value.
+fn cause(e: &serde_json::Error) -> String {
+    e.to_string()
+        .chars()
+        .take(MAX_CAUSE_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// The document in `value` if it was signed for `place` by a key in `trusted`.
@@ -276,6 +312,19 @@ mod tests {
         assert_eq!(refused(b""), "unsigned");
         assert_eq!(refused(b"{\"gavel_fleet\": 1}"), "malformed");
         assert_eq!(refused(&edit(&|e| e.gavel_fleet = 2)), "malformed");
+        // A signer that is not a key id is never printed or looked up.
+        assert_eq!(
+            refused(&edit(&|e| e.signer = "ed25519:\u{1b}[2J".into())),
+            "malformed"
+        );
+        let huge = format!(
+            "{{\"gavel_fleet\": 1, \"bucket\": {}}}",
+            "9".repeat(100_000)
+        );
+        let e = open(huge.as_bytes(), HERE, &trusted)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().len() < 400, "{e}");
         assert_eq!(refused(&edit(&|e| e.document.push('x'))), "bad_signature");
         assert_eq!(refused(&edit(&|e| e.serial += 1)), "bad_signature");
         assert_eq!(

@@ -257,6 +257,14 @@ async fn only_signed_newer_documents_for_this_key_are_taken() {
         .await
         .unwrap();
     refused(&node, "wrong_key").await;
+    // Signed with the trusted key, but an hour in the future (a stolen key or a wrong clock):
+    // taking it would make every later push look stale.
+    let hour_ahead = units::Timestamp::now().millis() + 3_600_000;
+    let ahead = signed::seal(&key, here, hour_ahead, "t", b"roster from the future").unwrap();
+    publish_raw(nats.port, "{}", &subject, &ahead)
+        .await
+        .unwrap();
+    refused(&node, "ahead").await;
     assert_eq!(node.taken(), ["roster v1", "roster v2"], "no forgery taken");
 
     // A node started now finds a forgery as the latest revision: it counts the refusal and

@@ -3,7 +3,8 @@
 //! bytes each, terminal escapes among them), their tokens forged or missing. Every one is
 //! refused and counted; the records hold at most one `notice_refused` a second per reason,
 //! which says how many it stands for and carries none of the forged fields, and the record
-//! directory stays within a few kilobytes.
+//! directory stays within a few kilobytes. Then a real bid's billing URL replayed 10,000
+//! times: charged once, its duplicate recorded once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -47,6 +48,17 @@ fn forged(n: usize) -> String {
 /// Sends notices `from..to` on one kept-alive connection, `PIPELINE` at a time, and counts the
 /// 403 answers; a connection the server closes is opened again for what was not answered.
 async fn flood(addr: SocketAddr, from: usize, to: usize) -> usize {
+    flood_with(addr, from, to, forged, "HTTP/1.1 403").await
+}
+
+/// Sends `target(n)` for `n` in `from..to` as [`flood`] does; how many answers began `status`.
+async fn flood_with(
+    addr: SocketAddr,
+    from: usize,
+    to: usize,
+    target: impl Fn(usize) -> String,
+    status: &str,
+) -> usize {
     let mut refused = 0;
     let mut next = from;
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -56,7 +68,7 @@ async fn flood(addr: SocketAddr, from: usize, to: usize) -> usize {
         for n in next..end {
             wire.push_str(&format!(
                 "GET {} HTTP/1.1\r\nHost: bidder\r\n\r\n",
-                forged(n)
+                target(n)
             ));
         }
         stream.write_all(wire.as_bytes()).await.unwrap();
@@ -70,7 +82,7 @@ async fn flood(addr: SocketAddr, from: usize, to: usize) -> usize {
             text.push_str(&String::from_utf8_lossy(&buf[..read]));
             seen = text.matches("HTTP/1.1 ").count();
         }
-        refused += text.matches("HTTP/1.1 403").count();
+        refused += text.matches(status).count();
         next += seen.max(1).min(want);
         if seen < want {
             stream = TcpStream::connect(addr).await.unwrap();
@@ -122,15 +134,60 @@ async fn a_hundred_thousand_forged_notices_leave_the_records_within_their_caps()
     };
     assert_eq!(counted("bad_signature"), 90_000);
     assert_eq!(counted("missing_token"), 10_000);
+
+    // A real bid's billing URL, fired once and then replayed 10,000 times (a seller holds it
+    // when billing is on render): charged once, and its duplicate recorded once.
+    let request = r#"{"id": "real-1", "tmax": 500, "cur": ["USD"],
+      "imp": [{"id": "1", "banner": {"w": 300, "h": 250}, "bidfloor": 0.1, "bidfloorcur": "USD"}],
+      "site": {"id": "s1", "domain": "news.example", "publisher": {"id": "p1"}},
+      "device": {"devicetype": 2, "os": "iOS", "geo": {"country": "USA"}}}"#;
+    let (status, body) = testkit::http::call(bidder.addr, "POST", bidder::BID_PATH, request).await;
+    assert_eq!(status, 200, "{body}");
+    let bid: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let burl = bid["seatbid"][0]["bid"][0]["burl"]
+        .as_str()
+        .unwrap()
+        .replace("${AUCTION_PRICE}", "1.5");
+    let target = burl
+        .split_once(&bidder.addr.to_string())
+        .unwrap()
+        .1
+        .to_owned();
+    let replays = 10_000;
+    let answered = flood_with(bidder.addr, 0, replays, |_| target.clone(), "HTTP/1.1 20").await;
+    assert_eq!(
+        answered, replays,
+        "the first charges, the rest are duplicates (204)"
+    );
     tokio::task::block_in_place(|| bidder.stop());
 
     let mut kept = Vec::new();
     journal::read::read_paths(std::slice::from_ref(&records), |r| kept.push(r)).unwrap();
     let mut by_reason = std::collections::BTreeMap::<String, (u64, u64)>::new();
+    let real = |l: &records::LedgerRecord| l.auction.as_deref() == Some("real-1");
+    let of_the_real_bid: Vec<String> = kept
+        .iter()
+        .filter_map(|r| match r {
+            Record::Ledger(l) if real(l) => Some(format!(
+                "{:?}/{}",
+                l.event,
+                l.outcome.as_deref().unwrap_or("-")
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        of_the_real_bid,
+        ["Reserve/-", "Commit/charged", "Commit/already_committed"],
+        "one record per event of the real bid, whatever the replays"
+    );
     for record in &kept {
         let Record::Ledger(l) = record else {
             panic!("a bidder writes ledger records only: {record:?}")
         };
+        if real(l) {
+            continue;
+        }
         assert_eq!(l.event, LedgerEvent::NoticeRefused);
         assert!(
             l.auction.is_none()

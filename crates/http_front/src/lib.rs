@@ -229,16 +229,27 @@ pub async fn read_body(
 ) -> Result<Bytes, BodyError> {
     let coding = coding(req.headers())?;
     let raw = read_raw(req, limit, timeout).await?;
-    match coding {
-        Coding::Identity => Ok(raw),
-        Coding::Gzip => upstream::gzip::inflate(&raw, limit)
+    let inflate = move |raw: Bytes| {
+        upstream::gzip::inflate(&raw, limit)
             .map(Bytes::from)
             .map_err(|e| match e {
                 upstream::gzip::InflateError::TooLarge(_) => BodyError::InflatesTooLarge { limit },
                 other => BodyError::Read(other.to_string()),
-            }),
+            })
+    };
+    match coding {
+        Coding::Identity => Ok(raw),
+        // A bid-sized body inflates in tens of microseconds; a larger one (up to the limit,
+        // megabytes for a store put) goes to the blocking pool, off the runtime's workers.
+        Coding::Gzip if raw.len() <= INFLATE_INLINE_BYTES => inflate(raw),
+        Coding::Gzip => tokio::task::spawn_blocking(move || inflate(raw))
+            .await
+            .unwrap_or_else(|e| Err(BodyError::Read(format!("inflating stopped: {e}")))),
     }
 }
+
+/// Largest gzip body inflated on the runtime's own thread.
+const INFLATE_INLINE_BYTES: usize = 16 * 1024;
 
 /// The body as sent, at most `limit` bytes, within `timeout`.
 async fn read_raw(

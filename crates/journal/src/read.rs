@@ -38,6 +38,9 @@ pub struct ReadStats {
     pub records: u64,
     /// Records met again and dropped.
     pub duplicates: u64,
+    /// Records without an id read past `records::identity::MAX_DIGESTS`, not checked for
+    /// copies (only files written before ids were can hold them).
+    pub unchecked: u64,
 }
 
 /// The record files under `paths`: each file as given, each directory's `*.ndjson` and
@@ -134,7 +137,10 @@ pub fn read_paths_with(
                 line: n,
                 source,
             })?;
-            if !seen.first(text) {
+            let unchecked = seen.unchecked;
+            let first = seen.first(text);
+            stats.unchecked += seen.unchecked - unchecked;
+            if !first {
                 stats.duplicates += 1;
                 continue;
             }
@@ -191,7 +197,8 @@ mod tests {
             ReadStats {
                 files: 2,
                 records: 2,
-                duplicates: 0
+                duplicates: 0,
+                unchecked: 0
             }
         );
         let _ = std::fs::remove_dir_all(&dir);
@@ -212,7 +219,8 @@ mod tests {
             ReadStats {
                 files: 1,
                 records: 1,
-                duplicates: 0
+                duplicates: 0,
+                unchecked: 0
             }
         );
         // The file given again beside its directory: its record is read once.

@@ -14,6 +14,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use sha2::{Digest as _, Sha256};
 
+/// Most digests of lines without an id kept (about 0.5 GB): past it such lines are read
+/// unchecked, and counted.
+pub const MAX_DIGESTS: usize = 10_000_000;
+
 /// Longest record id accepted (a node name of 64 characters, a random number and a count).
 const MAX_RID_BYTES: usize = 128;
 
@@ -65,6 +69,8 @@ pub struct Distinct {
     digests: HashSet<[u8; 16]>,
     /// Lines seen before (dropped by the reader).
     pub duplicates: u64,
+    /// Lines without an id read past [`MAX_DIGESTS`]: not checked for copies.
+    pub unchecked: u64,
 }
 
 impl Distinct {
@@ -76,6 +82,10 @@ impl Distinct {
     pub fn first(&mut self, line: &[u8]) -> bool {
         let first = match rid(line) {
             Some((writer, seq)) => insert(self.ranges.entry(writer.to_owned()).or_default(), seq),
+            None if self.digests.len() >= MAX_DIGESTS => {
+                self.unchecked += 1;
+                true
+            }
             None => {
                 let digest = Sha256::digest(line);
                 let mut key = [0u8; 16];

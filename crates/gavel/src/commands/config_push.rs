@@ -34,6 +34,13 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
             let digest = fleet::digest(&bytes);
             let size = bytes.len();
             let receipt = fleet::push(&section, &key, &bytes, &signer).await?;
+            if let Some(ahead) = receipt.passed_over {
+                eprintln!(
+                    "warning: the bucket's latest value claims serial {ahead}, more than ten \
+                     minutes ahead of this clock; nodes refuse it (ahead), and this push was not \
+                     ordered after it: check the clock that signed it, or who put it"
+                );
+            }
             println!(
                 "revision {} digest {digest} bytes {size} serial {} signer {}",
                 receipt.revision,
@@ -52,7 +59,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
                 Some(shown) => {
                     let digest = shown.digest.as_deref().unwrap_or("removed");
                     let signed = match &shown.signed {
-                        Some((serial, signer)) => format!("serial {serial} signer {signer}"),
+                        Some((serial, signer)) => {
+                            format!("serial {serial} signer {signer} (unverified)")
+                        }
                         None => "unsigned".to_owned(),
                     };
                     println!(

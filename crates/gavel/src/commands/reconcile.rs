@@ -48,6 +48,7 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
             Ok(read) => {
                 stats.records += read.records;
                 stats.duplicates += read.duplicates;
+                stats.unchecked += read.unchecked;
             }
             Err(e) => {
                 eprintln!(
@@ -69,16 +70,23 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
             "files": stats.files,
             "records": stats.records,
             "duplicates": stats.duplicates,
+            "unchecked": stats.unchecked,
             "ok": failures.is_empty(),
             "failures": failures,
             "report": report,
         });
         format!("{}\n", serde_json::to_string_pretty(&json)?)
     } else {
-        let duplicates = match stats.duplicates {
+        let mut duplicates = match stats.duplicates {
             0 => String::new(),
             n => format!(" ({n} duplicate records dropped: the same record read again)"),
         };
+        if stats.unchecked > 0 {
+            duplicates.push_str(&format!(
+                " ({} records without ids not checked for copies: past the limit)",
+                stats.unchecked
+            ));
+        }
         let text = format!(
             "gavel reconcile: {} records from {} files{duplicates}\n{}",
             stats.records,

@@ -114,7 +114,10 @@ pub async fn read_stream_with(
             source,
         })?;
         // A publish stored twice (its replay came after the duplicate window) is one record.
-        if seen.first(&message.payload) {
+        let unchecked = seen.unchecked;
+        let first = seen.first(&message.payload);
+        stats.unchecked += seen.unchecked - unchecked;
+        if first {
             stats.records += 1;
             each(record);
         } else {
