@@ -36,6 +36,14 @@ pub(crate) struct Subject<'a> {
 }
 
 impl<'a> Subject<'a> {
+    /// Nothing vouched for: a refusal of a notice whose token did not verify.
+    pub(crate) const NONE: Subject<'static> = Subject {
+        reservation: None,
+        auction: None,
+        imp: None,
+        campaign: None,
+    };
+
     pub(crate) fn of(notice: &'a Notice) -> Subject<'a> {
         Subject {
             reservation: Some(&notice.reservation),
@@ -169,12 +177,7 @@ pub(crate) fn settled(
 /// expired or over-priced notice, a price the bidder does not accept), nothing when it did not
 /// or notices are not signed (`signed` false).
 fn vouched_for(notice: &Notice, why: Refusal, signed: bool) -> Subject<'_> {
-    let nothing = Subject {
-        reservation: None,
-        auction: None,
-        imp: None,
-        campaign: None,
-    };
+    let nothing = Subject::NONE;
     if !signed {
         return nothing;
     }

@@ -159,6 +159,18 @@ async fn two_bidders_follow_one_campaign_set_through_faults() {
     }
 }
 
+/// Pushes `set` signed with `key` and waits until `b` serves it; its revision.
+async fn push_to(
+    b: &TestBidder,
+    section: &fleet::FleetSection,
+    set: &[u8],
+    key: &SigningKey,
+) -> u64 {
+    let r = fleet::push(section, KEY, set, key).await.unwrap().revision;
+    converge(&[b], "nats", r).await;
+    r
+}
+
 /// `(budget in nanos, limits version, conflict)` of campaign `id`, as `b`'s admin page shows.
 async fn budget_of(b: &TestBidder, id: &str) -> (i64, u64, Value) {
     let c = b.campaign(id).await;
@@ -188,11 +200,7 @@ async fn a_push_cannot_raise_a_budget_the_ledger_holds(mode: &str) {
     assert_eq!(budget_of(&b, "c").await.0, 100 * UNIT);
     let raised = format!("[{}]", campaign_json("c", 1_000_000.0, 900.0, "asap"));
     // The operator pushes the fleet's set (the same): the bucket exists from now on.
-    let r = fleet::push(&section, KEY, own.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    let r = push_to(&b, &section, own.as_bytes(), &key).await;
 
     // Unsigned, published raw without credentials: refused, nothing changes.
     let subject = format!("$KV.{}.{KEY}", section.bucket);
@@ -213,11 +221,7 @@ async fn a_push_cannot_raise_a_budget_the_ledger_holds(mode: &str) {
     );
 
     // Signed: the set serves (its bid), the ledger keeps its budget, the raise is a conflict.
-    let r = fleet::push(&section, KEY, raised.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    push_to(&b, &section, raised.as_bytes(), &key).await;
     let (budget, version, conflict) = budget_of(&b, "c").await;
     assert_eq!(
         (budget, version),
@@ -238,11 +242,7 @@ async fn a_push_cannot_raise_a_budget_the_ledger_holds(mode: &str) {
 
     // Lowering needs nobody's approval: a signed set at 50 lowers the ledger.
     let lowered = format!("[{}]", campaign_json("c", 50.0, 900.0, "asap"));
-    let r = fleet::push(&section, KEY, lowered.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    push_to(&b, &section, lowered.as_bytes(), &key).await;
     testkit::time::eventually(
         Duration::from_secs(15),
         "the ledger lowered to 50",
@@ -253,11 +253,7 @@ async fn a_push_cannot_raise_a_budget_the_ledger_holds(mode: &str) {
 
     // The raise again, then the budget writer (the admin API, a compare-and-set on the
     // version it saw) approves it.
-    let r = fleet::push(&section, KEY, raised.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    push_to(&b, &section, raised.as_bytes(), &key).await;
     let (budget, version, _) = budget_of(&b, "c").await;
     assert_eq!(budget, 50 * UNIT);
     let (status, body) = testkit::http::call_as(
@@ -297,21 +293,13 @@ async fn a_push_cannot_raise_a_memory_budget() {
     )
     .await;
     let raised = format!("[{}]", campaign_json("c", 1_000_000.0, 900.0, "asap"));
-    let r = fleet::push(&section, KEY, raised.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    push_to(&b, &section, raised.as_bytes(), &key).await;
     assert_eq!(
         b.campaign("c").await["nanos"]["budget"].as_i64(),
         Some(100 * UNIT)
     );
     let lowered = format!("[{}]", campaign_json("c", 40.0, 900.0, "asap"));
-    let r = fleet::push(&section, KEY, lowered.as_bytes(), &key)
-        .await
-        .unwrap()
-        .revision;
-    converge(&[&b], "nats", r).await;
+    push_to(&b, &section, lowered.as_bytes(), &key).await;
     assert_eq!(
         b.campaign("c").await["nanos"]["budget"].as_i64(),
         Some(40 * UNIT)
