@@ -150,40 +150,29 @@ pub(crate) fn settled(
         else {
             return;
         };
-        let nothing = Subject {
-            reservation: None,
-            auction: None,
-            imp: None,
-            campaign: None,
-        };
-        write(
-            journal,
-            node,
-            event,
-            nothing,
-            Nanos::ZERO,
-            detail,
+        let detail = Detail {
             suppressed,
-        );
+            ..detail
+        };
+        record(journal, node, event, Subject::NONE, Nanos::ZERO, detail);
         return;
     }
     if repeatable && !samples.first_time(&notice.reservation, event, detail) {
         return;
     }
-    write(journal, node, event, Subject::of(notice), amount, detail, 0);
+    record(journal, node, event, Subject::of(notice), amount, detail);
 }
 
 /// What of a refused notice its token vouched for: all of it when the token verified (an
 /// expired or over-priced notice, a price the bidder does not accept), nothing when it did not
 /// or notices are not signed (`signed` false).
 fn vouched_for(notice: &Notice, why: Refusal, signed: bool) -> Subject<'_> {
-    let nothing = Subject::NONE;
     if !signed {
-        return nothing;
+        return Subject::NONE;
     }
     match why {
         Refusal::Token(TokenError::Missing | TokenError::Malformed | TokenError::BadSignature) => {
-            nothing
+            Subject::NONE
         }
         Refusal::Token(TokenError::Expired) | Refusal::AboveBid | Refusal::Price(_) => {
             Subject::of(notice)
@@ -212,17 +201,17 @@ pub(crate) fn refused(
     let detail = Detail {
         notice: Some(notice_name(kind)),
         reason: Some(reason.label()),
+        suppressed,
         ..Detail::default()
     };
     let subject = vouched_for(notice, why, signed);
-    write(
+    record(
         journal,
         node,
         LedgerEvent::NoticeRefused,
         subject,
         Nanos::ZERO,
         detail,
-        suppressed,
     );
 }
 
@@ -238,18 +227,6 @@ pub(crate) fn record(
     if !journal.is_on() {
         return;
     }
-    write(journal, node, event, subject, amount, detail, 0);
-}
-
-fn write(
-    journal: &Journal,
-    node: &str,
-    event: LedgerEvent,
-    subject: Subject<'_>,
-    amount: Nanos,
-    detail: Detail,
-    suppressed: u64,
-) {
     let owned = |s: Option<&str>| s.map(str::to_owned);
     journal.record(Record::Ledger(LedgerRecord {
         v: records::VERSION,
@@ -264,7 +241,7 @@ fn write(
         notice: detail.notice.map(Into::into),
         outcome: detail.outcome.map(Into::into),
         reason: detail.reason.map(Into::into),
-        suppressed,
+        suppressed: detail.suppressed,
     }));
 }
 
@@ -274,6 +251,8 @@ pub(crate) struct Detail {
     pub(crate) notice: Option<&'static str>,
     pub(crate) outcome: Option<&'static str>,
     pub(crate) reason: Option<&'static str>,
+    /// A sampled record: how many of its reason were left out since the previous one.
+    pub(crate) suppressed: u64,
 }
 
 /// What a settled notice did to the ledger, as an event; `None` when it did nothing worth a
@@ -289,6 +268,7 @@ pub(crate) fn settled_event(
         notice: Some(kind),
         outcome,
         reason,
+        suppressed: 0,
     };
     Some(match settled.outcome {
         NoticeOutcome::Charged | NoticeOutcome::ChargedAfterRelease => (
@@ -392,6 +372,7 @@ mod tests {
             notice: Some("billing"),
             outcome: Some("already_committed"),
             reason: None,
+            suppressed: 0,
         };
         assert!(samples.first_time("r1", LedgerEvent::Commit, detail));
         assert!((0..1_000).all(|_| !samples.first_time("r1", LedgerEvent::Commit, detail)));
