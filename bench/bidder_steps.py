@@ -5,9 +5,9 @@ runtime, admission off), `gavel load`'s built-in requests from core 1; loopback 
 each measurement is `--seconds` long after 2 s of warm-up.
 
     git worktree add /tmp/step-a <commit> && (cd /tmp/step-a && \\
-        CARGO_TARGET_DIR=/tmp/step-a/target cargo build --release)
-    python3 bench/bidder_steps.py --build before=/tmp/step-a/target/release/gavel \\
-        --build after=target/release/gavel --rates 3000,6000 --rounds 3
+        CARGO_TARGET_DIR=/tmp/step-a/target cargo build --profile production)
+    python3 bench/bidder_steps.py --build before=/tmp/step-a/target/production/gavel \\
+        --build after=target/production/gavel --rates 3000,6000 --rounds 3
 
 Prints a table of medians; the load generator's own reports go to stderr."""
 import argparse, contextlib, os, statistics, sys, tempfile

@@ -3,7 +3,7 @@ runs through `gavel load --json`, and Prometheus scrapes. Loopback only."""
 import json, os, resource, shutil, signal, socket, subprocess, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GAVEL = os.environ.get("GAVEL_BIN") or os.path.join(ROOT, "target", "release", "gavel")
+GAVEL = os.environ.get("GAVEL_BIN") or os.path.join(ROOT, "target", "production", "gavel")
 SERVER_CORE, LOAD_CORE = "0", "1"
 # The bidder fleet shares core 1 with the load generator; every auction waits for its slowest
 # bidder, so a fleet thread waiting behind the generator for its time slice would turn into

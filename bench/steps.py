@@ -4,9 +4,9 @@ change's gain is measured against the step before it (issue 18): each build is a
 binary from its own worktree; the fleet and the load generator are this checkout's.
 
     git worktree add /tmp/step-a <commit> && (cd /tmp/step-a && \\
-        CARGO_TARGET_DIR=/tmp/step-a/target cargo build --release)
-    python3 bench/steps.py --build before=/tmp/step-a/target/release/gavel \\
-        --build after=target/release/gavel --rates 2000,4000 --rounds 2
+        CARGO_TARGET_DIR=/tmp/step-a/target cargo build --profile production)
+    python3 bench/steps.py --build before=/tmp/step-a/target/production/gavel \\
+        --build after=target/production/gavel --rates 2000,4000 --rounds 2
 
 Exchange on core 0 (`--threads 1`), fleet and generator on core 1, loopback only, bounded:
 each measurement is `--seconds` long after 2 s of warm-up. Writes the runs as JSON to `--out`

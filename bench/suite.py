@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The end-to-end benchmark suite: every scenario of BENCHMARKS.md in one command.
 
-    cargo build --release && python3 bench/suite.py        # ~30 minutes (overload ~6, overload-50 ~4, fuzz ~6), loopback only
+    cargo build --profile production && python3 bench/suite.py        # ~30 minutes (overload ~6, overload-50 ~4, fuzz ~6), loopback only
 
 The server under test runs on core 0 with a one-thread runtime; the load generator (and the
 simulated bidders, at nice -10) run on core 1. Each run first measures the same-run baseline:
@@ -283,7 +283,7 @@ def main():
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args()
     if not os.path.exists(GAVEL):
-        sys.exit("build first: cargo build --release")
+        sys.exit("build first: cargo build --profile production")
     os.makedirs(RESULTS, exist_ok=True)
     names = args.only or list(SCENARIOS)
     if "baseline" not in names:

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -203,7 +203,7 @@ impl Starter {
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
         // Nothing under this lock can panic; a poisoned lock still holds a consistent queue.
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        telemetry::locks::lock(&self.queue)
     }
 
     fn enqueue(&self, latest: Instant) -> Waiter<'_> {

@@ -109,10 +109,7 @@ impl RefusalSamples {
         )
             .hash(&mut h);
         let key = h.finish();
-        let mut set = self
-            .recorded
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut set = telemetry::locks::lock(&self.recorded);
         if set.len() >= MAX_REMEMBERED {
             set.clear();
         }

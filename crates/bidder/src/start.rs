@@ -368,10 +368,7 @@ async fn pace(state: Weak<State>, interval: Duration) {
         let Some(state) = state.upgrade() else { return };
         // The ledger open now is the one to remember: evidence if Redis ever loses it.
         if let Some(id) = state.ledger.redis().and_then(|r| r.open_ledger_id()) {
-            let mut recorded = state
-                .marker_recorded
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut recorded = telemetry::locks::lock(&state.marker_recorded);
             if recorded.as_deref() != Some(id.as_str()) {
                 crate::ledger_open::remember(state.marker.as_ref(), &id);
                 *recorded = Some(id);

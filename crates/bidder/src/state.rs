@@ -83,10 +83,7 @@ impl State {
         let bits = IDS.with(|cell| {
             let mut cell = cell.borrow_mut();
             let rng = cell.get_or_insert_with(|| {
-                let mut seeds = self
-                    .id_seeds
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut seeds = telemetry::locks::lock(&self.id_seeds);
                 StdRng::from_rng(&mut *seeds)
             });
             (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64())

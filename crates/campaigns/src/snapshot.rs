@@ -69,7 +69,7 @@ impl CampaignState {
     }
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        telemetry::locks::lock(m)
     }
 
     /// Runs the pacing controller on the ledger's figures, what the campaign has `spent` in

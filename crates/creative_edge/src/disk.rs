@@ -76,7 +76,8 @@ impl DiskTier {
             writes: AtomicU64::new(0),
         };
         let mut evicted = Vec::new();
-        if let Ok(mut index) = tier.index.lock() {
+        {
+            let mut index = telemetry::locks::lock(&tier.index);
             for (_, name, size) in found {
                 evicted.extend(index.insert(name, (), size));
             }
@@ -93,10 +94,7 @@ impl DiskTier {
     /// Reads the object under `key`.
     pub async fn get(self: &Arc<Self>, key: &str, metrics: &Metrics) -> DiskRead {
         let name = name_of(key);
-        let present = self
-            .index
-            .lock()
-            .is_ok_and(|mut index| index.get(&name).is_some());
+        let present = telemetry::locks::lock(&self.index).get(&name).is_some();
         if !present {
             return DiskRead::Missing;
         }
@@ -148,14 +146,12 @@ impl DiskTier {
             return;
         }
         let stats = &metrics.disk;
-        let evicted = match self.index.lock() {
-            Ok(mut index) => {
-                let evicted = index.insert(name.clone(), (), size);
-                stats.bytes.set(index.weight());
-                stats.objects.set(index.len() as u64);
-                evicted
-            }
-            Err(_) => return,
+        let evicted = {
+            let mut index = telemetry::locks::lock(&self.index);
+            let evicted = index.insert(name.clone(), (), size);
+            stats.bytes.set(index.weight());
+            stats.objects.set(index.len() as u64);
+            evicted
         };
         let refused = evicted.iter().any(|(n, ())| *n == name);
         if !refused {
@@ -177,7 +173,8 @@ impl DiskTier {
 
     /// Drops a file and its index entry.
     async fn forget(&self, name: &str, stats: &TierStats) {
-        if let Ok(mut index) = self.index.lock() {
+        {
+            let mut index = telemetry::locks::lock(&self.index);
             index.remove(name);
             stats.bytes.set(index.weight());
             stats.objects.set(index.len() as u64);

@@ -91,29 +91,25 @@ pub enum Next {
 }
 
 impl Flight {
-    fn lock(&self) -> Option<MutexGuard<'_, State>> {
-        self.state.lock().ok()
+    fn lock(&self) -> MutexGuard<'_, State> {
+        telemetry::locks::lock(&self.state)
     }
 
     /// Counts one more client served by this fill.
     pub fn join(&self) {
-        if let Some(mut s) = self.lock() {
-            s.clients += 1;
-        }
+        self.lock().clients += 1;
     }
 
     /// Clients served so far (the herd).
     pub fn clients(&self) -> u64 {
-        self.lock().map_or(0, |s| s.clients)
+        self.lock().clients
     }
 
     fn publish(&self, change: impl FnOnce(&mut State)) {
-        let wakers = match self.lock() {
-            Some(mut s) => {
-                change(&mut s);
-                std::mem::take(&mut s.wakers)
-            }
-            None => return,
+        let wakers = {
+            let mut s = self.lock();
+            change(&mut s);
+            std::mem::take(&mut s.wakers)
         };
         for w in wakers {
             w.wake();
@@ -141,27 +137,22 @@ impl Flight {
 
     /// Waits for how the fill starts.
     pub async fn started(&self) -> Start {
-        std::future::poll_fn(|cx| match self.lock() {
-            Some(mut s) => match &s.start {
+        std::future::poll_fn(|cx| {
+            let mut s = self.lock();
+            match &s.start {
                 Some(start) => Poll::Ready(start.clone()),
                 None => {
                     s.wakers.push(cx.waker().clone());
                     Poll::Pending
                 }
-            },
-            None => Poll::Ready(Start::Failed {
-                failure: Failure::Origin(Fetch::BrokenBody),
-                remembered: false,
-            }),
+            }
         })
         .await
     }
 
     /// The chunk at `at`, or the end, or `Pending` with the waker registered.
     pub fn poll_chunk(&self, at: usize, cx: &mut Context<'_>) -> Poll<Next> {
-        let Some(mut s) = self.lock() else {
-            return Poll::Ready(Next::Cut);
-        };
+        let mut s = self.lock();
         if let Some(chunk) = s.chunks.get(at) {
             return Poll::Ready(Next::Chunk(chunk.clone()));
         }
@@ -177,9 +168,7 @@ impl Flight {
 
     /// The whole body received so far, as one buffer (for storing it once complete).
     pub fn body(&self) -> Bytes {
-        let Some(s) = self.lock() else {
-            return Bytes::new();
-        };
+        let s = self.lock();
         match s.chunks.as_slice() {
             [one] => one.clone(),
             chunks => {
@@ -208,12 +197,7 @@ impl Flights {
         key: &str,
         recheck: impl FnOnce() -> Option<T>,
     ) -> Result<(Arc<Flight>, bool), T> {
-        let Ok(mut map) = self.map.lock() else {
-            // A poisoned map: serve this client with a flight of its own.
-            let flight = Arc::new(Flight::default());
-            flight.join();
-            return Ok((flight, true));
-        };
+        let mut map = telemetry::locks::lock(&self.map);
         if let Some(flight) = map.get(key) {
             flight.join();
             return Ok((flight.clone(), false));
@@ -229,16 +213,15 @@ impl Flights {
 
     /// Removes the flight of `key` once its object is stored; later clients find it there.
     pub fn land(&self, key: &str, flight: &Arc<Flight>) {
-        if let Ok(mut map) = self.map.lock()
-            && map.get(key).is_some_and(|f| Arc::ptr_eq(f, flight))
-        {
+        let mut map = telemetry::locks::lock(&self.map);
+        if map.get(key).is_some_and(|f| Arc::ptr_eq(f, flight)) {
             map.remove(key);
         }
     }
 
     /// Flights in progress now.
     pub fn in_flight(&self) -> usize {
-        self.map.lock().map_or(0, |m| m.len())
+        telemetry::locks::lock(&self.map).len()
     }
 }
 

@@ -23,15 +23,13 @@ impl MemoryTier {
 
     /// The object under `key`, fresh or stale, marked as recently used.
     pub fn get(&self, key: &str) -> Option<Arc<Object>> {
-        self.lru.lock().ok()?.get(key).cloned()
+        telemetry::locks::lock(&self.lru).get(key).cloned()
     }
 
     /// Stores `object` under `key`, evicting the least recently used to make room.
     pub fn insert(&self, key: &str, object: Arc<Object>, stats: &TierStats) {
         let weight = object.weight(key);
-        let Ok(mut lru) = self.lru.lock() else {
-            return;
-        };
+        let mut lru = telemetry::locks::lock(&self.lru);
         let evicted = lru.insert(key.to_owned(), object, weight);
         // A refused object (heavier than the tier) comes back under its own key.
         let refused = evicted.iter().any(|(k, _)| k == key);
@@ -49,9 +47,7 @@ impl MemoryTier {
 
     /// Drops the object under `key`.
     pub fn remove(&self, key: &str, stats: &TierStats) {
-        let Ok(mut lru) = self.lru.lock() else {
-            return;
-        };
+        let mut lru = telemetry::locks::lock(&self.lru);
         let removed = lru.remove(key);
         stats.bytes.set(lru.weight());
         stats.objects.set(lru.len() as u64);

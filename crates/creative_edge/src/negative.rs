@@ -19,7 +19,7 @@ pub struct Negative {
 impl Negative {
     /// The failure remembered for `key` at `now_ms`, if still remembered.
     pub fn get(&self, key: &str, now_ms: u64) -> Option<Failure> {
-        let entries = self.entries.lock().ok()?;
+        let entries = telemetry::locks::lock(&self.entries);
         entries
             .get(key)
             .filter(|(_, until)| *until > now_ms)
@@ -28,9 +28,7 @@ impl Negative {
 
     /// Remembers `failure` for `key` until `until_ms`.
     pub fn insert(&self, key: &str, failure: Failure, until_ms: u64, now_ms: u64) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = telemetry::locks::lock(&self.entries);
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(key) {
             entries.retain(|_, (_, until)| *until > now_ms);
             if entries.len() >= MAX_ENTRIES {
@@ -42,9 +40,7 @@ impl Negative {
 
     /// Forgets `key` (its object was fetched).
     pub fn clear(&self, key: &str) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.remove(key);
-        }
+        telemetry::locks::lock(&self.entries).remove(key);
     }
 }
 

@@ -239,7 +239,7 @@ struct Pool {
 impl Pool {
     /// The most recently returned idle connection still usable; older ones are closed.
     fn take_idle(&self, max_idle: Duration) -> Option<Conn> {
-        let mut idle = self.idle.lock().ok()?;
+        let mut idle = telemetry::locks::lock(&self.idle);
         while let Some(conn) = idle.pop() {
             // Readiness is awaited before sending: the connection's task may not have seen the
             // last body end yet.
@@ -256,9 +256,7 @@ impl Pool {
             return;
         }
         conn.idle_since = Instant::now();
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(conn);
-        }
+        telemetry::locks::lock(&self.idle).push(conn);
         self.returned.notify_one();
     }
 }

@@ -138,17 +138,13 @@ impl MarkupStore {
             );
         }
         let mut ids = Vec::with_capacity(ready.len());
-        let Ok(mut rng) = self.ids.lock() else {
-            return Err(PutError("store unavailable".into()));
-        };
+        let mut rng = telemetry::locks::lock(&self.ids);
         let fresh: Vec<String> = ready.iter().map(|_| new_id(&mut rng)).collect();
         drop(rng);
         let Some(share) = self.shares.get(share) else {
             return Err(PutError("store unavailable".into()));
         };
-        let Ok(mut entries) = share.entries.lock() else {
-            return Err(PutError("store unavailable".into()));
-        };
+        let mut entries = telemetry::locks::lock(&share.entries);
         let mut evicted = Vec::new();
         for (entry, id) in ready.into_iter().zip(fresh) {
             let weight = entry.value.len() as u64 + 96;
@@ -208,7 +204,7 @@ impl MarkupStore {
     /// holds it.
     pub fn get(&self, id: &str, now_ms: u64, metrics: &Metrics) -> Option<(&'static str, Bytes)> {
         let found = self.shares.iter().find_map(|share| {
-            let mut entries = share.entries.lock().ok()?;
+            let mut entries = telemetry::locks::lock(&share.entries);
             let entry = entries.get(id)?.clone();
             if entry.expires_ms <= now_ms {
                 entries.remove(id);

@@ -188,10 +188,7 @@ impl Writers {
                 let Some(w) = self.keyed.get(i) else {
                     return Err(PutRefusal::UnknownKey);
                 };
-                let mut buckets = w
-                    .buckets
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut buckets = telemetry::locks::lock(&w.buckets);
                 let b = buckets.get_or_insert_with(|| w.limits.full(now_ms));
                 w.limits.admit(b, bytes, now_ms)
             }
@@ -200,10 +197,7 @@ impl Writers {
                     return Err(PutRefusal::NoKey);
                 };
                 let client = client_of(peer);
-                let mut clients = a
-                    .clients
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut clients = telemetry::locks::lock(&a.clients);
                 if clients.len() >= MAX_CLIENTS && !clients.contains_key(&client) {
                     use std::sync::atomic::Ordering::Relaxed;
                     if now_ms.saturating_sub(a.last_sweep_ms.load(Relaxed)) >= 1_000 {

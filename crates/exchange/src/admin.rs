@@ -203,10 +203,7 @@ fn roster(state: &State) -> Vec<Value> {
         .map(|(_, b)| b)
         .map(|b| {
             let (breaker, trips) = {
-                let guard = b
-                    .breaker
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let guard = telemetry::locks::lock(&b.breaker);
                 (guard.state().label(), guard.trips())
             };
             let endpoint = b.pool.endpoint();

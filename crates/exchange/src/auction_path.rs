@@ -356,7 +356,7 @@ async fn deliver(
 ) -> Ended {
     let deadline = &admitted.deadline;
     let mut outcome = AuctionOutcome::ended(RequestOutcome::NoBid);
-    outcome.rejected = settlement.rejected;
+    outcome.rejected = settlement.rejected().collect();
     let mut recorded = settlement.recorded;
     let mut won = settlement.won;
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.

@@ -317,18 +317,18 @@ impl RateCap {
 /// Whether a call to a bidder may be made at `now`: its rate cap first (a call it refuses
 /// must not count as a breaker probe), then its breaker, which is asked last so that a call it
 /// allows (perhaps a half-open probe) is surely made and its outcome recorded. Each sits behind
-/// the mutex the auctions share; a poisoned one refuses.
+/// the mutex the auctions share (a poisoned one is recovered: `telemetry::locks`).
 pub fn pass_gates(
     rate_cap: Option<&Mutex<RateCap>>,
     breaker: &Mutex<Breaker>,
     now: Instant,
 ) -> Result<(), SkipReason> {
     if let Some(cap) = rate_cap
-        && !cap.lock().is_ok_and(|mut c| c.try_take(now))
+        && !telemetry::locks::lock(cap).try_take(now)
     {
         return Err(SkipReason::QpsCap);
     }
-    if !breaker.lock().is_ok_and(|mut b| b.allow(now)) {
+    if !telemetry::locks::lock(breaker).allow(now) {
         return Err(SkipReason::BreakerOpen);
     }
     Ok(())

@@ -43,9 +43,7 @@ fn start_call(
 /// state is seen by exactly one call (the one that made it, under the lock), which logs it
 /// after letting go of the lock.
 fn record_health(bidder: &Bidder, health: Health, now: Instant) {
-    let Ok(mut breaker) = bidder.breaker.lock() else {
-        return;
-    };
+    let mut breaker = telemetry::locks::lock(&bidder.breaker);
     let before = breaker.state();
     breaker.record(health, now);
     bidder.metrics.breaker_state.set(match breaker.state() {

@@ -293,10 +293,10 @@ fn record(
 }
 
 fn queue_for(inner: &Arc<Inner>, target: &Target) -> Option<mpsc::Sender<Job>> {
-    if let Some(tx) = inner.hosts.read().ok()?.get(target) {
+    if let Some(tx) = telemetry::locks::read(&inner.hosts).get(target) {
         return Some(tx.clone());
     }
-    let mut hosts = inner.hosts.write().ok()?;
+    let mut hosts = telemetry::locks::write(&inner.hosts);
     if !hosts.contains(target) && hosts.len() >= MAX_HOST_QUEUES {
         return None;
     }

@@ -32,12 +32,9 @@ impl BidderIx {
         self.0 as usize
     }
 
-    /// As `auction::Candidate` carries it, and back.
+    /// As `auction::Candidate` carries it.
     pub fn raw(self) -> u32 {
         self.0
-    }
-    pub(crate) fn from_raw(raw: u32) -> BidderIx {
-        BidderIx(raw)
     }
 }
 

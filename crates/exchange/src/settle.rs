@@ -11,7 +11,7 @@ use openrtb::{Bid, BidRequest, BidResponse, LossReason, Price, RawJson, SeatBid}
 use price_token::{Binding, PriceKey};
 use records::BidLine;
 
-use crate::money::Rates;
+use crate::money::{NoConversion, Rates};
 use crate::outcome::{BidderIx, Rejected};
 use crate::reply::{Called, Reply};
 use upstream::outbound::NoticeHosts;
@@ -85,19 +85,82 @@ pub struct LossNotice {
     pub about: Option<(String, String)>,
 }
 
+/// What became of one bid received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Kept out of the auction: no markup, and none its bidder may fetch.
+    NoMarkup,
+    /// Kept out of the auction: its price has no value in the auction currency.
+    NotConverted(NoConversion),
+    /// Refused by the auction's rules.
+    Rejected(auction::Rejection),
+    /// Lost its imp to a better bid.
+    Lost,
+    /// Won its imp.
+    Won,
+    /// Competed, and the auction named it neither winner, loser nor rejected.
+    Unplaced,
+}
+
+impl Fate {
+    /// The record's `status` of a bid with this fate.
+    pub fn label(self) -> &'static str {
+        match self {
+            Fate::NoMarkup => "no_markup",
+            Fate::NotConverted(e) => e.label(),
+            Fate::Rejected(r) => r.label(),
+            Fate::Lost => "lost",
+            Fate::Won => "won",
+            Fate::Unplaced => "",
+        }
+    }
+
+    /// Kept out before the auction ran: it never competed.
+    pub fn excluded(self) -> bool {
+        matches!(self, Fate::NoMarkup | Fate::NotConverted(_))
+    }
+
+    /// Why it was dropped before or by the auction, when it was.
+    pub fn rejection(self) -> Option<&'static str> {
+        match self {
+            Fate::NoMarkup | Fate::NotConverted(_) | Fate::Rejected(_) => Some(self.label()),
+            Fate::Lost | Fate::Won | Fate::Unplaced => None,
+        }
+    }
+}
+
+/// One bid's bidder and fate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BidFate {
+    pub bidder: BidderIx,
+    pub fate: Fate,
+}
+
 /// The auction's result.
 #[derive(Debug, Default)]
 pub struct Settlement {
     pub won: Vec<Won>,
     /// Loss notices, macros replaced.
     pub loss_urls: Vec<LossNotice>,
-    /// Bids dropped before or by the auction, and why.
-    pub rejected: Vec<Rejected>,
+    /// What became of every bid received, in the order the auction saw them.
+    pub fates: Vec<BidFate>,
     /// Every bid and winner, for the auction record, when [`AuctionCtx::record`] asked.
     pub recorded: Option<Recorded>,
 }
 
-/// What an auction record keeps of the settlement.
+impl Settlement {
+    /// The bids dropped before or by the auction, and why.
+    pub fn rejected(&self) -> impl Iterator<Item = Rejected> + '_ {
+        self.fates.iter().filter_map(|f| {
+            f.fate.rejection().map(|reason| Rejected {
+                bidder: f.bidder,
+                reason,
+            })
+        })
+    }
+}
+
+/// What an auction record keeps of the settlement, derived from the bids' fates.
 #[derive(Debug, Default)]
 pub struct Recorded {
     /// Every bid received, in the order the auction saw them.
@@ -148,107 +211,112 @@ pub fn rules<'a>(request: &'a BidRequest, currency: &'a str) -> Rules<'a> {
     }
 }
 
-/// Every bid of the replies as an auction candidate, with the response and bid it came from
-/// (index-aligned); bids that could never be served (no markup, none to fetch) are rejected
-/// here, before the auction.
-struct Pool<'a> {
-    candidates: Vec<Candidate<'a>>,
-    sources: Vec<Source<'a>>,
-    /// Every bid, when recording; `sources[i].line` indexes it.
-    lines: Vec<BidLine>,
-}
-
-/// Where a candidate came from: its response, its bid, and the bid's own currency.
+/// One bid received, with what the auction needs of it and, once settled, its fate.
 #[derive(Clone, Copy)]
-struct Source<'a> {
+struct Received<'a> {
+    bidder: BidderIx,
+    bidder_name: &'a str,
+    /// Its `seatbid.seat`, else its bidder's name.
+    seat: &'a str,
     response: &'a BidResponse,
     bid: &'a Bid,
+    /// The bid's own currency: its response's, else USD (the spec's default).
     currency: &'a str,
-    /// Its line in `Pool::lines`, when recording.
-    line: usize,
+    /// Its price in the auction currency.
+    converted: Result<Price, NoConversion>,
+    fate: Fate,
+}
+
+impl<'a> Received<'a> {
+    /// The bid as a candidate of the auction, priced in `currency` (the auction's).
+    fn candidate(&self, currency: &'a str) -> Candidate<'a> {
+        let bid = self.bid;
+        Candidate {
+            bidder: self.bidder.raw(),
+            seat: self.seat,
+            bid_id: bid.id.as_str(),
+            imp_id: bid.impid.as_str(),
+            price: self.converted.unwrap_or(Price::ZERO),
+            currency,
+            deal_id: bid.dealid.as_deref(),
+            adomain: bid.adomain.as_deref().unwrap_or(empty()),
+            cat: bid.cat.as_deref().unwrap_or(empty()),
+        }
+    }
 }
 
 /// Runs the auction over every bid of `replies` and rewrites the winners.
 pub fn settle(ctx: &AuctionCtx<'_>, replies: &[Called]) -> Settlement {
+    let mut bids = received(ctx, replies);
+    // The auction's input: the bids not kept out, each knowing its place in `bids`.
+    let entered: Vec<usize> = (0..bids.len())
+        .filter(|&i| !bids[i].fate.excluded())
+        .collect();
+    let candidates: Vec<Candidate<'_>> = entered
+        .iter()
+        .map(|&i| bids[i].candidate(ctx.currency))
+        .collect();
     let mut settlement = Settlement::default();
-    let mut pool = candidates(ctx, replies, &mut settlement.rejected);
-    if pool.candidates.is_empty() {
-        settlement.recorded = ctx.record.then(|| Recorded {
-            bids: pool.lines,
-            wins: Vec::new(),
-        });
-        return settlement;
-    }
-    let rules = rules(ctx.request, ctx.currency);
-    // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed within one.
-    let outcome = auction::run_seeded(
-        &rules,
-        &pool.candidates,
-        ctx.config,
-        auction::tie_seed(ctx.auction_id),
-    );
     let mut wins = Vec::new();
-    for rejected in &outcome.rejected {
-        pool.mark(rejected.candidate, rejected.reason.label());
-        let bidder = BidderIx::from_raw(pool.candidates[rejected.candidate].bidder);
-        settlement.rejected.push(Rejected {
-            bidder,
-            reason: rejected.reason.label(),
-        });
-        if ctx.loss_notices {
-            let loss = (rejected.reason.loss_reason(), None);
-            settlement
-                .loss_urls
-                .extend(loss_url(ctx, &pool, rejected.candidate, loss));
-        }
-    }
-    for imp in &outcome.imps {
-        let Some(winner) = &imp.winner else { continue };
-        for loser in &imp.losers {
-            pool.mark(loser.candidate, "lost");
-        }
-        pool.mark(winner.candidate, "won");
-        if ctx.loss_notices {
-            for loser in &imp.losers {
-                let loss = (loser.reason, Some(loser.min_to_win));
-                settlement
-                    .loss_urls
-                    .extend(loss_url(ctx, &pool, loser.candidate, loss));
+    if !candidates.is_empty() {
+        let rules = rules(ctx.request, ctx.currency);
+        // Ties are broken by a hash seeded with the auction id: fair across auctions, fixed
+        // within one.
+        let seed = auction::tie_seed(ctx.auction_id);
+        let outcome = auction::run_seeded(&rules, &candidates, ctx.config, seed);
+        for rejected in &outcome.rejected {
+            let bid = &mut bids[entered[rejected.candidate]];
+            bid.fate = Fate::Rejected(rejected.reason);
+            if ctx.loss_notices {
+                let loss = (rejected.reason.loss_reason(), None);
+                settlement.loss_urls.extend(loss_url(ctx, bid, loss));
             }
         }
-        let mut won = winning_bid(ctx, &pool, winner);
-        won.line = settlement.won.len();
-        if ctx.record {
-            wins.push(win_line(ctx, &pool, winner, &won));
+        for imp in &outcome.imps {
+            let Some(winner) = &imp.winner else { continue };
+            for loser in &imp.losers {
+                let bid = &mut bids[entered[loser.candidate]];
+                bid.fate = Fate::Lost;
+                if ctx.loss_notices {
+                    let loss = (loser.reason, Some(loser.min_to_win));
+                    settlement.loss_urls.extend(loss_url(ctx, bid, loss));
+                }
+            }
+            let bid = &mut bids[entered[winner.candidate]];
+            bid.fate = Fate::Won;
+            let mut won = winning_bid(ctx, bid, winner);
+            won.line = settlement.won.len();
+            if ctx.record {
+                wins.push(win_line(ctx, bid, winner));
+            }
+            settlement.won.push(won);
         }
-        settlement.won.push(won);
     }
-    settlement.recorded = ctx.record.then_some(Recorded {
-        bids: pool.lines,
+    settlement.fates = bids
+        .iter()
+        .map(|b| BidFate {
+            bidder: b.bidder,
+            fate: b.fate,
+        })
+        .collect();
+    settlement.recorded = ctx.record.then(|| Recorded {
+        bids: bids.iter().map(|b| bid_line(b, ctx.currency)).collect(),
         wins,
     });
     settlement
 }
 
-impl Pool<'_> {
-    /// Sets the status of candidate `i`'s bid line, when recording.
-    fn mark(&mut self, i: usize, status: &'static str) {
-        let line = self.sources.get(i).map(|s| s.line);
-        if let Some(line) = line.and_then(|l| self.lines.get_mut(l)) {
-            line.status = status.into();
-        }
-    }
-}
-
-/// A bid as its record line: as sent, with its price in the auction currency when converted.
-fn bid_line(
-    bidder: &str,
-    seat: &str,
-    bid: &Bid,
-    currency: &str,
-    auction_currency: &str,
-    converted: Option<Price>,
-) -> BidLine {
+/// A bid as its record line: as sent, with its price in the auction currency when converted,
+/// and its fate.
+fn bid_line(received: &Received<'_>, auction_currency: &str) -> BidLine {
+    let Received {
+        bidder_name: bidder,
+        seat,
+        bid,
+        currency,
+        fate,
+        ..
+    } = *received;
     let other = !currency.eq_ignore_ascii_case(auction_currency);
     BidLine {
         bidder: bidder.to_owned(),
@@ -261,55 +329,42 @@ fn bid_line(
         imp: bid.impid.clone(),
         price_micros: bid.price.micros(),
         cur: other.then(|| currency.to_owned()),
-        converted_micros: converted.filter(|_| other).map(Price::micros),
+        converted_micros: received.converted.ok().filter(|_| other).map(Price::micros),
         deal: bid.dealid.clone().filter(|d| !d.is_empty()),
         adomain: bid.adomain.clone().unwrap_or_default(),
         cat: bid.cat.clone().unwrap_or_default(),
-        status: "".into(),
-        excluded: false,
+        status: fate.label().into(),
+        excluded: fate.excluded(),
     }
 }
 
 /// A winner as its record line.
-fn win_line(
-    ctx: &AuctionCtx<'_>,
-    pool: &Pool<'_>,
-    winner: &auction::Winner,
-    won: &Won,
-) -> records::Win {
-    let cand = &pool.candidates[winner.candidate];
-    let source = pool.sources[winner.candidate];
-    let other = !source.currency.eq_ignore_ascii_case(ctx.currency);
-    let bidder = ctx.bidders.view(won.bidder).map_or("", |v| v.name);
+fn win_line(ctx: &AuctionCtx<'_>, won: &Received<'_>, winner: &auction::Winner) -> records::Win {
+    let other = !won.currency.eq_ignore_ascii_case(ctx.currency);
+    let bidder = won.bidder_name;
     records::Win {
-        imp: cand.imp_id.to_owned(),
+        imp: won.bid.impid.clone(),
         bidder: bidder.to_owned(),
-        bid: cand.bid_id.to_owned(),
-        seat: if cand.seat == bidder {
+        bid: won.bid.id.clone(),
+        seat: if won.seat == bidder {
             String::new()
         } else {
-            cand.seat.to_owned()
+            won.seat.to_owned()
         },
-        deal: cand.deal_id.filter(|d| !d.is_empty()).map(str::to_owned),
+        deal: won.bid.dealid.clone().filter(|d| !d.is_empty()),
         rule: winner.price_rule.label().into(),
         cleared_micros: winner.clearing_price.micros(),
-        charged_micros: in_bid_currency(ctx, winner.clearing_price, source.currency).micros(),
-        cur: other.then(|| source.currency.to_owned()),
+        charged_micros: in_bid_currency(ctx, winner.clearing_price, won.currency).micros(),
+        cur: other.then(|| won.currency.to_owned()),
         billing_by: None,
         dropped: None,
     }
 }
 
-fn candidates<'a>(
-    ctx: &AuctionCtx<'a>,
-    replies: &'a [Called],
-    rejected: &mut Vec<Rejected>,
-) -> Pool<'a> {
-    let mut pool = Pool {
-        candidates: Vec::new(),
-        sources: Vec::new(),
-        lines: Vec::new(),
-    };
+/// Every bid of the replies, in order; those that could never be served (no markup, none to
+/// fetch) or priced in the auction currency are kept out here, before the auction.
+fn received<'a>(ctx: &AuctionCtx<'a>, replies: &'a [Called]) -> Vec<Received<'a>> {
+    let mut bids = Vec::new();
     for called in replies {
         let Reply::Bids(response) = &called.reply else {
             continue;
@@ -318,7 +373,6 @@ fn candidates<'a>(
         let view = ctx.bidders.view(bidder);
         let bidder_name = view.map_or("", |v| v.name);
         let markup_hosts = view.and_then(|v| v.markup_hosts);
-        // A bid's currency is its response's; absent, USD (the spec's default).
         let currency = response.cur.as_deref().unwrap_or("USD");
         for seatbid in response.seatbid.as_deref().unwrap_or(&[]) {
             let seat = seatbid.seat.as_deref().unwrap_or(bidder_name);
@@ -330,91 +384,57 @@ fn candidates<'a>(
                 let converted = ctx
                     .rates
                     .convert(bid.price, currency, ctx.currency, Round::Down);
-                let line = pool.lines.len();
-                if ctx.record {
-                    let price = converted.as_ref().ok().copied();
-                    pool.lines.push(bid_line(
-                        bidder_name,
-                        seat,
-                        bid,
-                        currency,
-                        ctx.currency,
-                        price,
-                    ));
-                }
-                let excluded = if bid.adm.is_none() && !fetchable() {
-                    Some("no_markup")
-                } else {
-                    converted.as_ref().err().map(|e| e.label())
+                let fate = match converted {
+                    _ if bid.adm.is_none() && !fetchable() => Fate::NoMarkup,
+                    Err(e) => Fate::NotConverted(e),
+                    Ok(_) => Fate::Unplaced,
                 };
-                if let Some(reason) = excluded {
-                    rejected.push(Rejected { bidder, reason });
-                    if let Some(l) = pool.lines.get_mut(line) {
-                        l.status = reason.into();
-                        l.excluded = true;
-                    }
-                    continue;
-                }
-                let Ok(price) = converted else { continue };
-                pool.candidates.push(Candidate {
-                    bidder: bidder.raw(),
+                bids.push(Received {
+                    bidder,
+                    bidder_name,
                     seat,
-                    bid_id: bid.id.as_str(),
-                    imp_id: bid.impid.as_str(),
-                    price,
-                    currency: ctx.currency,
-                    deal_id: bid.dealid.as_deref(),
-                    adomain: bid.adomain.as_deref().unwrap_or(empty()),
-                    cat: bid.cat.as_deref().unwrap_or(empty()),
-                });
-                pool.sources.push(Source {
                     response,
                     bid,
                     currency,
-                    line,
+                    converted,
+                    fate,
                 });
             }
         }
     }
-    pool
+    bids
 }
 
-/// The loss notice URL of candidate `i`, its macros replaced, when its bid has one.
+/// The loss notice URL of a bid, its macros replaced, when it has one.
 fn loss_url(
     ctx: &AuctionCtx<'_>,
-    pool: &Pool<'_>,
-    i: usize,
+    lost: &Received<'_>,
     (reason, min_to_win): (LossReason, Option<Price>),
 ) -> Option<LossNotice> {
-    let source = pool.sources[i];
-    let lurl = source.bid.lurl.as_ref()?;
-    let cand = &pool.candidates[i];
-    let min_to_win = min_to_win.map(|p| in_bid_currency(ctx, p, source.currency));
-    let values = macro_values(ctx, source, cand, None, reason, min_to_win);
+    let lurl = lost.bid.lurl.as_ref()?;
+    let min_to_win = min_to_win.map(|p| in_bid_currency(ctx, p, lost.currency));
+    let values = macro_values(ctx, lost, None, reason, min_to_win);
     Some(LossNotice {
-        bidder: BidderIx::from_raw(cand.bidder),
+        bidder: lost.bidder,
         url: substitute(lurl, &values).into_owned(),
         about: ctx
             .record
-            .then(|| (cand.imp_id.to_owned(), cand.bid_id.to_owned())),
+            .then(|| (lost.bid.impid.clone(), lost.bid.id.clone())),
     })
 }
 
 /// A winner's bid as the seller gets it: the clearing price (sealed for a bidder with a key),
 /// macros replaced, the bid price kept in `ext.origbidprice`.
-fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) -> Won {
-    let cand = &pool.candidates[winner.candidate];
-    let source = pool.sources[winner.candidate];
+fn winning_bid(ctx: &AuctionCtx<'_>, source: &Received<'_>, winner: &auction::Winner) -> Won {
     let bid = source.bid;
     let clearing = winner.clearing_price;
     // The bidder is told, and charged, in its bid's currency.
     let charged = in_bid_currency(ctx, clearing, source.currency);
-    let bidder = BidderIx::from_raw(cand.bidder);
+    let bidder = source.bidder;
     let token = sealed_price(ctx, bidder, bid, charged, source.currency);
     let mut values = macro_values(
         ctx,
         source,
-        cand,
         Some(charged),
         LossReason::BID_WON,
         Some(in_bid_currency(ctx, winner.min_to_win, source.currency)),
@@ -438,7 +458,7 @@ fn winning_bid(ctx: &AuctionCtx<'_>, pool: &Pool<'_>, winner: &auction::Winner) 
     }
     Won {
         bidder,
-        seat: cand.seat.to_owned(),
+        seat: source.seat.to_owned(),
         bid: won,
         line: 0,
     }
@@ -478,18 +498,18 @@ fn replace(field: &mut Option<String>, values: &MacroValues<'_>) {
 
 fn macro_values<'a>(
     ctx: &'a AuctionCtx<'a>,
-    source: Source<'a>,
-    cand: &'a Candidate<'a>,
+    source: &Received<'a>,
     price: Option<Price>,
     loss: LossReason,
     min_to_win: Option<Price>,
 ) -> MacroValues<'a> {
-    let Source {
+    let Received {
         response,
         bid,
         currency,
+        seat,
         ..
-    } = source;
+    } = *source;
     // "Market bid ratio": clearing price over bid price (both in the bid's currency).
     let mbr = price
         .filter(|_| bid.price.is_positive())
@@ -499,7 +519,7 @@ fn macro_values<'a>(
         // The spec names BidResponse.bidid; many bidders leave it out, so fall back to bid.id.
         bid_id: response.bidid.as_deref().unwrap_or(bid.id.as_str()),
         imp_id: bid.impid.as_str(),
-        seat_id: cand.seat,
+        seat_id: seat,
         ad_id: bid.adid.as_deref().unwrap_or(""),
         price,
         price_token: None,

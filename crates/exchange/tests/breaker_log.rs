@@ -2,9 +2,12 @@
 //! its breaker opening is logged once, naming the bidder, however many auctions skip it while
 //! it stays open; each failed probe is a debug line, not another warning; its closing is logged
 //! once; a failed call names the bidder, not only its address. The one test of this file owns
-//! the process's subscriber, so every runtime thread's events reach the buffer.
+//! the process's subscriber, so every runtime thread's events reach the buffer: its own test
+//! binary, not a module of `tests/it`, since other tests would log into that buffer and spend
+//! the log lines' rate limits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::io::Write;

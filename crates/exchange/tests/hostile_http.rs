@@ -5,8 +5,12 @@
 //! which the exchange only returns from bidders that answered inside the deadline. Latency
 //! figures are printed (`cargo test -- --nocapture`), not asserted: on a loaded two-core machine
 //! they measure the machine; BENCHMARKS.md holds the measured ones.
+//!
+//! Its own test binary, not a module of `tests/it`: its memory bound reads this process's peak
+//! resident memory, which another file's test would move.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::net::SocketAddr;

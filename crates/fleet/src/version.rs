@@ -86,7 +86,7 @@ impl Served {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // Every change below leaves the value whole before anything that could panic.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        telemetry::locks::lock(&self.0)
     }
 
     /// The version in force.

@@ -269,9 +269,7 @@ impl AdminDoor {
             "admin action"
         );
         if let Some(file) = &self.audit {
-            let mut file = file
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut file = telemetry::locks::lock(file);
             if let Err(e) = writeln!(file, "{line}") {
                 tracing::error!(error = %e, "audit line not written: {line}");
             }

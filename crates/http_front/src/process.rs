@@ -44,6 +44,18 @@ pub fn build_info() -> &'static BuildInfo {
 /// Appends `gavel_build_info` and the process metrics to a Prometheus text page.
 pub fn render(out: &mut String) {
     render_build_info(out, build_info());
+    telemetry::family(
+        out,
+        "gavel_lock_poisoned_total",
+        "counter",
+        "Locks taken over after a panic poisoned them (the data is kept and the work done).",
+    );
+    telemetry::sample(
+        out,
+        "gavel_lock_poisoned_total",
+        &[],
+        telemetry::locks::poisoned_total(),
+    );
     if let Some(figures) = read::figures() {
         render_figures(out, &figures);
     }

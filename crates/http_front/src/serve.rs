@@ -362,7 +362,7 @@ struct IpSlot {
 
 impl PerIp {
     fn take(table: &Arc<PerIp>, ip: std::net::IpAddr, max: u32) -> Option<IpSlot> {
-        let mut open = table.open.lock().ok()?;
+        let mut open = telemetry::locks::lock(&table.open);
         let n = open.entry(ip).or_insert(0);
         if *n >= max {
             return None;
@@ -377,9 +377,7 @@ impl PerIp {
 
 impl Drop for IpSlot {
     fn drop(&mut self) {
-        let Ok(mut open) = self.table.open.lock() else {
-            return;
-        };
+        let mut open = telemetry::locks::lock(&self.table.open);
         if let Some(n) = open.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -640,9 +638,7 @@ fn framing_of(
     heads: &std::sync::Mutex<crate::framing::HeadScanner>,
     req: &Request<Incoming>,
 ) -> Result<(), crate::framing::FramingError> {
-    let head = heads
-        .lock()
-        .map_or(crate::framing::Head::Unknown, |mut h| h.next_head());
+    let head = telemetry::locks::lock(heads).next_head();
     match (crate::framing::check(req.version(), req.headers()), head) {
         (Ok(()), crate::framing::Head::RepeatedLength) => {
             Err(crate::framing::FramingError::ContentLength)
@@ -683,9 +679,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for WatchedIo<S> {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Some(new) = buf.filled().get(before..)
             && !new.is_empty()
-            && let Ok(mut heads) = self.heads.lock()
         {
-            heads.feed(new);
+            telemetry::locks::lock(&self.heads).feed(new);
         }
         if buf.filled().len() > before && self.activity.quiet.load(Relaxed) {
             let now = self.activity.now_ms();

@@ -131,7 +131,7 @@ impl SniCerts {
     async fn lookup(&self, name: &str) -> Option<Arc<ServerConfig>> {
         let used = self.clock.fetch_add(1, Relaxed);
         let cached = {
-            let mut cache = self.cache.lock().ok()?;
+            let mut cache = telemetry::locks::lock(&self.cache);
             match cache.get_mut(name) {
                 Some(entry) if entry.checked.elapsed() < self.check_interval => {
                     entry.used = used;
@@ -191,9 +191,7 @@ impl SniCerts {
     }
 
     fn remember(&self, name: &str, config: Option<Arc<ServerConfig>>, stamp: Stamp, used: u64) {
-        let Ok(mut cache) = self.cache.lock() else {
-            return;
-        };
+        let mut cache = telemetry::locks::lock(&self.cache);
         if cache.len() >= self.max && !cache.contains_key(name) {
             let oldest = cache
                 .iter()
@@ -217,7 +215,7 @@ impl SniCerts {
 
     /// Names held now (loaded certificates and remembered absences).
     pub fn cached(&self) -> usize {
-        self.cache.lock().map_or(0, |c| c.len())
+        telemetry::locks::lock(&self.cache).len()
     }
 
     /// Appends the cache's counters as `{prefix}_tls_*`.

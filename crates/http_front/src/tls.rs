@@ -52,9 +52,7 @@ impl ServerTls {
     pub fn reload(&self) -> Result<(), String> {
         match acceptor(&self.cert_file, &self.key_file) {
             Ok(new) => {
-                if let Ok(mut current) = self.acceptor.lock() {
-                    *current = new;
-                }
+                *telemetry::locks::lock(&self.acceptor) = new;
                 self.reloads.fetch_add(1, Relaxed);
                 tracing::info!(cert = %self.cert_file.display(), "TLS certificate reloaded");
                 Ok(())
@@ -77,8 +75,8 @@ impl ServerTls {
     }
 
     /// The acceptor of the certificate now (test servers use it too).
-    pub fn acceptor(&self) -> Option<TlsAcceptor> {
-        self.acceptor.lock().ok().map(|a| a.clone())
+    pub fn acceptor(&self) -> TlsAcceptor {
+        telemetry::locks::lock(&self.acceptor).clone()
     }
 }
 
@@ -102,10 +100,7 @@ impl Tls {
     /// The handshake failed, or no certificate serves the name the client asked for.
     pub async fn accept(&self, stream: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
         match self {
-            Tls::Single(tls) => match tls.acceptor() {
-                Some(acceptor) => acceptor.accept(stream).await,
-                None => Err(std::io::Error::other("certificate lock poisoned")),
-            },
+            Tls::Single(tls) => tls.acceptor().accept(stream).await,
             Tls::Sni(certs) => certs.accept(stream).await,
         }
     }

@@ -5,7 +5,7 @@
 //! harness); needs `redis-server` and `redis-cli` on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::LedgerOn;

@@ -77,7 +77,7 @@ fn names(limits: &[(String, Limits)]) -> Vec<&str> {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    telemetry::locks::lock(m)
 }
 
 enum Store {
@@ -187,8 +187,7 @@ impl Ledger {
     fn book(book: &Mutex<Book>) -> std::sync::MutexGuard<'_, Book> {
         // A panic while holding the lock cannot leave the book half-updated in a way its own
         // invariant check would not catch; keep serving rather than poison every request.
-        book.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        telemetry::locks::lock(book)
     }
 
     /// Whether this instance writes its campaigns' limits, and as whom.

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use tokio::sync::Notify;
@@ -66,7 +66,7 @@ impl JobQueue {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // The critical sections cannot panic; recover rather than propagate a poison.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        telemetry::locks::lock(&self.state)
     }
 
     /// Enqueues without blocking, saying whether an idle consumer is there for it; gives the

@@ -28,7 +28,7 @@ pub(crate) async fn accept_loop(
             Ok((stream, peer)) => {
                 // Small request/response exchanges: Nagle would add delay for nothing.
                 let _ = stream.set_nodelay(true);
-                match tls.as_ref().and_then(|t| t.acceptor()) {
+                match tls.as_ref().map(|t| t.acceptor()) {
                     None if transport == Transport::Lean => {
                         tokio::spawn(crate::lean::serve(stream, peer, ctx.clone()));
                     }

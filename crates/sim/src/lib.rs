@@ -332,11 +332,7 @@ impl Fleet {
     /// free). Connections finishing their last answer may outlive it briefly.
     pub async fn stopped(&self) {
         let handles = {
-            let mut guard = self
-                .shared
-                .listeners
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut guard = telemetry::locks::lock(&self.shared.listeners);
             std::mem::take(&mut *guard)
         };
         if handles.is_empty() {

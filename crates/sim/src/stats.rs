@@ -154,7 +154,7 @@ impl NoticeRing {
     pub fn push(&self, notice: Notice) {
         // A panic while holding this lock cannot leave the deque inconsistent, so a poisoned
         // lock is still usable.
-        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ring = telemetry::locks::lock(&self.ring);
         if ring.len() == NOTICE_RING_CAPACITY {
             ring.pop_front();
         }
@@ -162,7 +162,7 @@ impl NoticeRing {
     }
 
     pub fn snapshot(&self) -> Vec<Notice> {
-        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = telemetry::locks::lock(&self.ring);
         ring.iter().cloned().collect()
     }
 }

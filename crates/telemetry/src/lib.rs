@@ -3,6 +3,7 @@
 //! outcomes are enums declared with [`labelled_counters!`], never strings from a request.
 //! [`metric`] declares a metric once (name, help, label key) and renders it generically.
 
+pub mod locks;
 pub mod metric;
 
 #[doc(hidden)]

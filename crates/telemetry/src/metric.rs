@@ -153,9 +153,7 @@ impl Tally {
         }
     }
     pub fn inc(&self, label: &'static str) {
-        let Ok(mut counts) = self.counts.lock() else {
-            return;
-        };
+        let mut counts = crate::locks::lock(&self.counts);
         match counts.iter_mut().find(|(l, _)| *l == label) {
             Some((_, n)) => *n += 1,
             None => counts.push((label, 1)),

@@ -185,7 +185,7 @@ impl NoticeClient {
     }
 
     fn take(&self, target: &Target) -> Option<Conn> {
-        let mut idle = self.idle.lock().ok()?;
+        let mut idle = telemetry::locks::lock(&self.idle);
         let conns = idle.get_mut(target)?;
         let fresh_after = Instant::now().checked_sub(self.settings.idle_timeout);
         while let Some(c) = conns.pop() {
@@ -198,9 +198,7 @@ impl NoticeClient {
     }
 
     fn put(&self, target: &Target, conn: Conn) {
-        let Ok(mut idle) = self.idle.lock() else {
-            return;
-        };
+        let mut idle = telemetry::locks::lock(&self.idle);
         if idle.len() >= MAX_HOSTS && !idle.contains(target) {
             idle.clear();
         }
@@ -216,9 +214,7 @@ impl NoticeClient {
     /// Closes connections idle longer than the idle timeout. Called every few seconds by the
     /// notice dispatcher, so a host that sees no more notices does not keep sockets open.
     pub fn close_idle(&self) {
-        let Ok(mut idle) = self.idle.lock() else {
-            return;
-        };
+        let mut idle = telemetry::locks::lock(&self.idle);
         let Some(fresh_after) = Instant::now().checked_sub(self.settings.idle_timeout) else {
             return;
         };

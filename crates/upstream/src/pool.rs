@@ -221,9 +221,7 @@ impl BidderPool {
             return false;
         }
         self.addr.store(Some(Arc::new(addr)));
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.clear();
-        }
+        telemetry::locks::lock(&self.idle).clear();
         true
     }
 
@@ -311,13 +309,11 @@ impl BidderPool {
     }
 
     fn take_idle(&self) -> Option<Conn> {
-        self.idle.lock().ok()?.pop()
+        telemetry::locks::lock(&self.idle).pop()
     }
 
     fn put_idle(&self, conn: Conn) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(conn);
-        }
+        telemetry::locks::lock(&self.idle).push(conn);
     }
 
     async fn dial(&self) -> Result<Conn, CallError> {
@@ -396,5 +392,94 @@ pub(crate) async fn dial(
             let stream = client.connect(name, stream).await.map_err(CallError::Tls)?;
             Ok(Conn::new(Box::new(stream)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A bidder on loopback that answers each request `{}`, keeping its connection open;
+    /// counts the connections it accepted.
+    async fn bidder() -> (SocketAddr, Arc<AtomicU64>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counted = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Relaxed);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0_u8; 4096];
+                    loop {
+                        let Ok(n) = stream.read(&mut chunk).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        // Every request of this test has a body of 2 bytes after its head.
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            if buf.len() < end + 4 + 2 {
+                                break;
+                            }
+                            buf.drain(..end + 4 + 2);
+                            let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+                            if stream.write_all(answer).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (addr, accepted)
+    }
+
+    #[tokio::test]
+    async fn a_pool_whose_lock_a_panic_poisoned_keeps_serving_and_counts_it() {
+        let (addr, accepted) = bidder().await;
+        let endpoint = crate::endpoint::parse_endpoint(&format!("http://{addr}/bid")).unwrap();
+        let limits = PoolLimits {
+            max_connections: 2,
+            max_response_bytes: 1024,
+            drain: Duration::from_millis(100),
+        };
+        let pool = Arc::new(BidderPool::new(endpoint, limits, Arc::default()));
+        let first = pool
+            .start(Bytes::from_static(b"{}"))
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(first.status, StatusCode::OK);
+
+        let holder = pool.clone();
+        let panicked = std::thread::spawn(move || {
+            let _held = holder.idle.lock();
+            panic!("a panic while the idle stack is held");
+        })
+        .join();
+        assert!(panicked.is_err() && pool.idle.is_poisoned());
+
+        let before = telemetry::locks::poisoned_total();
+        let second = pool
+            .start(Bytes::from_static(b"{}"))
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(second.status, StatusCode::OK);
+        assert_eq!(second.body.as_ref(), b"{}");
+        assert_eq!(
+            accepted.load(Relaxed),
+            1,
+            "the idle connection was taken from the poisoned stack and reused"
+        );
+        assert!(
+            telemetry::locks::poisoned_total() >= before + 2,
+            "taking and returning the connection each counted the poisoned lock"
+        );
     }
 }

@@ -82,7 +82,7 @@ impl Shared {
     /// The spill; a poisoned lock is taken as it is (every change to the spill leaves it
     /// consistent before anything that could panic).
     fn lock(&self) -> MutexGuard<'_, Spill> {
-        self.spill.lock().unwrap_or_else(|e| e.into_inner())
+        telemetry::locks::lock(&self.spill)
     }
 }
 

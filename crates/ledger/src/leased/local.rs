@@ -3,7 +3,7 @@
 //! O(1) hash-map work; nothing awaits.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use units::{Limits, Nanos, Timestamp};
@@ -250,5 +250,5 @@ pub(super) fn update_lease(
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing under these locks can panic halfway through an update (the Book does not
     // panic), so a poisoned lock still holds consistent data.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    telemetry::locks::lock(m)
 }

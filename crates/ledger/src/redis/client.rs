@@ -2,7 +2,7 @@
 //! reconnection by construction (a connection that failed or timed out is dropped; the next call
 //! dials a new one, so a restarted Redis is picked up without restarting the process).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -224,7 +224,7 @@ impl Client {
     }
 
     fn take_idle(&self) -> Option<Conn> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = telemetry::locks::lock(&self.idle);
         while let Some(conn) = idle.pop() {
             if conn.looks_alive() {
                 return Some(conn);
@@ -234,7 +234,7 @@ impl Client {
     }
 
     fn put_idle(&self, conn: Conn) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = telemetry::locks::lock(&self.idle);
         if idle.len() < self.max_idle {
             idle.push(conn);
         }

@@ -274,11 +274,7 @@ impl RedisLedger {
         let Some(id) = id else {
             return Ok(None);
         };
-        *self
-            .shared
-            .ledger_id
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::from(id.as_str());
+        *telemetry::locks::write(&self.shared.ledger_id) = Arc::from(id.as_str());
         self.shared
             .lost
             .store(false, std::sync::atomic::Ordering::Relaxed);
@@ -325,16 +321,8 @@ impl RedisLedger {
     /// [`RedisLedger::reopen`]) succeeds, limit writes and lease grants are refused. `create`:
     /// whether reopening may create a missing ledger (a first start).
     pub fn expect_ledger(&self, create: bool) {
-        *self
-            .shared
-            .create
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(create);
-        let mut id = self
-            .shared
-            .ledger_id
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *telemetry::locks::lock(&self.shared.create) = Some(create);
+        let mut id = telemetry::locks::write(&self.shared.ledger_id);
         if id.is_empty() {
             *id = Arc::from(NOT_OPEN);
         }
@@ -342,12 +330,7 @@ impl RedisLedger {
 
     /// Whether [`RedisLedger::expect_ledger`] was called and no ledger is open yet.
     pub fn needs_open(&self) -> bool {
-        &**self
-            .shared
-            .ledger_id
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            == NOT_OPEN
+        &**telemetry::locks::read(&self.shared.ledger_id) == NOT_OPEN
     }
 
     /// Whether this handle has no ledger to write to: never opened, or a script found that
@@ -370,12 +353,7 @@ impl RedisLedger {
     /// id may be a new one an operator created). Only a handle that never opened a ledger may
     /// create one (if allowed): once a ledger was open, its loss waits for an operator.
     pub async fn reopen(&self) -> Result<bool, LedgerError> {
-        let allowed = self
-            .shared
-            .create
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .unwrap_or(false);
+        let allowed = telemetry::locks::lock(&self.shared.create).unwrap_or(false);
         let create = allowed && self.needs_open();
         Ok(self.open_ledger(create).await?.is_some())
     }
@@ -473,13 +451,7 @@ impl RedisLedger {
     }
 
     fn ledger_id(&self) -> Arc<str> {
-        Arc::clone(
-            &self
-                .shared
-                .ledger_id
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&telemetry::locks::read(&self.shared.ledger_id))
     }
 
     /// The same ledger (same connections) with another per-call deadline.
@@ -671,10 +643,7 @@ impl RedisLedger {
 
     /// The campaigns the sweep walks, and where it stands.
     pub(crate) fn sweep_list(&self) -> std::sync::MutexGuard<'_, SweepList> {
-        self.shared
-            .sweep
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        telemetry::locks::lock(&self.shared.sweep)
     }
 }
 

@@ -1,0 +1,6 @@
+//! The integration tests of `auction` as one binary, one module per file: one link
+//! instead of one per file. Run one file's tests with
+//! `cargo test -p auction --test it <file>::`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod properties;

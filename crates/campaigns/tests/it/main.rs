@@ -1,0 +1,8 @@
+//! The integration tests of `campaigns` as one binary, one module per file: one link
+//! instead of one per file. Run one file's tests with
+//! `cargo test -p campaigns --test it <file>::`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod index;
+mod keys;
+mod rank;

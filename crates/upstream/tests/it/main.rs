@@ -1,0 +1,6 @@
+//! The integration tests of `upstream` as one binary, one module per file: one link
+//! instead of one per file. Run one file's tests with
+//! `cargo test -p upstream --test it <file>::`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod gzip_calls;
