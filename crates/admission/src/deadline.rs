@@ -121,11 +121,46 @@ impl Deadline {
     pub fn remaining(&self, now: Instant) -> Duration {
         self.answer_by.saturating_duration_since(now)
     }
+
+    /// The answer margin (`answer_by` to `expires_at`), the time kept for work after the
+    /// bidders' answers and for the answer's trip back.
+    fn margin(&self) -> Duration {
+        self.expires_at.saturating_duration_since(self.answer_by)
+    }
+
+    /// When fetching winners' markup from their `nurl` stops: half the answer margin.
+    pub fn markup_by(&self) -> Instant {
+        self.answer_by + self.margin() / 2
+    }
+
+    /// When storing winners' markup in the cache stops: three quarters of the answer margin,
+    /// after the markup fetch's half; the rest is for encoding and sending the answer.
+    pub fn cache_by(&self) -> Instant {
+        self.answer_by + self.margin() * 3 / 4
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_margin_is_shared_markup_first_then_the_cache() {
+        let t0 = Instant::now();
+        let d = Deadline {
+            read_at: t0,
+            expires_at: t0 + Duration::from_millis(100),
+            answer_by: t0 + Duration::from_millis(80),
+        };
+        assert_eq!(d.markup_by() - t0, Duration::from_millis(90));
+        assert_eq!(d.cache_by() - t0, Duration::from_millis(95));
+        let none = Deadline {
+            answer_by: d.expires_at,
+            ..d
+        };
+        assert_eq!(none.markup_by(), none.expires_at);
+        assert_eq!(none.cache_by(), none.expires_at);
+    }
 
     const POLICY: DeadlinePolicy = DeadlinePolicy {
         default_tmax: Duration::from_millis(100),

@@ -1,6 +1,8 @@
 //! The life of one bid request inside the bidder: decode and validate (the same rules as the
 //! exchange), fix the deadline, rank each impression's candidates, reserve the best one's
 //! maximum cost in the ledger, and answer with bids carrying their notice URLs.
+// A request or notice path: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering::Relaxed;

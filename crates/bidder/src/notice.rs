@@ -23,6 +23,8 @@
 //! `conflict`: the first charge stands, and it is counted and logged with both prices, never
 //! passed off as a duplicate (one of the two notices was tampered with, or the exchange and
 //! the seller disagree).
+// A request or notice path: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use http::StatusCode;
 use ledger::{CommitOutcome, ReleaseOutcome, SettleError};

@@ -1,6 +1,8 @@
 //! The life of one bid request: decode, validate, fix the deadline, enrich and encode once, fan
 //! out, settle, fetch missing markup, answer, then queue notices. See ARCHITECTURE.md for the
 //! diagram.
+// A request or notice path: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use std::time::{Duration, Instant};
 
@@ -22,15 +24,15 @@ use crate::fanout;
 use crate::intake::{self, Amended};
 use crate::notice_plan::{self, Firer};
 use crate::notices::NoticeAbout;
-use crate::outcome::{AuctionOutcome, BidderIx, RequestOutcome, WinOutcome};
-use crate::outcome::{NoticeKind, NoticeOutcome};
+use crate::outcome::{AuctionOutcome, BidderIx, CacheOutcome, CallOutcome, RequestOutcome};
+use crate::outcome::{NotCalled, NoticeKind, NoticeOutcome, PrivacyAction, WinOutcome};
 use crate::outgoing;
 use crate::privacy::Signals;
 use crate::rates::Snapshot;
 use crate::reply::Called;
 use crate::roster::{Bidder, Roster};
 use crate::sellers::Seller;
-use crate::settle::{self, AuctionCtx, Recorded, Settlement, Won};
+use crate::settle::{self, AuctionCtx, LossNotice, Recorded, Settlement, Won};
 use crate::state::State;
 use crate::validate::{auction_currency, validate};
 use records::Record;
@@ -52,8 +54,6 @@ type Answer = Response<Full<Bytes>>;
 struct Ended {
     response: Answer,
     outcome: AuctionOutcome,
-    /// The settlement's bids and winners, for the auction record.
-    recorded: Option<Recorded>,
 }
 
 impl Ended {
@@ -61,7 +61,6 @@ impl Ended {
         Ended {
             response,
             outcome: AuctionOutcome::ended(request),
-            recorded: None,
         }
     }
 
@@ -69,14 +68,6 @@ impl Ended {
         Ended::at_once(
             json_error(StatusCode::BAD_REQUEST, message),
             RequestOutcome::BadRequest,
-        )
-    }
-
-    fn internal_error(what: &str, e: &dyn std::fmt::Display) -> Ended {
-        tracing::error!(error = %e, "{what} failed");
-        Ended::at_once(
-            json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
-            RequestOutcome::InternalError,
         )
     }
 }
@@ -105,6 +96,30 @@ struct Admitted<'s> {
     _started: admission::Started<'s>,
 }
 
+/// The bidders' answers to one admitted auction, and what privacy enforcement did first.
+struct FannedOut {
+    auction_id: String,
+    /// The seller's request id (the bidders saw the exchange's auction id instead).
+    request_id: String,
+    replies: Vec<Called>,
+    calls: Vec<CallOutcome>,
+    privacy: Vec<(BidderIx, PrivacyAction)>,
+    not_called: Vec<(BidderIx, NotCalled)>,
+}
+
+/// What reached the seller and the bidders: the answer, its winners, the notices sent.
+struct Delivered {
+    response: Answer,
+    request: RequestOutcome,
+    wins: Vec<WinOutcome>,
+    markup: Vec<(BidderIx, NoticeOutcome)>,
+    cache: Option<CacheOutcome>,
+    /// The settlement's bids and winners for the record, the winners' delivery marked.
+    recorded: Option<Recorded>,
+}
+
+/// admitted → fanned out → settled → delivered; the outcome and the record are built once,
+/// from those values.
 async fn auction(
     state: &State,
     roster: &Roster,
@@ -120,10 +135,11 @@ async fn auction(
     *expires_at = Some(admitted.deadline.expires_at);
     let debug = wants_debug(&admitted.request, seller);
     // The record's floors are the seller's, before its multiplier (a replay applies its own).
-    let mut record = (debug || state.journal.is_on()).then(|| {
-        let tmax = admitted.request.tmax.map(i64::from);
+    let draft = (debug || state.journal.is_on()).then(|| {
+        let request = &admitted.request;
+        let tmax = request.tmax.map(i64::from);
         auction_record::draft(
-            &admitted.request,
+            request,
             &seller.name,
             seller.floor_permille,
             &admitted.currency,
@@ -131,15 +147,62 @@ async fn auction(
         )
     });
     raise_floors(&mut admitted.request, seller);
+    let mut fanned = fan_out(state, roster, seller, &mut admitted).await;
+    let settlement = settle_bids(state, roster, &admitted, &fanned, draft.is_some());
+    // The bids are in the settlement now: let the replies go before waiting on markup.
+    drop(std::mem::take(&mut fanned.replies));
+    let rejected = settlement.rejected().collect();
+    let delivered = deliver(state, roster, seller, &admitted, &fanned, settlement).await;
+    let amended = admitted.amended;
+    let outcome = AuctionOutcome {
+        request: delivered.request,
+        no_time_left: false,
+        calls: fanned.calls,
+        rejected,
+        wins: delivered.wins,
+        markup: delivered.markup,
+        cache: delivered.cache,
+        privacy: fanned.privacy,
+        not_called: fanned.not_called,
+        repaired: amended.repaired,
+        imps_dropped: amended.imps_dropped,
+        upgraded: amended.upgraded,
+    };
+    let mut response = delivered.response;
+    name_repairs(&mut response, &amended.repaired_paths);
+    if let Some(mut record) = draft {
+        record.id = fanned.auction_id;
+        record.at_ms = crate::clock::wall_ms();
+        if let Some(recorded) = delivered.recorded {
+            record.bids = recorded.bids;
+            record.wins = recorded.wins;
+        }
+        auction_record::complete(&mut record, &outcome, |b| {
+            roster.get(b).map_or("", |b| b.name.as_str())
+        });
+        if debug {
+            with_debug(&mut response, &record);
+        }
+        if state.journal.is_on() {
+            state.journal.record(Record::Auction(Box::new(record)));
+        }
+    }
+    Ended { response, outcome }
+}
+
+/// Enriches the request with the exchange's auction id and the time left, prepares each
+/// bidder's copy (privacy, currency, version) and calls them until the deadline.
+async fn fan_out(
+    state: &State,
+    roster: &Roster,
+    seller: &Seller,
+    admitted: &mut Admitted<'_>,
+) -> FannedOut {
     let auction_id = state.next_auction_id();
     let left = admitted.deadline.remaining(Instant::now());
     let tmax_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-    let ids = enrich(
-        &mut admitted.request,
-        auction_id.clone(),
-        tmax_ms,
-        &state.config.config.schain,
-    );
+    let schain = &state.config.config.schain;
+    let ids = enrich(&mut admitted.request, auction_id.clone(), tmax_ms, schain);
     let privacy = state.privacy.load();
     let signals = Signals::read(
         &admitted.request,
@@ -156,14 +219,35 @@ async fn auction(
         };
         outgoing::prepare(roster, |b| seller.allows(&b.name), &inputs)
     });
-    let replies =
-        fanout::fan_out(roster, &outgoing, &auction_id, admitted.deadline.answer_by).await;
-    let calls = replies.iter().map(Called::outcome).collect();
+    let answer_by = admitted.deadline.answer_by;
+    let replies = fanout::fan_out(roster, &outgoing, &auction_id, answer_by).await;
+    FannedOut {
+        calls: replies.iter().map(Called::outcome).collect(),
+        replies,
+        auction_id,
+        request_id: ids.request_id,
+        privacy: outgoing
+            .privacy
+            .iter()
+            .flat_map(|(bidder, actions)| actions.taken().map(move |a| (*bidder, a)))
+            .collect(),
+        not_called: outgoing.not_called,
+    }
+}
+
+/// Runs the auction over the replies, in the auction's currency and rates.
+fn settle_bids(
+    state: &State,
+    roster: &Roster,
+    admitted: &Admitted<'_>,
+    fanned: &FannedOut,
+    record: bool,
+) -> Settlement {
     let n = &state.config.config.notices;
-    let settlement = admitted.rates.with(|rates| {
+    admitted.rates.with(|rates| {
         let ctx = AuctionCtx {
             request: &admitted.request,
-            auction_id: &auction_id,
+            auction_id: &fanned.auction_id,
             currency: &admitted.currency,
             config: &state.auction,
             bidders: roster,
@@ -171,51 +255,10 @@ async fn auction(
             price_token_ttl_s: n.price_token_ttl_s,
             now_ms: crate::clock::wall_ms(),
             rates,
-            record: record.is_some(),
+            record,
         };
-        settle::settle(&ctx, &replies)
-    });
-    drop(replies);
-    let mut ended = deliver(
-        state,
-        roster,
-        seller,
-        &admitted,
-        settlement,
-        ids.request_id,
-        &auction_id,
-    )
-    .await;
-    ended.outcome.calls = calls;
-    ended.outcome.privacy = outgoing
-        .privacy
-        .iter()
-        .flat_map(|(bidder, actions)| actions.taken().map(move |a| (*bidder, a)))
-        .collect();
-    ended.outcome.not_called = outgoing.not_called;
-    let amended = std::mem::take(&mut admitted.amended);
-    name_repairs(&mut ended.response, &amended.repaired_paths);
-    ended.outcome.repaired = amended.repaired;
-    ended.outcome.imps_dropped = amended.imps_dropped;
-    ended.outcome.upgraded = amended.upgraded;
-    if let Some(mut record) = record.take() {
-        record.id = auction_id;
-        record.at_ms = crate::clock::wall_ms();
-        if let Some(recorded) = ended.recorded.take() {
-            record.bids = recorded.bids;
-            record.wins = recorded.wins;
-        }
-        auction_record::complete(&mut record, &ended.outcome, |b| {
-            roster.get(b).map_or("", |b| b.name.as_str())
-        });
-        if debug {
-            with_debug(&mut ended.response, &record);
-        }
-        if state.journal.is_on() {
-            state.journal.record(Record::Auction(Box::new(record)));
-        }
-    }
-    ended
+        settle::settle(&ctx, &fanned.replies)
+    })
 }
 
 /// The seller asked for the auction's detail in its answer: a test request (`test: 1`), or
@@ -344,29 +387,114 @@ async fn admit<'s>(
 }
 
 /// From the settlement to the seller's answer: markup fetched where missing, loss notices
-/// queued, markup cached, win and billing notices queued or left to the seller.
+/// fired, markup cached, then the answer encoded; the winners' win and billing notices go out
+/// only with an answer (the seller's to fire where the plan says so).
 async fn deliver(
     state: &State,
     roster: &Roster,
     seller: &Seller,
     admitted: &Admitted<'_>,
+    fanned: &FannedOut,
     settlement: Settlement,
-    request_id: String,
-    auction_id: &str,
-) -> Ended {
+) -> Delivered {
     let deadline = &admitted.deadline;
-    let mut outcome = AuctionOutcome::ended(RequestOutcome::NoBid);
-    outcome.rejected = settlement.rejected().collect();
     let mut recorded = settlement.recorded;
     let mut won = settlement.won;
+    let mut markup = Vec::new();
     // Fetching markup is itself the win notice: mark which winners had theirs fired that way.
-    let markup_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) / 2;
     let fetched_nurl =
-        fetch_missing_markup(state, roster, &mut won, markup_by, &mut outcome.markup).await;
+        fetch_missing_markup(state, roster, &mut won, deadline.markup_by(), &mut markup).await;
     if let Some(r) = recorded.as_mut() {
-        mark_dropped(&mut r.wins, &won);
+        mark_dropped(&mut r.wins, &won, DROPPED_NO_MARKUP);
     }
-    for loss in settlement.loss_urls {
+    fire_losses(state, roster, settlement.loss_urls, &fanned.auction_id);
+    let mut delivered = Delivered {
+        response: no_bid(),
+        request: RequestOutcome::NoBid,
+        wins: Vec::new(),
+        markup,
+        cache: None,
+        recorded,
+    };
+    if won.is_empty() {
+        return delivered;
+    }
+    if let Some(cache) = &state.markup_cache {
+        delivered.cache = cache.store(&mut won, deadline.cache_by()).await;
+    }
+    let mut pending = Vec::new();
+    for (w, fetched) in won.iter_mut().zip(&fetched_nurl) {
+        delivered.wins.push(WinOutcome {
+            bidder: w.bidder,
+            cleared: w.bid.price,
+        });
+        let line = delivered
+            .recorded
+            .as_mut()
+            .and_then(|r| r.wins.get_mut(w.line));
+        let about = line.as_ref().map(|l| NoticeAbout {
+            auction: fanned.auction_id.clone(),
+            imp: l.imp.clone(),
+            bid: l.bid.clone(),
+            price_micros: Some(l.charged_micros),
+        });
+        let billing_by = plan_notices(state, seller, w, *fetched, about, &mut pending);
+        if let Some(line) = line {
+            line.billing_by = billing_by.map(Into::into);
+        }
+    }
+    let request_id = fanned.request_id.clone();
+    let response = settle::seller_response(request_id, &fanned.auction_id, &admitted.currency, won);
+    match response.to_vec() {
+        Ok(body) => {
+            for notice in pending {
+                if let Some(bidder) = roster.get(notice.bidder) {
+                    let (kind, url, about) = (notice.kind, &notice.url, notice.about);
+                    state.notifier.fire(kind, url, &bidder.notices, about);
+                }
+            }
+            delivered.response = bid_answer(body);
+            delivered.request = RequestOutcome::Bid;
+        }
+        Err(e) => undelivered(&mut delivered, &e),
+    }
+    delivered
+}
+
+/// Why a recorded winner was not sold: its markup could not be fetched.
+const DROPPED_NO_MARKUP: &str = "markup_failed";
+/// Why a recorded winner was not sold: the seller's answer could not be built.
+const DROPPED_INTERNAL_ERROR: &str = "internal_error";
+
+/// The seller's answer could not be encoded: it gets a 500, no winner is sold and none of the
+/// winners' own notices is fired (markup fetches and loss notices already went out, and
+/// stay in the record).
+fn undelivered(delivered: &mut Delivered, e: &dyn std::fmt::Display) {
+    tracing::error!(error = %e, "encoding the seller response failed");
+    delivered.response = json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+    delivered.request = RequestOutcome::InternalError;
+    delivered.wins.clear();
+    if let Some(r) = delivered.recorded.as_mut() {
+        for win in &mut r.wins {
+            win.billing_by = None;
+            win.dropped
+                .get_or_insert_with(|| DROPPED_INTERNAL_ERROR.into());
+        }
+    }
+}
+
+fn bid_answer(body: Vec<u8>) -> Answer {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("x-openrtb-version", "2.6")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}
+
+/// Fires the loss notices the settlement prepared.
+fn fire_losses(state: &State, roster: &Roster, losses: Vec<LossNotice>, auction_id: &str) {
+    for loss in losses {
         if let Some(b) = roster.get(loss.bidder) {
             let about = loss.about.map(|(imp, bid)| NoticeAbout {
                 auction: auction_id.to_owned(),
@@ -379,64 +507,13 @@ async fn deliver(
                 .fire(NoticeKind::Loss, &loss.url, &b.notices, about);
         }
     }
-    if won.is_empty() {
-        return Ended {
-            response: no_bid(),
-            outcome,
-            recorded,
-        };
-    }
-    if let Some(cache) = &state.markup_cache {
-        // Within the deadline's answer margin, after the markup fetch's half of it: what is
-        // left after that is for encoding and sending the answer.
-        let cache_by = deadline.answer_by + (deadline.expires_at - deadline.answer_by) * 3 / 4;
-        outcome.cache = cache.store(&mut won, cache_by).await;
-    }
-    for (w, fetched) in won.iter_mut().zip(&fetched_nurl) {
-        outcome.wins.push(WinOutcome {
-            bidder: w.bidder,
-            cleared: w.bid.price,
-        });
-        let line = recorded.as_mut().and_then(|r| r.wins.get_mut(w.line));
-        if let Some(bidder) = roster.get(w.bidder) {
-            let about = line.as_ref().map(|l| NoticeAbout {
-                auction: auction_id.to_owned(),
-                imp: l.imp.clone(),
-                bid: l.bid.clone(),
-                price_micros: Some(l.charged_micros),
-            });
-            let billing_by = fire_notices(state, seller, bidder, w, *fetched, about);
-            if let Some(line) = line {
-                line.billing_by = billing_by.map(Into::into);
-            }
-        }
-    }
-    let response = settle::seller_response(request_id, auction_id, &admitted.currency, won);
-    let body = match response.to_vec() {
-        Ok(b) => b,
-        Err(e) => return Ended::internal_error("encoding the seller response", &e),
-    };
-    outcome.request = RequestOutcome::Bid;
-    let ended_recorded = recorded;
-    let response = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header("x-openrtb-version", "2.6")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())));
-    Ended {
-        response,
-        outcome,
-        recorded: ended_recorded,
-    }
 }
 
-/// Marks the recorded winners that are no longer among `won` (their markup could not be
-/// fetched) as dropped: not sold.
-fn mark_dropped(wins: &mut [records::Win], won: &[Won]) {
+/// Marks the recorded winners that are no longer among `won` as dropped (not sold), and why.
+fn mark_dropped(wins: &mut [records::Win], won: &[Won], why: &'static str) {
     for (i, win) in wins.iter_mut().enumerate() {
         if !won.iter().any(|w| w.line == i) {
-            win.dropped = Some("markup_failed".into());
+            win.dropped = Some(why.into());
         }
     }
 }
@@ -466,16 +543,25 @@ fn name_repairs(response: &mut Answer, paths: &[String]) {
     }
 }
 
-/// Queues a winner's notices the exchange fires (`notice_plan`), and strips those nobody may.
-/// Returns who decides its charge (`NoticePlan::billing_by`): `exchange`, `seller`, or `None`
-/// when it has neither `nurl` nor `burl`.
-fn fire_notices(
+/// A winner's notice the exchange fires once the seller's answer exists.
+struct Pending {
+    kind: NoticeKind,
+    url: String,
+    bidder: BidderIx,
+    about: Option<NoticeAbout>,
+}
+
+/// Plans a winner's notices (`notice_plan`): those the exchange fires move to `pending`, those
+/// nobody may are stripped, the seller's stay in the bid. Returns who decides its charge
+/// (`NoticePlan::billing_by`): `exchange`, `seller`, or `None` when it has neither `nurl`
+/// nor `burl`.
+fn plan_notices(
     state: &State,
     seller: &Seller,
-    bidder: &Bidder,
     w: &mut Won,
     fetched: bool,
     about: Option<NoticeAbout>,
+    pending: &mut Vec<Pending>,
 ) -> Option<&'static str> {
     let plan = notice_plan::plan(seller, state.config.config.notices.fire_nurl, fetched);
     let billing_by = plan.billing_by(w.bid.nurl.is_some(), w.bid.burl.is_some());
@@ -489,9 +575,12 @@ fn fire_notices(
             Firer::Nobody => *url = None,
             Firer::Exchange => {
                 if let Some(url) = url.take() {
-                    state
-                        .notifier
-                        .fire(kind, &url, &bidder.notices, about.clone());
+                    pending.push(Pending {
+                        kind,
+                        url,
+                        bidder: w.bidder,
+                        about: about.clone(),
+                    });
                 }
             }
         }
@@ -622,6 +711,56 @@ mod tests {
         assert_eq!(seller_tmax(Some(80), Some(120), 100), Some(80));
         assert_eq!(seller_tmax(None, Some(50), 100), Some(50));
         assert_eq!(seller_tmax(None, Some(500), 100), Some(100));
+    }
+
+    fn win(dropped: Option<&'static str>) -> records::Win {
+        records::Win {
+            imp: "1".into(),
+            bidder: "a".into(),
+            bid: "b".into(),
+            billing_by: Some("exchange".into()),
+            dropped: dropped.map(Into::into),
+            ..records::Win::default()
+        }
+    }
+
+    /// An answer that cannot be encoded sells nothing: the seller gets a 500, the outcome says
+    /// `internal_error`, and the record keeps every winner, marked not sold and not billed,
+    /// while what went out before (a markup fetch) stays in it.
+    #[test]
+    fn an_answer_that_cannot_be_built_records_its_winners_as_unsold() {
+        let mut delivered = Delivered {
+            response: no_bid(),
+            request: RequestOutcome::NoBid,
+            wins: vec![WinOutcome {
+                bidder: BidderIx::nth(0).unwrap(),
+                cleared: openrtb::Price::from_micros(1_000_000),
+            }],
+            markup: vec![(BidderIx::nth(1).unwrap(), NoticeOutcome::Failed)],
+            cache: None,
+            recorded: Some(Recorded {
+                bids: Vec::new(),
+                wins: vec![win(None), win(Some(DROPPED_NO_MARKUP))],
+            }),
+        };
+        let error = serde_json::from_str::<u32>("x").unwrap_err();
+        undelivered(&mut delivered, &error);
+        assert_eq!(
+            delivered.response.status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(delivered.request, RequestOutcome::InternalError);
+        assert!(delivered.wins.is_empty(), "nothing was sold");
+        assert_eq!(delivered.markup.len(), 1, "what was sent stays");
+        let wins = delivered.recorded.unwrap().wins;
+        assert_eq!(wins.len(), 2);
+        assert_eq!(wins[0].dropped.as_deref(), Some(DROPPED_INTERNAL_ERROR));
+        assert_eq!(wins[0].billing_by, None);
+        assert_eq!(
+            wins[1].dropped.as_deref(),
+            Some(DROPPED_NO_MARKUP),
+            "the first reason stays"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Calls every enabled bidder at once with its encoded request (`outgoing`) and turns whatever
 //! comes back, or doesn't, into a [`Reply`]. A bidder's failure is an outcome, never an error of the
 //! auction.
+// A request or notice path: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use std::future::Future;
 use std::pin::Pin;

@@ -16,6 +16,8 @@
 //!
 //! With `[records]` on, each notice that names its bid ([`NoticeAbout`]) is recorded once,
 //! when its fate is known: sent, failed after its attempts, dropped or refused.
+// A request or notice path: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock, Weak};

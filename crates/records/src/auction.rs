@@ -245,8 +245,9 @@ pub struct Win {
     /// absent when the bid had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billing_by: Option<Label>,
-    /// Why the win was not delivered after the auction (its markup could not be fetched:
-    /// `markup_failed`, `markup_refused`). A dropped win is not sold.
+    /// Why the win was not delivered after the auction: `markup_failed` (its markup could not
+    /// be fetched), `internal_error` (the seller's answer could not be built; none of its
+    /// notices was fired). A dropped win is not sold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<Label>,
 }

@@ -35,6 +35,8 @@
 //! current: committed after midnight, it is charged to the total but to no day's budget (the
 //! day that authorized it is closed, and the new day did not). Time never runs backwards for a
 //! campaign: an operation with an earlier `now` than seen before uses the later day.
+// On every bid's path to the ledger: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 mod invariants;
 mod outcome;

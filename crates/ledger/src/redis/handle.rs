@@ -2,6 +2,8 @@
 //! Cluster), its settings, the ledger marker it checks, and the two ways a script is sent: one
 //! call ([`RedisLedger::run`]) or a batch of calls ([`RedisLedger::pipeline`]). The operations
 //! themselves are in `per_bid.rs`, `lease.rs` and `sweep.rs`, each script in `script/`.
+// On every bid's path to the ledger: each step stays short enough to read at once (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 use std::sync::Arc;
 use std::time::Duration;
