@@ -8,7 +8,7 @@
 //! idle longer than `idle_timeout` is closed instead of reused. A request that fails at once on
 //! a reused connection (the origin closed it while idle) is retried once on a new one.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -18,7 +18,8 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+use upstream::conn_pool::ConnPool;
 
 use crate::config::OriginConfig;
 use crate::metrics::{Fetch, OriginStats};
@@ -114,8 +115,10 @@ impl Origin {
                 idle: Duration::from_millis(config.idle_timeout_ms),
             },
             pool: Arc::new(Pool {
-                idle: Mutex::new(Vec::new()),
-                slots: Arc::new(Semaphore::new(config.max_connections as usize)),
+                conns: ConnPool::new(
+                    config.max_connections as usize,
+                    Some(Duration::from_millis(config.idle_timeout_ms)),
+                ),
                 returned: Notify::new(),
             }),
             stats: OriginStats::default(),
@@ -176,15 +179,15 @@ impl Origin {
     /// A connection and whether it was reused.
     async fn checkout(&self, deadline: Instant) -> Result<(Conn, bool), Fetch> {
         loop {
-            if let Some(conn) = self.pool.take_idle(self.timeouts.idle) {
+            if let Some(conn) = self.pool.take_idle() {
                 return Ok((conn, true));
             }
-            if let Ok(slot) = self.pool.slots.clone().try_acquire_owned() {
+            if let Some(slot) = self.pool.conns.try_permit() {
                 return Ok((self.connect(slot, deadline).await?, false));
             }
             let returned = self.pool.returned.notified();
             tokio::select! {
-                slot = self.pool.slots.clone().acquire_owned() => {
+                slot = self.pool.conns.permit() => {
                     let Ok(slot) = slot else { return Err(Fetch::PoolFull) };
                     return Ok((self.connect(slot, deadline).await?, false));
                 }
@@ -213,7 +216,6 @@ impl Origin {
         self.stats.connections_opened.inc();
         Ok(Conn {
             sender,
-            idle_since: Instant::now(),
             _slot: slot,
         })
     }
@@ -223,40 +225,33 @@ impl Origin {
 #[derive(Debug)]
 struct Conn {
     sender: SendRequest<Empty<Bytes>>,
-    idle_since: Instant,
+    /// Held as long as the connection is open, busy or idle.
     _slot: OwnedSemaphorePermit,
 }
 
 #[derive(Debug)]
 struct Pool {
-    idle: Mutex<Vec<Conn>>,
-    /// One permit per open connection, busy or idle.
-    slots: Arc<Semaphore>,
+    /// One permit per open connection, busy or idle; the idle ones, closed past the idle
+    /// timeout.
+    conns: ConnPool<Conn>,
     /// Wakes one fetch waiting for a connection when one comes back.
     returned: Notify,
 }
 
 impl Pool {
     /// The most recently returned idle connection still usable; older ones are closed.
-    fn take_idle(&self, max_idle: Duration) -> Option<Conn> {
-        let mut idle = telemetry::locks::lock(&self.idle);
-        while let Some(conn) = idle.pop() {
-            // Readiness is awaited before sending: the connection's task may not have seen the
-            // last body end yet.
-            if conn.idle_since.elapsed() < max_idle && !conn.sender.is_closed() {
-                return Some(conn);
-            }
-        }
-        None
+    fn take_idle(&self) -> Option<Conn> {
+        // Readiness is awaited before sending: the connection's task may not have seen the
+        // last body end yet.
+        self.conns.take(|c| !c.sender.is_closed())
     }
 
-    fn put_back(&self, mut conn: Conn) {
+    fn put_back(&self, conn: Conn) {
         if conn.sender.is_closed() {
             // Dropping it gives its slot back: a waiting fetch may open a new one.
             return;
         }
-        conn.idle_since = Instant::now();
-        telemetry::locks::lock(&self.idle).push(conn);
+        self.conns.put(conn);
         self.returned.notify_one();
     }
 }

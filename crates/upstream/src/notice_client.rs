@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::conn_pool::IdleList;
 use crate::h1::{Conn, H1Error};
 use crate::outbound::{ByOrigin, Refusal, Scheme, Target, address_allowed};
 use crate::pool::{Answer, dial};
@@ -38,20 +39,16 @@ pub struct ClientSettings {
     pub max_idle_per_host: usize,
 }
 
-struct Idle {
-    conn: Conn,
-    since: Instant,
-}
-
 /// Connection cache shared by the notice workers and the auction path.
 pub struct NoticeClient {
     settings: ClientSettings,
-    idle: Mutex<ByOrigin<Vec<Idle>>>,
+    /// Idle connections, one list per host (`conn_pool::IdleList`: newest first, aged out).
+    idle: Mutex<ByOrigin<IdleList<Conn>>>,
 }
 
 impl std::fmt::Debug for NoticeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hosts = self.idle.lock().map_or(0, |m| m.len());
+        let hosts = telemetry::locks::lock(&self.idle).len();
         f.debug_struct("NoticeClient")
             .field("settings", &self.settings)
             .field("hosts", &hosts)
@@ -186,15 +183,9 @@ impl NoticeClient {
 
     fn take(&self, target: &Target) -> Option<Conn> {
         let mut idle = telemetry::locks::lock(&self.idle);
-        let conns = idle.get_mut(target)?;
-        let fresh_after = Instant::now().checked_sub(self.settings.idle_timeout);
-        while let Some(c) = conns.pop() {
-            let stale = fresh_after.is_some_and(|t| c.since < t);
-            if !stale {
-                return Some(c.conn);
-            }
-        }
-        None
+        // A connection the host closed while idle is found out by the GETs on it, which are
+        // then sent once more on a new one (`get_batch`).
+        idle.get_mut(target)?.take(Instant::now(), |_| true)
     }
 
     fn put(&self, target: &Target, conn: Conn) {
@@ -202,33 +193,27 @@ impl NoticeClient {
         if idle.len() >= MAX_HOSTS && !idle.contains(target) {
             idle.clear();
         }
-        let conns = idle.entry(target, Vec::new);
-        if conns.len() < self.settings.max_idle_per_host {
-            conns.push(Idle {
-                conn,
-                since: Instant::now(),
-            });
-        }
+        let settings = self.settings;
+        let new = || IdleList::new(settings.max_idle_per_host, Some(settings.idle_timeout));
+        idle.entry(target, new).put(conn, Instant::now());
     }
 
     /// Closes connections idle longer than the idle timeout. Called every few seconds by the
     /// notice dispatcher, so a host that sees no more notices does not keep sockets open.
     pub fn close_idle(&self) {
-        let mut idle = telemetry::locks::lock(&self.idle);
-        let Some(fresh_after) = Instant::now().checked_sub(self.settings.idle_timeout) else {
-            return;
-        };
-        idle.retain(|conns| {
-            conns.retain(|c| c.since >= fresh_after);
+        let now = Instant::now();
+        telemetry::locks::lock(&self.idle).retain(|conns| {
+            conns.close_stale(now);
             !conns.is_empty()
         });
     }
 
     /// Idle connections cached now (all hosts).
     pub fn idle_connections(&self) -> usize {
-        self.idle
-            .lock()
-            .map_or(0, |m| m.values().map(Vec::len).sum())
+        telemetry::locks::lock(&self.idle)
+            .values()
+            .map(IdleList::len)
+            .sum()
     }
 }
 

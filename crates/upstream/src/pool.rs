@@ -20,18 +20,18 @@
 //! before decoding: a complete answer that cannot be inflated still leaves it in the pool.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::StatusCode;
-use tokio::net::TcpStream;
-use tokio::sync::Semaphore;
 
+use crate::conn_pool::ConnPool;
 use crate::endpoint::Endpoint;
 use crate::gzip::{self, InflateError};
 use crate::h1::{Conn, ContentCoding, H1Error, HeadFields, RequestHead};
+use crate::stream::{ConnectError, Stream};
 use crate::tls::ClientTls;
 use rustls_pki_types::ServerName;
 
@@ -164,10 +164,10 @@ pub struct BidderPool {
     max_connections: u32,
     max_response_bytes: usize,
     drain: Duration,
-    permits: Arc<Semaphore>,
+    /// Permits (refused at once when none is free) and the idle connections.
+    conns: ConnPool<Conn>,
     /// Calls holding a permit now, late ones draining included (a gauge the owner renders).
     busy: Arc<AtomicU64>,
-    idle: Mutex<Vec<Conn>>,
     /// The request line and fixed headers of every call, encoded once per body coding.
     heads: Heads,
     /// What the heads were built with, so that each builder keeps what the others set.
@@ -197,9 +197,8 @@ impl BidderPool {
             max_connections,
             max_response_bytes,
             drain,
-            permits: Arc::new(Semaphore::new(max_connections as usize)),
+            conns: ConnPool::new(max_connections as usize, None),
             busy,
-            idle: Mutex::new(Vec::new()),
         }
     }
 
@@ -221,7 +220,7 @@ impl BidderPool {
             return false;
         }
         self.addr.store(Some(Arc::new(addr)));
-        telemetry::locks::lock(&self.idle).clear();
+        self.conns.clear();
         true
     }
 
@@ -259,7 +258,7 @@ impl BidderPool {
     }
 
     fn start_with(self: &Arc<Self>, body: Bytes, coding: BodyCoding) -> Result<Call, CallError> {
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+        let Some(permit) = self.conns.try_permit() else {
             return Err(CallError::PoolExhausted(self.max_connections));
         };
         let drain = self.drain;
@@ -309,11 +308,13 @@ impl BidderPool {
     }
 
     fn take_idle(&self) -> Option<Conn> {
-        telemetry::locks::lock(&self.idle).pop()
+        // A connection the bidder closed while idle is found out by the request on it, which is
+        // then sent once more on a new one (`call`).
+        self.conns.take(|_| true)
     }
 
     fn put_idle(&self, conn: Conn) {
-        telemetry::locks::lock(&self.idle).push(conn);
+        self.conns.put(conn);
     }
 
     async fn dial(&self) -> Result<Conn, CallError> {
@@ -383,15 +384,11 @@ pub(crate) async fn dial(
     addr: SocketAddr,
     tls: Option<(&ClientTls, ServerName<'static>)>,
 ) -> Result<Conn, CallError> {
-    let stream = TcpStream::connect(addr).await.map_err(CallError::Connect)?;
-    // Bid requests and notices are small and latency-bound: never wait for Nagle.
-    stream.set_nodelay(true).map_err(CallError::Connect)?;
-    match tls {
-        None => Ok(Conn::new(Box::new(stream))),
-        Some((client, name)) => {
-            let stream = client.connect(name, stream).await.map_err(CallError::Tls)?;
-            Ok(Conn::new(Box::new(stream)))
-        }
+    match Stream::connect(addr, tls).await {
+        Ok(Stream::Plain(tcp)) => Ok(Conn::new(Box::new(tcp))),
+        Ok(Stream::Tls(session)) => Ok(Conn::new(session)),
+        Err(ConnectError::Connect(e)) => Err(CallError::Connect(e)),
+        Err(ConnectError::Tls(e)) => Err(CallError::Tls(e)),
     }
 }
 
@@ -456,13 +453,7 @@ mod tests {
             .unwrap();
         assert_eq!(first.status, StatusCode::OK);
 
-        let holder = pool.clone();
-        let panicked = std::thread::spawn(move || {
-            let _held = holder.idle.lock();
-            panic!("a panic while the idle stack is held");
-        })
-        .join();
-        assert!(panicked.is_err() && pool.idle.is_poisoned());
+        pool.conns.poison_for_test();
 
         let before = telemetry::locks::poisoned_total();
         let second = pool

@@ -55,7 +55,7 @@ impl ClientTls {
                         found.errors.len()
                     ));
                 }
-                ClientTls::with_roots(roots, "system roots")
+                ClientTls::with_roots(roots, "system roots", ALPN_HTTP1)
             })
             .clone()
     }
@@ -65,25 +65,31 @@ impl ClientTls {
     /// # Errors
     /// A message naming the file when it cannot be read or holds no certificate.
     pub fn from_ca_file(ca_file: &Path) -> Result<ClientTls, String> {
-        let shown = ca_file.display();
-        let mut roots = RootCertStore::empty();
-        for cert in settings::read_certificates(ca_file)? {
-            roots
-                .add(cert)
-                .map_err(|e| format!("CA file {shown}: {e}"))?;
-        }
-        ClientTls::with_roots(roots, &shown.to_string())
+        ClientTls::with_roots(
+            ca_roots(ca_file)?,
+            &ca_file.display().to_string(),
+            ALPN_HTTP1,
+        )
     }
 
-    fn with_roots(roots: RootCertStore, source: &str) -> Result<ClientTls, String> {
+    /// Trusts only the PEM certificates in `ca_file`, for a protocol other than HTTP (Redis):
+    /// no ALPN protocol is offered.
+    ///
+    /// # Errors
+    /// A message naming the file when it cannot be read or holds no certificate.
+    pub fn from_ca_file_without_alpn(ca_file: &Path) -> Result<ClientTls, String> {
+        let source = format!("{} (no ALPN)", ca_file.display());
+        ClientTls::with_roots(ca_roots(ca_file)?, &source, &[])
+    }
+
+    fn with_roots(roots: RootCertStore, source: &str, alpn: &[&[u8]]) -> Result<ClientTls, String> {
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS setup: {e}"))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        // HTTP/1.1 only: the pools speak nothing else.
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(ClientTls {
             connector: TlsConnector::from(Arc::new(config)),
             source: Arc::from(source),
@@ -98,6 +104,21 @@ impl ClientTls {
     ) -> std::io::Result<TlsStream<TcpStream>> {
         self.connector.connect(server_name, tcp).await
     }
+}
+
+/// What the HTTP pools offer: HTTP/1.1 only, they speak nothing else.
+const ALPN_HTTP1: &[&[u8]] = &[b"http/1.1"];
+
+/// The PEM certificates of `ca_file` as trusted roots.
+fn ca_roots(ca_file: &Path) -> Result<RootCertStore, String> {
+    let shown = ca_file.display();
+    let mut roots = RootCertStore::empty();
+    for cert in settings::read_certificates(ca_file)? {
+        roots
+            .add(cert)
+            .map_err(|e| format!("CA file {shown}: {e}"))?;
+    }
+    Ok(roots)
 }
 
 /// `host` as a TLS server name (a DNS name or an IP address).

@@ -2,10 +2,9 @@
 //! reconnection by construction (a connection that failed or timed out is dropped; the next call
 //! dials a new one, so a restarted Redis is picked up without restarting the process).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use upstream::conn_pool::ConnPool;
 
 use super::LedgerError;
 use super::conn::{Conn, Dial};
@@ -41,10 +40,9 @@ pub(crate) type ScriptCall<'a> = (&'a Script, Vec<&'a [u8]>);
 #[derive(Debug)]
 pub(crate) struct Client {
     dial: Dial,
-    idle: Mutex<Vec<Conn>>,
-    /// Caps open connections; a call waiting for one still counts against its deadline.
-    permits: Semaphore,
-    max_idle: usize,
+    /// Caps open connections (a call waiting for one still counts against its deadline) and
+    /// keeps the idle ones.
+    conns: ConnPool<Conn>,
 }
 
 impl Client {
@@ -63,9 +61,7 @@ impl Client {
                 db,
                 tls,
             },
-            idle: Mutex::new(Vec::with_capacity(max)),
-            permits: Semaphore::new(max),
-            max_idle: max,
+            conns: ConnPool::new(max, None),
         }
     }
 
@@ -188,8 +184,8 @@ impl Client {
     /// A pipeline of commands on one connection (see [`Conn::request_many`]).
     async fn exchange(&self, commands: &[Vec<&[u8]>]) -> Result<Vec<Value>, LedgerError> {
         let _permit = self
-            .permits
-            .acquire()
+            .conns
+            .permit()
             .await
             .map_err(|_| LedgerError::Unavailable("client closed".into()))?;
         let mut conn = match self.take_idle() {
@@ -204,8 +200,8 @@ impl Client {
 
     async fn call_unbounded(&self, args: &[&[u8]]) -> Result<Value, LedgerError> {
         let _permit = self
-            .permits
-            .acquire()
+            .conns
+            .permit()
             .await
             .map_err(|_| LedgerError::Unavailable("client closed".into()))?;
         let mut conn = match self.take_idle() {
@@ -224,20 +220,11 @@ impl Client {
     }
 
     fn take_idle(&self) -> Option<Conn> {
-        let mut idle = telemetry::locks::lock(&self.idle);
-        while let Some(conn) = idle.pop() {
-            if conn.looks_alive() {
-                return Some(conn);
-            }
-        }
-        None
+        self.conns.take(Conn::looks_alive)
     }
 
     fn put_idle(&self, conn: Conn) {
-        let mut idle = telemetry::locks::lock(&self.idle);
-        if idle.len() < self.max_idle {
-            idle.push(conn);
-        }
+        self.conns.put(conn);
     }
 }
 

@@ -9,7 +9,7 @@ use redis::{AsyncConnectionConfig, RedisConnectionInfo, RedisError};
 
 use super::LedgerError;
 use super::resp::{Value, error_text};
-use super::transport::{RedisTls, Stream};
+use super::transport::{self, RedisTls};
 
 /// How to open a connection: where, and who we are.
 #[derive(Debug)]
@@ -43,7 +43,7 @@ impl Drop for Conn {
 
 impl Conn {
     pub(crate) async fn connect(dial: &Dial) -> Result<Conn, LedgerError> {
-        let stream = Stream::connect(&dial.addr, dial.tls.as_ref()).await?;
+        let stream = transport::connect(&dial.addr, dial.tls.as_ref()).await?;
         // Nothing is sent on connect but AUTH and SELECT when configured (no CLIENT SETINFO):
         // one round trip less, and a server that never answers costs the caller's deadline only.
         let mut info = RedisConnectionInfo::default()
