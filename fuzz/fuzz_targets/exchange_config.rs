@@ -90,9 +90,9 @@ fn check(v: &Validated) {
                 .all(|b| b.is_ascii_uppercase())
     );
     assert!(c.notices.queue > 0 && c.notices.workers > 0);
-    assert_eq!(v.endpoints.len(), c.bidders.len());
+    assert_eq!(v.bidders.len(), c.bidders.len());
     let mut names = HashSet::new();
-    for (b, e) in c.bidders.iter().zip(&v.endpoints) {
+    for (b, e) in v.bidders.iter().map(|r| (&r.config, &r.endpoint)) {
         assert!(
             names.insert(b.name.as_str()),
             "duplicate bidder {:?}",

@@ -403,16 +403,8 @@ pub struct Validated {
     /// and [`crate::Exchange::reload`] reads again. `None` for a configuration built from text.
     pub source: Option<PathBuf>,
     pub second_price_increment: Price,
-    /// Index-aligned with `config.bidders`.
-    pub endpoints: Vec<Endpoint>,
-    /// Where each bidder's notices may go; index-aligned with `config.bidders`.
-    pub notice_hosts: Vec<NoticeHosts>,
-    /// What verifies each bidder's `https` notice hosts (its `ca_file`, else the system's
-    /// roots, `None` when the system has none); index-aligned with `config.bidders`.
-    pub bidder_tls: Vec<Option<ClientTls>>,
-    /// Each bidder's price-token key, read when the file was loaded; index-aligned with
-    /// `config.bidders`.
-    pub price_keys: Vec<Option<price_token::PriceKey>>,
+    /// Each bidder of `config.bidders`, in order, with what its configuration resolved to.
+    pub bidders: Vec<ResolvedBidder>,
     /// Sellers and their keys, read when the file was loaded.
     pub sellers: Arc<Sellers>,
     /// The listener's certificate, when `[tls]` is set.
@@ -425,6 +417,20 @@ pub struct Validated {
     pub gvl: Option<Arc<consent::gvl::VendorList>>,
     /// The rates of `currency.rates_file`, read at load.
     pub rates: Option<Arc<currency::Rates>>,
+}
+
+/// One bidder's configuration and what it resolved to when the file was loaded.
+#[derive(Debug, Clone)]
+pub struct ResolvedBidder {
+    pub config: BidderConfig,
+    pub endpoint: Endpoint,
+    /// Where its notices may go.
+    pub notice_hosts: NoticeHosts,
+    /// What verifies its `https` notice hosts (its `ca_file`, else the system's roots; `None`
+    /// when the system has none).
+    pub tls: Option<ClientTls>,
+    /// Its price-token key.
+    pub price_key: Option<price_token::PriceKey>,
 }
 
 impl Validated {
@@ -630,10 +636,7 @@ impl Config {
             return Err(invalid("bidders", format!("at most {MAX_BIDDERS} bidders")));
         }
         let mut names = HashSet::new();
-        let mut endpoints = Vec::with_capacity(self.bidders.len());
-        let mut notice_hosts = Vec::with_capacity(self.bidders.len());
-        let mut bidder_tls_list = Vec::with_capacity(self.bidders.len());
-        let mut price_keys = Vec::with_capacity(self.bidders.len());
+        let mut resolved = Vec::with_capacity(self.bidders.len());
         let env = |var: &str| std::env::var(var).ok();
         for (i, b) in self.bidders.iter().enumerate() {
             let key = |field: &str| format!("bidders[{i}].{field} ({:?})", b.name);
@@ -686,7 +689,6 @@ impl Config {
             } else if b.tls_server_name.is_some() {
                 return Err(invalid(key("tls_server_name"), "only for https endpoints"));
             }
-            bidder_tls_list.push(tls);
             let owner = format!("bidder {:?}", b.name);
             let price_key = read_single_key(
                 &owner,
@@ -696,12 +698,15 @@ impl Config {
                 &env,
             )
             .map_err(|e| e.rekey(|field| key(&format!("price_{field}"))))?;
-            price_keys.push(price_key.map(|s| price_token::PriceKey::new(s.expose())));
-            notice_hosts.push(
-                NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
-                    .map_err(|e| invalid(key("notice_hosts"), e))?,
-            );
-            endpoints.push(endpoint);
+            let notice_hosts = NoticeHosts::new(&endpoint.host, endpoint.port, &b.notice_hosts)
+                .map_err(|e| invalid(key("notice_hosts"), e))?;
+            resolved.push(ResolvedBidder {
+                config: b.clone(),
+                endpoint,
+                notice_hosts,
+                tls,
+                price_key: price_key.map(|s| price_token::PriceKey::new(s.expose())),
+            });
         }
         let sellers = Sellers::build(
             &self.sellers,
@@ -753,10 +758,7 @@ impl Config {
             cache_key,
             source: None,
             second_price_increment: increment,
-            endpoints,
-            notice_hosts,
-            bidder_tls: bidder_tls_list,
-            price_keys,
+            bidders: resolved,
             sellers: Arc::new(sellers),
             config: self,
         })
@@ -789,9 +791,12 @@ max_connections = 64
     fn the_documented_example_loads() {
         let v = Config::from_toml(EXAMPLE).unwrap();
         assert_eq!(v.second_price_increment, Price::from_micros(10_000));
-        assert_eq!(v.endpoints[0].addr, Some("127.0.0.1:9001".parse().unwrap()));
-        assert_eq!(v.endpoints[0].path, "/openrtb2");
-        assert_eq!(v.endpoints[0].authority, "127.0.0.1:9001");
+        assert_eq!(
+            v.bidders[0].endpoint.addr,
+            Some("127.0.0.1:9001".parse().unwrap())
+        );
+        assert_eq!(v.bidders[0].endpoint.path, "/openrtb2");
+        assert_eq!(v.bidders[0].endpoint.authority, "127.0.0.1:9001");
     }
 
     #[test]
@@ -833,10 +838,30 @@ max_connections = 64
             "endpoint = \"http://127.0.0.1:9001/\"\nnotice_hosts = [\"n.example\", \"m.example:81\"]",
         ))
         .unwrap();
-        assert!(v.notice_hosts[0].check("http://127.0.0.1:9001/w").is_ok());
-        assert!(v.notice_hosts[0].check("http://n.example/w").is_ok());
-        assert!(v.notice_hosts[0].check("http://m.example:81/w").is_ok());
-        assert!(v.notice_hosts[0].check("http://127.0.0.1:9002/w").is_err());
+        assert!(
+            v.bidders[0]
+                .notice_hosts
+                .check("http://127.0.0.1:9001/w")
+                .is_ok()
+        );
+        assert!(
+            v.bidders[0]
+                .notice_hosts
+                .check("http://n.example/w")
+                .is_ok()
+        );
+        assert!(
+            v.bidders[0]
+                .notice_hosts
+                .check("http://m.example:81/w")
+                .is_ok()
+        );
+        assert!(
+            v.bidders[0]
+                .notice_hosts
+                .check("http://127.0.0.1:9002/w")
+                .is_err()
+        );
         let e = error_of(&bidder(
             "endpoint = \"http://127.0.0.1:9001/\"\nnotice_hosts = [\"http://x/\"]",
         ));

@@ -25,6 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde_json::Value;
+
 use crate::config::{Config, ConfigError, Validated};
 use crate::fleet_doc::{DEFAULT_KEY, RosterDocument};
 use crate::outcome::ReloadOutcome;
@@ -37,7 +39,7 @@ use crate::state::{Exchange, State};
 pub struct ReloadReport {
     pub bidders: RosterChange,
     /// Sections whose new values were not applied: they wait for a restart.
-    pub restart_needed: Vec<&'static str>,
+    pub restart_needed: Vec<String>,
 }
 
 /// Why a reload was refused.
@@ -90,59 +92,61 @@ fn carry_seller_counts(old: &Sellers, new: &Sellers) {
     }
 }
 
-/// The sections of `new` that differ from what runs and that a reload does not apply.
-pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<&'static str> {
-    let mut sections = Vec::new();
-    // `listen` is left out: `--listen` overrides it, so it differs from the file by design.
-    if running.node != new.node {
-        sections.push("node");
+/// The keys of the file a reload applies (a section's own key where only part of it is live).
+/// Every other key waits for a restart and is named when it changes: a section added later is
+/// reported by default, never silently ignored. `listen` is here because `--listen` overrides
+/// it, so it differs from the file by design.
+const LIVE: &[&str] = &[
+    "listen",
+    "bidders",
+    "sellers",
+    "open_to_all_sellers",
+    "privacy",
+    // The rates file and maximum age reload; the feed (`rates_url`, `refresh_s`) starts once.
+    "currency.rates_file",
+    "currency.max_age_s",
+];
+
+/// The keys of `new` that differ from what runs and that a reload does not apply: `[section]`
+/// for a top-level table, `key` for a top-level value, `section.key` inside a partly live
+/// section; in key order.
+pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<String> {
+    let (Ok(running), Ok(new)) = (serde_json::to_value(running), serde_json::to_value(new)) else {
+        // Not reachable (a configuration always serializes): say so rather than claim nothing.
+        return vec!["(configuration not comparable)".to_owned()];
+    };
+    let mut changed = Vec::new();
+    restart_only_keys("", &running, &new, &mut changed);
+    changed
+}
+
+fn restart_only_keys(prefix: &str, running: &Value, new: &Value, out: &mut Vec<String>) {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        running.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
+    );
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let (was, now) = (a.get(key), b.get(key));
+        if LIVE.contains(&path.as_str()) || was == now {
+            continue;
+        }
+        let inside = format!("{path}.");
+        if LIVE.iter().any(|live| live.starts_with(&inside)) {
+            let null = Value::Null;
+            restart_only_keys(&path, was.unwrap_or(&null), now.unwrap_or(&null), out);
+        } else if prefix.is_empty() && was.or(now).is_some_and(|v| v.is_object() || v.is_null()) {
+            out.push(format!("[{path}]"));
+        } else {
+            out.push(path);
+        }
     }
-    if running.http != new.http {
-        sections.push("[http]");
-    }
-    if running.upstream != new.upstream {
-        sections.push("[upstream]");
-    }
-    if running.deadline != new.deadline {
-        sections.push("[deadline]");
-    }
-    if running.auction != new.auction {
-        sections.push("[auction]");
-    }
-    if running.schain != new.schain {
-        sections.push("[schain]");
-    }
-    if running.notices != new.notices {
-        sections.push("[notices]");
-    }
-    if running.admission != new.admission {
-        sections.push("[admission]");
-    }
-    if running.breaker != new.breaker {
-        sections.push("[breaker]");
-    }
-    if running.cache != new.cache {
-        sections.push("[cache]");
-    }
-    if running.admin_listen != new.admin_listen {
-        sections.push("admin_listen");
-    }
-    if running.fleet != new.fleet {
-        sections.push("[fleet]");
-    }
-    if running.security != new.security {
-        sections.push("[security]");
-    }
-    if running.tls != new.tls {
-        sections.push("[tls]");
-    }
-    // The rates file and maximum age reload; the feed is started once.
-    if running.currency.rates_url != new.currency.rates_url
-        || running.currency.refresh_s != new.currency.refresh_s
-    {
-        sections.push("currency.rates_url");
-    }
-    sections
 }
 
 /// Reads and validates the file at `path`, with a pushed document's bidders and sellers in
@@ -433,7 +437,26 @@ mod tests {
         .config;
         assert_eq!(
             restart_only_changes(&running, &other),
-            ["node", "[http]", "[admission]", "[breaker]"]
+            ["[admission]", "[breaker]", "[http]", "node"]
+        );
+    }
+
+    /// Every section a reload does not apply is named, those no list named included: `[records]`
+    /// was once left out and its changes silently waited for a restart.
+    #[test]
+    fn a_section_no_one_listed_is_named_and_live_keys_are_not() {
+        let base = "open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
+        let running = Config::from_toml(base).unwrap().config;
+        let other = Config::from_toml(&format!(
+            "{base}[records]\ndir = \"/elsewhere\"\n[currency]\nmax_age_s = 60\nrates_url = \"https://rates.example/r.json\"\n\
+             [[bidders]]\nname = \"b\"\nendpoint = \"http://127.0.0.1:2/\"\n"
+        ))
+        .unwrap()
+        .config;
+        assert_eq!(
+            restart_only_changes(&running, &other),
+            ["currency.rates_url", "[records]"],
+            "bidders and currency.max_age_s reload; the rest waits"
         );
     }
 

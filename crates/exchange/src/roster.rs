@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::{Breaker, BreakerConfig, RateCap};
-use crate::config::{BidderConfig, Endpoint, Validated};
+use crate::config::{BidderConfig, Endpoint, ResolvedBidder, Validated};
 use crate::metrics::{BidderMetrics, BidderTable, Metrics};
 use crate::notices::NoticeRoute;
 use crate::outcome::BidderIx;
@@ -127,20 +127,19 @@ impl Roster {
         previous: &Roster,
         now: Instant,
     ) -> (Roster, RosterChange) {
-        let configs = &validated.config.bidders;
         let mut change = RosterChange::default();
-        let mut bidders = Vec::with_capacity(configs.len());
-        for (i, config) in configs.iter().enumerate() {
-            let (Some(endpoint), Some(hosts), Some(tls)) = (
-                validated.endpoints.get(i),
-                validated.notice_hosts.get(i),
-                validated.bidder_tls.get(i),
-            ) else {
-                continue;
-            };
+        let mut bidders = Vec::with_capacity(validated.bidders.len());
+        for resolved in &validated.bidders {
+            let ResolvedBidder {
+                config,
+                endpoint,
+                notice_hosts: hosts,
+                tls,
+                price_key,
+            } = resolved;
             let old = previous.bidders.iter().find(|b| b.name == config.name);
             let mut bidder = Bidder::carried_over(config, endpoint, settings, old, now);
-            bidder.price_key = validated.price_keys.get(i).cloned().flatten();
+            bidder.price_key = price_key.clone();
             // A kept pool follows the address this load found (a new pool starts with it).
             if let Some(addr) = endpoint.addr {
                 bidder.pool.set_addr(addr);
@@ -161,7 +160,7 @@ impl Roster {
         change.removed = previous
             .bidders
             .iter()
-            .filter(|old| !configs.iter().any(|c| c.name == old.name))
+            .filter(|old| !validated.bidders.iter().any(|b| b.config.name == old.name))
             .map(|old| old.name.clone())
             .collect();
         (Roster { bidders }, change)

@@ -43,9 +43,10 @@ pub fn warnings(v: &Validated) -> Vec<String> {
             }
         }
     }
-    for (i, b) in v.config.bidders.iter().enumerate() {
+    for (i, resolved) in v.bidders.iter().enumerate() {
+        let b = &resolved.config;
         let key = format!("bidders[{i}] ({:?})", b.name);
-        let default_port = v.endpoints.get(i).map_or(80, |e| e.scheme.default_port());
+        let default_port = resolved.endpoint.scheme.default_port();
         for entry in &b.notice_hosts {
             let Ok(authority) = entry.parse::<http::uri::Authority>() else {
                 continue;
@@ -104,14 +105,12 @@ pub fn warnings(v: &Validated) -> Vec<String> {
 
 /// Each bidder's endpoint host, looked up now (an IP literal is its own answer).
 pub fn endpoint_lookups(v: &Validated) -> Vec<HostLookup> {
-    v.config
-        .bidders
+    v.bidders
         .iter()
-        .zip(&v.endpoints)
-        .map(|(b, e)| HostLookup {
-            bidder: b.name.clone(),
-            host: e.host.clone(),
-            found: lookup(&e.host, e.port),
+        .map(|b| HostLookup {
+            bidder: b.config.name.clone(),
+            host: b.endpoint.host.clone(),
+            found: lookup(&b.endpoint.host, b.endpoint.port),
         })
         .collect()
 }

@@ -46,14 +46,12 @@ impl FanOut {
             .with_context(|| format!("cannot use {} as --bidders", path.display()))?;
         let upstream = &config.config.upstream;
         let pools = config
-            .config
             .bidders
             .iter()
-            .zip(&config.endpoints)
-            .map(|(bidder, endpoint)| {
+            .map(|bidder| {
                 Arc::new(BidderPool::new(
-                    endpoint.clone(),
-                    upstream.pool_limits(bidder.max_connections),
+                    bidder.endpoint.clone(),
+                    upstream.pool_limits(bidder.config.max_connections),
                     Arc::default(),
                 ))
             })

@@ -80,11 +80,13 @@ pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<
             ""
         }
     );
-    let keyed: Vec<String> = c
+    let keyed: Vec<String> = validated
         .bidders
         .iter()
-        .zip(&validated.price_keys)
-        .filter_map(|(b, k)| k.as_ref().map(|k| format!("{} (key {})", b.name, k.id())))
+        .filter_map(|b| {
+            let k = b.price_key.as_ref()?;
+            Some(format!("{} (key {})", b.config.name, k.id()))
+        })
         .collect();
     if !keyed.is_empty() {
         let _ = write!(headline, "; price tokens for {}", keyed.join(", "));
