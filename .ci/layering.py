@@ -18,6 +18,9 @@ run by .ci/run).
    the walk reads; a file it misses (declared with `#[path]`, behind a declaration the walk did
    not recognise, or not declared at all) is reported rather than silently passed. A scan that
    stopped early once left all but one of a crate's modules unread, and a real cycle with them.
+6. A crate's API is what ARCHITECTURE.md says it is: the `pub mod`s of each crate's `lib.rs` are
+   exactly those its "Public modules" table lists (a module nothing outside uses is `mod` or
+   `pub(crate) mod`; making one public changes the table in the same commit).
 
 What it cannot see: method calls on a type whose `impl` blocks are spread over sibling files
 (they name no path), macros that expand to paths, and the imports of inline `mod name { ... }`
@@ -466,6 +469,57 @@ SELFTEST_EXPECTED = [
 ]
 
 
+def listed_public_modules(text):
+    """{crate: {module}} from ARCHITECTURE.md's "### Public modules" table (`none` for none)."""
+    section = text.split("### Public modules", 1)
+    listed = {}
+    if len(section) < 2:
+        return listed
+    for line in section[1].splitlines()[1:]:
+        if line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            listed[cells[0].strip("`")] = set(re.findall(r"`([a-z0-9_]+)`", cells[1]))
+    return listed
+
+
+def check_public_modules(root, architecture_text):
+    """Rule 6: each crate's `pub mod`s against the table."""
+    listed = listed_public_modules(architecture_text)
+    problems = []
+    for lib in sorted(root.glob("crates/*/src/lib.rs")):
+        krate = lib.parent.parent.name
+        code = strip_comments_and_literals(lib.read_text())
+        declared = set(re.findall(r"^pub mod ([a-z0-9_]+)", code, re.M))
+        if krate not in listed:
+            problems.append(f"{krate}: not in ARCHITECTURE.md's public modules table")
+            continue
+        for module in sorted(declared - listed[krate]):
+            problems.append(f"{krate}: pub mod {module} is not among ARCHITECTURE.md's public modules (list it, or make it pub(crate))")
+        for module in sorted(listed[krate] - declared):
+            problems.append(f"{krate}: ARCHITECTURE.md lists public module {module}, which src/lib.rs does not declare pub")
+    return problems
+
+
+def selftest_public_modules():
+    """Rule 6 on a made-up crate: one module public but not listed, one listed but private."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "crates/a/src").mkdir(parents=True)
+        (root / "crates/a/src/lib.rs").write_text("pub mod open;\npub mod extra;\nmod shut;\n// pub mod ghost;\n")
+        table = "### Public modules\n\n| crate | public modules |\n| --- | --- |\n| `a` | `open`, `shut` |\n"
+        found = check_public_modules(root, table)
+    expected = [
+        "a: pub mod extra is not among ARCHITECTURE.md's public modules (list it, or make it pub(crate))",
+        "a: ARCHITECTURE.md lists public module shut, which src/lib.rs does not declare pub",
+    ]
+    if found != expected:
+        sys.exit("layering self-test (public modules) failed; found:\n  " + "\n  ".join(found))
+
+
 def selftest():
     """The checker on a made-up workspace: one violation of each rule (a renamed and a
     target-specific dependency, a cycle through a re-export, one through the parent's own
@@ -488,12 +542,15 @@ def selftest():
 
 def main():
     selftest()
-    problems, count = check(Path(__file__).resolve().parent.parent)
+    selftest_public_modules()
+    root = Path(__file__).resolve().parent.parent
+    problems, count = check(root)
+    problems += check_public_modules(root, (root / "ARCHITECTURE.md").read_text())
     for p in problems:
         print(f"layering: {p}")
     if problems:
         sys.exit(1)
-    print(f"layering: {count} crates, layers respected, pure code pure, no file cycles, every file read, no test helper in production")
+    print(f"layering: {count} crates, layers respected, pure code pure, no file cycles, every file read, no test helper in production, public modules as listed")
 
 
 if __name__ == "__main__":

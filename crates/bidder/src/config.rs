@@ -579,13 +579,7 @@ impl BidderConfig {
                 "must be at most 604800000 (a week)",
             ));
         }
-        sec.admin().validate(self.admin_listen)?;
-        if self.admin_listen == self.listen && self.listen.port() != 0 {
-            return Err(invalid(
-                "admin_listen",
-                "must differ from listen: the bid port never serves /admin",
-            ));
-        }
+        sec.admin().validate(self.listen, self.admin_listen)?;
         // What the ledger derives from these keys must satisfy its own rules too, so that it
         // never has to repair a configuration that loaded.
         self.lease_config("validate")

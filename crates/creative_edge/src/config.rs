@@ -448,13 +448,7 @@ impl Config {
         if let Some(d) = dir {
             self.security.resolve_paths(d);
         }
-        self.security.validate(self.admin_listen)?;
-        if self.admin_listen == self.listen && self.listen.port() != 0 {
-            return Err(invalid(
-                "admin_listen",
-                "must differ from listen: the public port never serves /metrics",
-            ));
-        }
+        self.security.validate(self.listen, self.admin_listen)?;
         self.check_origins()?;
         self.check_store()?;
         self.read_writer_keys(dir)?;

@@ -556,13 +556,7 @@ impl Config {
             return Err(invalid("node", "must be 1-64 ASCII characters"));
         }
         self.deadline.validate()?;
-        self.security.validate(self.admin_listen)?;
-        if self.admin_listen == self.listen && self.listen.port() != 0 {
-            return Err(invalid(
-                "admin_listen",
-                "must differ from listen: the auction port never serves /admin",
-            ));
-        }
+        self.security.validate(self.listen, self.admin_listen)?;
         let a = &self.auction;
         let increment = Price::from_cpm(a.second_price_increment)
             .map_err(|e| invalid("auction.second_price_increment", e.to_string()))?;

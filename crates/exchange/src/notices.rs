@@ -172,11 +172,6 @@ impl Notifier {
         Notifier { inner }
     }
 
-    /// Whether notices are recorded: callers build a [`NoticeAbout`] only then.
-    pub fn records(&self) -> bool {
-        self.inner.journal.is_on()
-    }
-
     /// Checks `url` against `route`'s hosts and queues it on its host's queue; never waits. A
     /// refused URL or a full queue is counted, for the kind and for the bidder, and recorded
     /// when `about` names the bid.

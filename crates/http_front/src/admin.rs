@@ -53,8 +53,20 @@ impl Default for AdminSettings {
 }
 
 impl AdminSettings {
-    /// Checks the settings against the admin address; errors name the key.
-    pub fn validate(&self, admin_listen: SocketAddr) -> Result<(), settings::Invalid> {
+    /// Checks the settings against the server's two addresses, the same way for every server:
+    /// the admin address is apart from the public one and on loopback unless asked for.
+    /// Errors name the key.
+    pub fn validate(
+        &self,
+        listen: SocketAddr,
+        admin_listen: SocketAddr,
+    ) -> Result<(), settings::Invalid> {
+        if admin_listen == listen && listen.port() != 0 {
+            return Err(settings::Invalid::new(
+                "admin_listen",
+                "must differ from listen: the public port never serves /admin or /metrics",
+            ));
+        }
         if !admin_listen.ip().is_loopback() && !self.admin_remote {
             return Err(settings::Invalid::new(
                 "admin_listen",
@@ -363,14 +375,27 @@ mod tests {
     fn a_public_admin_address_must_be_asked_for() {
         let public: SocketAddr = "0.0.0.0:9101".parse().unwrap_or(PEER);
         let settings = AdminSettings::default();
-        let e = settings.validate(public);
+        let listen: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let e = settings.validate(listen, public);
         assert!(e.is_err_and(|e| e.key == "admin_listen"));
         let allowed = AdminSettings {
             admin_remote: true,
             ..AdminSettings::default()
         };
-        assert_eq!(allowed.validate(public), Ok(()));
-        assert_eq!(settings.validate(PEER), Ok(()));
+        assert_eq!(allowed.validate(listen, public), Ok(()));
+        assert_eq!(settings.validate(listen, PEER), Ok(()));
+        let same = settings.validate(listen, listen).unwrap_err();
+        assert_eq!(same.key, "admin_listen");
+        assert!(
+            same.problem.starts_with("must differ from listen"),
+            "{same}"
+        );
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        assert_eq!(
+            settings.validate(any, any),
+            Ok(()),
+            "port 0: two ports will be drawn"
+        );
     }
 
     #[test]

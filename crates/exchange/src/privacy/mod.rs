@@ -22,7 +22,7 @@ use crate::outcome::{NotCalled, PrivacyAction};
 
 pub use policy::actions;
 pub use scrub::scrub;
-pub use signals::{Signals, Tcf};
+pub use signals::Signals;
 
 /// What privacy enforcement does to one bidder's copy of one request. Bidders with equal
 /// actions (and protocol) share one encoded request.

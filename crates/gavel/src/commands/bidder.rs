@@ -20,12 +20,14 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         config.listen = listen;
     }
     if let Some(admin) = args.admin_listen {
+        config.admin_listen = admin;
+    }
+    if args.listen.is_some() || args.admin_listen.is_some() {
         config
             .security
             .admin()
-            .validate(admin)
-            .map_err(|e| anyhow::anyhow!("--admin-listen: {}", e.problem))?;
-        config.admin_listen = admin;
+            .validate(config.listen, config.admin_listen)
+            .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
     }
     if args.check {
         return super::check_config::bidder(std::path::Path::new(&source), &config).await;

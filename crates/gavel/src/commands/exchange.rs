@@ -20,12 +20,14 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         validated.config.listen = listen;
     }
     if let Some(admin) = args.admin_listen {
+        validated.config.admin_listen = admin;
+    }
+    if args.listen.is_some() || args.admin_listen.is_some() {
         validated
             .config
             .security
-            .validate(admin)
-            .map_err(|e| anyhow::anyhow!("--admin-listen: {}", e.problem))?;
-        validated.config.admin_listen = admin;
+            .validate(validated.config.listen, validated.config.admin_listen)
+            .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
     }
     if args.check {
         return super::check_config::exchange(std::path::Path::new(&source), &validated);
