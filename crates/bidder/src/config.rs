@@ -871,8 +871,8 @@ redis_url = "redis://127.0.0.1:6379"
                 "deadline.answer_margin_ms",
             ),
             (
-                "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 5",
-                "http.answer_margin_ms has moved: write it as deadline.answer_margin_ms",
+                "campaigns = \"c.json\"\n[http]\nanswer_margin_ms = 5\n[deadline]\nanswer_margin_ms = 6",
+                "http.answer_margin_ms has moved to deadline.answer_margin_ms, and both are set",
             ),
             (
                 "campaigns = \"c.json\"\n[http]\nidle_timeout_ms = 0",

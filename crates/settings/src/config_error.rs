@@ -1,9 +1,11 @@
 //! Why a configuration was refused, in one shape for every server: the file could not be read,
-//! was too large, used a key that moved, was not TOML the server understands, or held a value
-//! it may not ([`Invalid`], naming the key as written in the file).
+//! was too large, set a key under both its old and its new name, was not TOML the server
+//! understands, or held a value it may not ([`Invalid`], naming the key as written in the
+//! file). A key under its old name alone is read at its new place, with a warning.
 
 use serde::de::DeserializeOwned;
 
+use crate::moved::{Moved, move_keys};
 use crate::{ReadError, moved_key};
 
 /// A value a configuration may not hold: its key as written in the file (`http.max_connections`,
@@ -40,8 +42,9 @@ pub enum ConfigError {
     Read(#[from] ReadError),
     #[error("config is {size} bytes; the limit is {limit}")]
     TooLarge { size: usize, limit: usize },
-    #[error("{old} has moved: write it as {new}")]
-    Moved {
+    /// A key set under its old name and its new one: the two may disagree.
+    #[error("{old} has moved to {new}, and both are set: keep {new} only")]
+    MovedTwice {
         old: &'static str,
         new: &'static str,
     },
@@ -71,12 +74,14 @@ pub struct FileRules {
     pub server: &'static str,
     /// The largest file, in bytes.
     pub max_bytes: usize,
-    /// Keys that moved, `(old, new)`: refused with the new name.
+    /// Keys that moved, `(old, new)`: an old one is read at its new place, and a warning
+    /// names the new key.
     pub moved: &'static [(&'static str, &'static str)],
 }
 
-/// Parses `text` as the server's TOML (not yet validated): too large, a key that moved, or
-/// anything serde refuses is a [`ConfigError`] saying which.
+/// Parses `text` as the server's TOML (not yet validated): too large, a key set under both
+/// its old and new name, or anything serde refuses is a [`ConfigError`] saying which. A key
+/// under its old name alone is read at its new place, and logged as a warning.
 pub fn parse_toml<T: DeserializeOwned>(text: &str, rules: &FileRules) -> Result<T, ConfigError> {
     if text.len() > rules.max_bytes {
         return Err(ConfigError::TooLarge {
@@ -84,12 +89,45 @@ pub fn parse_toml<T: DeserializeOwned>(text: &str, rules: &FileRules) -> Result<
             limit: rules.max_bytes,
         });
     }
-    toml::from_str(text).map_err(|e| match moved_key(text, rules.moved) {
-        Some((old, new)) => ConfigError::Moved { old, new },
-        None => ConfigError::Parse {
+    if moved_key(text, rules.moved).is_none() {
+        return toml::from_str(text).map_err(|e| ConfigError::Parse {
             server: rules.server,
             message: e.to_string(),
-        },
+        });
+    }
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Parse {
+            server: rules.server,
+            message: e.to_string(),
+        })?;
+    moved_keys(&mut table, rules)?;
+    from_table(table, rules)
+}
+
+/// Moves the old keys of `table` to their new places (see [`move_keys`]) and warns of each.
+pub(crate) fn moved_keys(table: &mut toml::Table, rules: &FileRules) -> Result<(), ConfigError> {
+    let moved = move_keys(table, rules.moved)
+        .map_err(|Moved { old, new }| ConfigError::MovedTwice { old, new })?;
+    for m in moved {
+        tracing::warn!(old = m.old, new = m.new, "{}: {m}", rules.server);
+    }
+    Ok(())
+}
+
+/// Deserializes the server's type from a table already parsed; a refusal names the path.
+fn from_table<T: DeserializeOwned>(
+    table: toml::Table,
+    rules: &FileRules,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize::<_, T>(toml::Value::Table(table)).map_err(|e| {
+        let at = e.path().to_string();
+        let message = e.into_inner().to_string();
+        let message = message.lines().next().unwrap_or_default().trim_end();
+        ConfigError::Parse {
+            server: rules.server,
+            message: format!("{at}: {message}"),
+        }
     })
 }
 
@@ -100,7 +138,6 @@ mod tests {
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct File {
-        #[allow(dead_code)]
         port: u16,
     }
 
@@ -115,8 +152,18 @@ mod tests {
         assert!(parse_toml::<File>("port = 1", &RULES).is_ok());
         let e = parse_toml::<File>(&"#".repeat(65), &RULES).unwrap_err();
         assert_eq!(e.to_string(), "config is 65 bytes; the limit is 64");
-        let e = parse_toml::<File>("listen_port = 1", &RULES).unwrap_err();
-        assert_eq!(e.to_string(), "listen_port has moved: write it as port");
+        assert_eq!(
+            parse_toml::<File>("listen_port = 1", &RULES).unwrap().port,
+            1,
+            "an old name is read at its new place"
+        );
+        let e = parse_toml::<File>("listen_port = 1\nport = 2", &RULES).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "listen_port has moved to port, and both are set: keep port only"
+        );
+        let e = parse_toml::<File>("listen_port = \"x\"", &RULES).unwrap_err();
+        assert!(e.to_string().contains("port"), "{e}");
         let e = parse_toml::<File>("port = \"x\"", &RULES).unwrap_err();
         assert!(
             e.to_string()

@@ -31,7 +31,7 @@ pub use env_overlay::{
 };
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
 pub use listen::{MAX_LISTEN_BYTES, deserialize_listen, resolve_listen};
-pub use moved::moved_key;
+pub use moved::{Moved, move_keys, moved_key};
 pub use overlaid::parse_toml_with;
 pub use pem::read_certificates;
 pub use read::{ReadError, read_bounded, read_bounded_bytes, relative_to};

@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 
 use crate::env_overlay::{Applied, EnvOverlay, Level};
-use crate::{ConfigError, FileRules, moved_key, parse_toml};
+use crate::{ConfigError, FileRules, parse_toml};
 
 /// [`parse_toml`] with `overlay` laid over the file's table first: a refusal that a variable
 /// caused (a key the layout does not have, a value of the wrong type, an entry it added that
@@ -25,16 +25,15 @@ pub fn parse_toml_with<T: DeserializeOwned>(
             limit: rules.max_bytes,
         });
     }
-    let mut table: toml::Table =
-        text.parse()
-            .map_err(|e: toml::de::Error| match moved_key(text, rules.moved) {
-                Some((old, new)) => ConfigError::Moved { old, new },
-                None => ConfigError::Parse {
-                    server: rules.server,
-                    message: e.to_string(),
-                },
-            })?;
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Parse {
+            server: rules.server,
+            message: e.to_string(),
+        })?;
     let applied = overlay.apply(&mut table)?;
+    // Old names, the file's or a variable's, are read at their new places.
+    crate::config_error::moved_keys(&mut table, rules)?;
     let value = toml::Value::Table(table);
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let at = e.path().to_string();
@@ -42,13 +41,6 @@ pub fn parse_toml_with<T: DeserializeOwned>(
         // toml adds `in <key>` lines below; the path above says where already.
         let message = message.lines().next().unwrap_or_default().trim_end();
         if let Some(var) = culprit(&applied, &at) {
-            let key = var.key();
-            if let Some((old, new)) = rules.moved.iter().find(|(old, _)| *old == key) {
-                return ConfigError::Env {
-                    var: var.name.clone(),
-                    problem: format!("{old} has moved: write it as {new}"),
-                };
-            }
             return ConfigError::Env {
                 var: var.name.clone(),
                 problem: if at == var.key() || at == "." {
@@ -209,13 +201,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, plain);
-        let e = with_env("", &[("GAVEL_EXCHANGE__HTTP__OLD", "1")]).unwrap_err();
+        // An old name, the file's or a variable's, is read at its new place; both set is refused.
+        assert!(with_env("", &[("GAVEL_EXCHANGE__HTTP__OLD", "1")]).is_ok());
+        assert!(with_env("[http]\nold = 1\n", &vars).is_ok());
+        let e = with_env(
+            "[http]\nmax_connections = 2\n",
+            &[("GAVEL_EXCHANGE__HTTP__OLD", "1")],
+        )
+        .unwrap_err();
         assert_eq!(
             e,
-            "GAVEL_EXCHANGE__HTTP__OLD: http.old has moved: write it as http.max_connections"
+            "http.old has moved to http.max_connections, and both are set: keep http.max_connections only"
         );
-        let e = with_env("[http]\nold = 1\n", &vars).unwrap_err();
-        assert_eq!(e, "http.old has moved: write it as http.max_connections");
         let e = with_env("[[[", &vars).unwrap_err();
         assert!(
             e.starts_with("config is not valid TOML for the test"),
