@@ -14,7 +14,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use units::{Nanos, Timestamp};
 
-use crate::decision::{Answer, Decision, ImpDecision, ImpOutcome, NoBid, Stop};
+use crate::decision::{BidReply, Decision, ImpDecision, ImpOutcome, NoBid, Stop};
 use crate::ledger_record::{self, Detail, Subject};
 use crate::notice::{BidNotice, notice_urls};
 use crate::state::State;
@@ -91,13 +91,13 @@ pub(crate) async fn run(state: &State, body: &[u8], read_at: Instant) -> Decisio
 
 /// Decodes and checks a request and fixes its deadline; or the decision to stop there.
 fn admit(state: &State, body: &[u8], read_at: Instant) -> Result<(BidRequest, Instant), Decision> {
-    let invalid = |message: String| Decision::early(Answer::Invalid(message));
+    let invalid = |message: String| Decision::early(BidReply::Invalid(message));
     // `from_slice`, not the generic `openrtb::decode`: only it takes the direct decoder.
     let request = BidRequest::from_slice(body).map_err(|e| invalid(e.to_string()))?;
     let auction = openrtb::validate::auction_currency(&request, "USD");
     openrtb::validate::validate(&request, auction).map_err(|e| invalid(e.to_string()))?;
     if !in_currency(&request, state.config.currency.as_str()) {
-        return Err(Decision::early(Answer::NoBid(NoBid::OtherCurrency)));
+        return Err(Decision::early(BidReply::NoBid(NoBid::OtherCurrency)));
     }
     ids_fit_notices(&request).map_err(invalid)?;
     let deadline = state
@@ -110,15 +110,15 @@ fn admit(state: &State, body: &[u8], read_at: Instant) -> Result<(BidRequest, In
     {
         // Too little time to decide and answer usefully: a no-bid now, nothing reserved.
         state.door.admission().count_late();
-        return Err(Decision::early(Answer::NoBid(NoBid::NoTimeLeft)));
+        return Err(Decision::early(BidReply::NoBid(NoBid::NoTimeLeft)));
     }
     Ok((request, deadline))
 }
 
 /// The answer carrying `bids`, or a no-bid.
-fn respond(state: &State, request: &BidRequest, bids: Vec<Bid>) -> Answer {
+fn respond(state: &State, request: &BidRequest, bids: Vec<Bid>) -> BidReply {
     if bids.is_empty() {
-        return Answer::NoBid(NoBid::NothingWon);
+        return BidReply::NoBid(NoBid::NothingWon);
     }
     let count = bids.len();
     let response = BidResponse {
@@ -134,8 +134,8 @@ fn respond(state: &State, request: &BidRequest, bids: Vec<Bid>) -> Answer {
     // Encoding owned strings and integers cannot fail; an empty body would read as garbage, so
     // answer no-bid instead.
     match response.to_vec() {
-        Ok(body) => Answer::Bid { body, bids: count },
-        Err(_) => Answer::NoBid(NoBid::Unencodable),
+        Ok(body) => BidReply::Bid { body, bids: count },
+        Err(_) => BidReply::NoBid(NoBid::Unencodable),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The one place a bid request's [`Decision`] and a notice's [`NoticeResult`] become metrics.
 
-use crate::decision::{Answer, Decision, ImpOutcome, NoBid, NoticeResult, Stop};
+use crate::decision::{BidReply, Decision, ImpOutcome, NoBid, NoticeResult, Stop};
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome, SkipReason};
 
 pub(crate) fn notice(m: &Metrics, kind: NoticeKind, result: &NoticeResult) {
@@ -26,17 +26,17 @@ pub(crate) fn count(m: &Metrics, d: &Decision) {
         }
     }
     match &d.answer {
-        Answer::Bid { bids, .. } => {
+        BidReply::Bid { bids, .. } => {
             m.bids.add(*bids as u64);
             m.request(RequestOutcome::Bid);
         }
-        Answer::NoBid(why) => {
+        BidReply::NoBid(why) => {
             if *why == NoBid::OtherCurrency {
                 m.other_currency.inc();
             }
             m.request(RequestOutcome::NoBid);
         }
-        Answer::Invalid(_) => m.request(RequestOutcome::BadRequest),
+        BidReply::Invalid(_) => m.request(RequestOutcome::BadRequest),
     }
 }
 
@@ -71,15 +71,15 @@ mod tests {
             },
         ];
         let d = Decision {
-            answer: Answer::Bid {
+            answer: BidReply::Bid {
                 body: b"{}".to_vec(),
                 bids: 1,
             },
             imps,
         };
         count(&m, &d);
-        count(&m, &Decision::early(Answer::NoBid(NoBid::OtherCurrency)));
-        count(&m, &Decision::early(Answer::Invalid("bad".into())));
+        count(&m, &Decision::early(BidReply::NoBid(NoBid::OtherCurrency)));
+        count(&m, &Decision::early(BidReply::Invalid("bad".into())));
         assert_eq!(m.request_count(RequestOutcome::Bid), 1);
         assert_eq!(m.request_count(RequestOutcome::NoBid), 1);
         assert_eq!(m.request_count(RequestOutcome::BadRequest), 1);

@@ -10,14 +10,14 @@ use crate::notice::{Refusal, Settled};
 /// One bid request's decision.
 #[derive(Debug)]
 pub(crate) struct Decision {
-    pub(crate) answer: Answer,
+    pub(crate) answer: BidReply,
     /// Each impression, in request order; empty when the request stopped before ranking.
     pub(crate) imps: Vec<ImpDecision>,
 }
 
 impl Decision {
     /// A decision taken before any impression was looked at.
-    pub(crate) fn early(answer: Answer) -> Decision {
+    pub(crate) fn early(answer: BidReply) -> Decision {
         Decision {
             answer,
             imps: Vec::new(),
@@ -27,7 +27,7 @@ impl Decision {
 
 /// What the request is answered.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub(crate) enum BidReply {
     /// A bid response, encoded, holding `bids` bids.
     Bid {
         body: Vec<u8>,

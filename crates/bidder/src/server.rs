@@ -16,7 +16,7 @@ use http_front::{Refused, json, json_error, method_not_allowed, no_content, plai
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
-use crate::decision::{Answer, NoticeResult};
+use crate::decision::{BidReply, NoticeResult};
 use crate::metrics::{Metrics, NoticeKind, NoticeOutcome, RequestOutcome};
 use crate::state::{Bidder, State};
 
@@ -263,9 +263,9 @@ async fn bid(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
                 let decision = crate::bid_path::run(state, &body, read_at).await;
                 crate::count::count(metrics, &decision);
                 match decision.answer {
-                    Answer::Bid { body, .. } => json(StatusCode::OK, body),
-                    Answer::NoBid(_) => no_content(),
-                    Answer::Invalid(message) => json_error(StatusCode::BAD_REQUEST, &message),
+                    BidReply::Bid { body, .. } => json(StatusCode::OK, body),
+                    BidReply::NoBid(_) => no_content(),
+                    BidReply::Invalid(message) => json_error(StatusCode::BAD_REQUEST, &message),
                 }
             },
         )

@@ -48,16 +48,16 @@ fn no_bid() -> Response<Full<Bytes>> {
     http_front::no_content()
 }
 
-type Answer = Response<Full<Bytes>>;
+type SellerAnswer = Response<Full<Bytes>>;
 
 /// An auction's answer and what it did.
 struct Ended {
-    response: Answer,
+    response: SellerAnswer,
     outcome: AuctionOutcome,
 }
 
 impl Ended {
-    fn at_once(response: Answer, request: RequestOutcome) -> Ended {
+    fn at_once(response: SellerAnswer, request: RequestOutcome) -> Ended {
         Ended {
             response,
             outcome: AuctionOutcome::ended(request),
@@ -74,7 +74,12 @@ impl Ended {
 
 /// Runs one auction over a request body read at `read_at` and counts what it did, an answer
 /// ready only after the request's `tmax` had expired included.
-pub(crate) async fn run(state: &State, seller: &Seller, body: &[u8], read_at: Instant) -> Answer {
+pub(crate) async fn run(
+    state: &State,
+    seller: &Seller,
+    body: &[u8],
+    read_at: Instant,
+) -> SellerAnswer {
     // One roster for the whole auction: a reload meanwhile affects the next one.
     let roster = state.roster.load_full();
     let mut expires_at = None;
@@ -109,7 +114,7 @@ struct FannedOut {
 
 /// What reached the seller and the bidders: the answer, its winners, the notices sent.
 struct Delivered {
-    response: Answer,
+    response: SellerAnswer,
     request: RequestOutcome,
     wins: Vec<WinOutcome>,
     markup: Vec<(BidderIx, NoticeOutcome)>,
@@ -282,7 +287,7 @@ fn wants_debug(request: &BidRequest, seller: &Seller) -> bool {
 /// Puts the auction's record in the answer's `ext.debug`, as Prebid Server's debug does: every
 /// bidder's outcome and latency, every bid and why it lost. A no-bid becomes a 200 with no
 /// seatbid, so the detail has somewhere to go.
-fn with_debug(response: &mut Answer, record: &records::AuctionRecord) {
+fn with_debug(response: &mut SellerAnswer, record: &records::AuctionRecord) {
     // `Full` is ready at once: its data is taken without waiting.
     let answer = futures_util::FutureExt::now_or_never(http_body_util::BodyExt::collect(
         response.body().clone(),
@@ -483,7 +488,7 @@ fn undelivered(delivered: &mut Delivered, e: &dyn std::fmt::Display) {
     }
 }
 
-fn bid_answer(body: Vec<u8>) -> Answer {
+fn bid_answer(body: Vec<u8>) -> SellerAnswer {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
@@ -523,7 +528,7 @@ const MAX_REPAIRED_HEADER: usize = 1024;
 
 /// Names what was repaired in the seller's answer (`x-gavel-repaired: imp[0].native.request,
 /// device.geo.lat`), so the seller can fix its side.
-fn name_repairs(response: &mut Answer, paths: &[String]) {
+fn name_repairs(response: &mut SellerAnswer, paths: &[String]) {
     if paths.is_empty() {
         return;
     }

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use crate::outcome::{NoticeKind, NoticeOutcome};
 use upstream::notice_client::{NoticeClient, NoticeError};
 use upstream::outbound::{ByOrigin, NoticeHosts, NoticeRefusal, Refusal, Target};
-use upstream::pool::Answer;
+use upstream::pool::HttpAnswer;
 use upstream::tls::ClientTls;
 
 /// Answers to notices are read and discarded; a win notice may return markup, so allow some.
@@ -363,7 +363,7 @@ async fn next_batch(rx: &mut mpsc::Receiver<Job>, max: usize, linger: Duration) 
 
 /// Counts a notice's attempt, or queues it again after a backoff when the failure may pass
 /// and attempts are left.
-fn conclude(inner: &Arc<Inner>, mut job: Job, result: Result<Answer, NoticeError>) {
+fn conclude(inner: &Arc<Inner>, mut job: Job, result: Result<HttpAnswer, NoticeError>) {
     let s = inner.settings;
     if let Ok(answer) = &result {
         job.status = Some(answer.status.as_u16());

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::conn_pool::IdleList;
 use crate::h1::{Conn, H1Error};
 use crate::outbound::{ByOrigin, Refusal, Scheme, Target, address_allowed};
-use crate::pool::{Answer, dial};
+use crate::pool::{HttpAnswer, dial};
 use crate::tls::{ClientTls, server_name};
 
 /// Notice hosts kept; past this the cache starts afresh (bounded memory). Hosts come from
@@ -75,7 +75,7 @@ impl NoticeClient {
         target: &Target,
         tls: Option<&ClientTls>,
         max_bytes: usize,
-    ) -> Result<Answer, NoticeError> {
+    ) -> Result<HttpAnswer, NoticeError> {
         self.get_batch(&[target], tls, max_bytes, None)
             .await
             .pop()
@@ -94,7 +94,7 @@ impl NoticeClient {
         tls: Option<&ClientTls>,
         max_bytes: usize,
         each: Option<Duration>,
-    ) -> Vec<Result<Answer, NoticeError>> {
+    ) -> Vec<Result<HttpAnswer, NoticeError>> {
         let Some(first) = targets.first() else {
             return Vec::new();
         };
@@ -149,7 +149,7 @@ impl NoticeClient {
         targets: &[&Target],
         max_bytes: usize,
         each: Option<Duration>,
-    ) -> Option<Vec<Result<Answer, NoticeError>>> {
+    ) -> Option<Vec<Result<HttpAnswer, NoticeError>>> {
         let (results, keep) = pipeline(&mut conn, targets, max_bytes, each).await?;
         if let (true, Some(first)) = (keep, targets.first()) {
             self.put(first, conn);
@@ -224,7 +224,7 @@ async fn pipeline(
     targets: &[&Target],
     max_bytes: usize,
     each: Option<Duration>,
-) -> Option<(Vec<Result<Answer, NoticeError>>, bool)> {
+) -> Option<(Vec<Result<HttpAnswer, NoticeError>>, bool)> {
     let failed = |e: &H1Error| Err(NoticeError::Failed(e.to_string()));
     let timed_out = || H1Error::Io(std::io::ErrorKind::TimedOut.into());
     let paths: Vec<&str> = targets.iter().map(|t| t.path_and_query.as_str()).collect();
@@ -248,7 +248,7 @@ async fn pipeline(
             .unwrap_or_else(|| Err(timed_out()));
         match answer {
             Ok(r) => {
-                results.push(Ok(Answer {
+                results.push(Ok(HttpAnswer {
                     status: r.status,
                     body: r.body,
                 }));

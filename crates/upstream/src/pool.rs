@@ -47,7 +47,7 @@ pub enum CallError {
     #[error("the host has not resolved to an address")]
     Unresolved,
     #[error("HTTP error: {0}")]
-    Answer(H1Error),
+    HttpAnswer(H1Error),
     #[error("response body larger than {0} bytes")]
     TooLarge(usize),
     #[error("reading the response body failed: {0}")]
@@ -68,7 +68,7 @@ impl CallError {
             CallError::Connect(_) => "connect",
             CallError::Tls(_) => "tls",
             CallError::Unresolved => "unresolved",
-            CallError::Answer(_) => "http",
+            CallError::HttpAnswer(_) => "http",
             CallError::TooLarge(_) => "too_large",
             CallError::Body(_) => "body",
             CallError::BadEncoding => "bad_encoding",
@@ -89,7 +89,8 @@ impl From<InflateError> for CallError {
 
 /// A call in flight; it holds its connection permit until it completes or is dropped.
 pub struct Call {
-    future: std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, CallError>> + Send>>,
+    future:
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpAnswer, CallError>> + Send>>,
     drain: Duration,
 }
 
@@ -100,7 +101,7 @@ impl std::fmt::Debug for Call {
 }
 
 impl std::future::Future for Call {
-    type Output = Result<Answer, CallError>;
+    type Output = Result<HttpAnswer, CallError>;
 
     fn poll(
         mut self: std::pin::Pin<&mut Self>,
@@ -140,7 +141,7 @@ impl Drop for Busy {
 
 /// A bidder's answer: status and complete body, inflated if it came gzip-encoded.
 #[derive(Debug)]
-pub struct Answer {
+pub struct HttpAnswer {
     pub status: StatusCode,
     pub body: Bytes,
 }
@@ -276,7 +277,7 @@ impl BidderPool {
 
     /// One request on an idle or new connection; the connection returns to the pool only after a
     /// complete answer that lets it stay open (anything else may leave it mid-message).
-    async fn call(&self, body: Bytes, coding: BodyCoding) -> Result<Answer, CallError> {
+    async fn call(&self, body: Bytes, coding: BodyCoding) -> Result<HttpAnswer, CallError> {
         let (mut conn, reused) = match self.take_idle() {
             Some(conn) => (conn, true),
             None => (self.dial().await?, false),
@@ -297,13 +298,13 @@ impl BidderPool {
                 if answer.keep_alive && conn.idle_clean() {
                     self.put_idle(conn);
                 }
-                Ok(Answer {
+                Ok(HttpAnswer {
                     status: answer.status,
                     body: decoded(answer.coding, answer.body, max)?,
                 })
             }
             Err(H1Error::TooLarge(n)) => Err(CallError::TooLarge(n)),
-            Err(e) => Err(CallError::Answer(e)),
+            Err(e) => Err(CallError::HttpAnswer(e)),
         }
     }
 

@@ -9,7 +9,7 @@ use units::{Limits, Nanos, Timestamp};
 use super::Inner;
 use super::local::{Lease, Local, clear_pending, lease_mut, update_lease};
 use super::plan::{GrantStep, Step};
-use crate::redis::script::Answer;
+use crate::redis::script::ScriptReply;
 use crate::redis::script::{DRAIN_MAX, LeaseState, SettleRequest};
 use crate::redis::{LeaseError, LedgerError};
 
@@ -24,7 +24,7 @@ impl Inner {
         &self,
         local: &mut Local,
         step: Step,
-        answer: Option<Result<Answer, LedgerError>>,
+        answer: Option<Result<ScriptReply, LedgerError>>,
         now: Timestamp,
     ) -> bool {
         let Some(answer) = answer else {
@@ -42,11 +42,11 @@ impl Inner {
             return false;
         }
         match (step, answer) {
-            (Step::Limits { name, limits }, Ok(Answer::LimitsSet(Ok(written)))) => {
+            (Step::Limits { name, limits }, Ok(ScriptReply::LimitsSet(Ok(written)))) => {
                 local.applied(&name, limits, written.version);
                 false
             }
-            (Step::Limits { name, .. }, Ok(Answer::LimitsSet(Err(conflict)))) => {
+            (Step::Limits { name, .. }, Ok(ScriptReply::LimitsSet(Err(conflict)))) => {
                 if conflict.stored.is_none() {
                     // Gone since we wrote it (Redis lost it): written again, as its writer.
                     local.unapply(&name);
@@ -74,7 +74,7 @@ impl Inner {
                     lease,
                     cumulative,
                 },
-                Ok(Answer::Report(report)),
+                Ok(ScriptReply::Report(report)),
             ) => {
                 let spent = lease.base.saturating_add(cumulative);
                 match report {
@@ -110,7 +110,7 @@ impl Inner {
                     idle,
                     renew,
                 },
-                Ok(Answer::Close(closed)),
+                Ok(ScriptReply::Close(closed)),
             ) => {
                 match closed {
                     Ok(c) => {
@@ -131,20 +131,22 @@ impl Inner {
                 }
                 false
             }
-            (Step::Grant(g), Ok(Answer::Grant(grant))) => self.apply_grant(local, g, grant, now),
-            (Step::Sweep, Ok(Answer::Swept(swept))) => {
+            (Step::Grant(g), Ok(ScriptReply::Grant(grant))) => {
+                self.apply_grant(local, g, grant, now)
+            }
+            (Step::Sweep, Ok(ScriptReply::Swept(swept))) => {
                 // Behind: sweep again at once rather than one batch per report interval.
                 self.sweep_behind.fetch_or(swept.more, Ordering::Relaxed);
                 swept.more
             }
-            (Step::Drain, Ok(Answer::Drained(items))) => {
+            (Step::Drain, Ok(ScriptReply::Drained(items))) => {
                 for item in &items {
                     self.apply_settled_elsewhere(local, item, now);
                 }
                 // A full inbox: drain the rest at once rather than a round later.
                 items.len() >= DRAIN_MAX
             }
-            (Step::Mark(mark), Ok(Answer::Settled(settled))) => {
+            (Step::Mark(mark), Ok(ScriptReply::Settled(settled))) => {
                 // Claimed after the fact: the local book already settled it, whatever Redis
                 // says (a claim another instance made first is reported by its holder).
                 tracing::debug!(id = %mark.id, ?settled, "ledger: outcome settled offline claimed");

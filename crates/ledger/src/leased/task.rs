@@ -14,7 +14,7 @@ use super::plan::{LIMITS_PER_ROUND, Step, limits_steps};
 use crate::redis::LedgerError;
 use crate::redis::PIPELINE_MAX;
 use crate::redis::script::CloseLease;
-use crate::redis::script::{Answer, Call};
+use crate::redis::script::{Call, ScriptReply};
 
 /// The background task: a full round every `interval`, and a top-up round whenever a
 /// reservation wakes it (unless Redis failed last time: then it waits for the interval, so an
@@ -81,7 +81,8 @@ impl Inner {
             return Ok(());
         }
         let (calls, steps): (Vec<Call>, Vec<Step>) = steps.into_iter().unzip();
-        let mut answers: Vec<Option<Result<Answer, LedgerError>>> = Vec::with_capacity(calls.len());
+        let mut answers: Vec<Option<Result<ScriptReply, LedgerError>>> =
+            Vec::with_capacity(calls.len());
         let mut failed: Option<LedgerError> = None;
         for chunk in calls.chunks(PIPELINE_MAX) {
             if failed.is_none() {

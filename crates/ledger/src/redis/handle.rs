@@ -17,7 +17,7 @@ use super::error::classify_error;
 use super::keys::{Keys, SLOTS, key_slot};
 use super::resp::Value;
 use super::script::{
-    Answer, Call, Ctx, Encoded, LedgerScript, Open, OpenLedger, Ready, array, protocol,
+    Call, Ctx, Encoded, LedgerScript, Open, OpenLedger, Ready, ScriptReply, array, protocol,
 };
 use super::sweep_list::SweepList;
 use super::{LedgerError, MAX_AMOUNT, RedisTls};
@@ -504,7 +504,7 @@ impl RedisLedger {
         &self,
         call: &S,
         now: Timestamp,
-    ) -> Result<S::Answer, LedgerError> {
+    ) -> Result<S::Reply, LedgerError> {
         let args = match self.with_ctx(now, |ctx| call.encode(ctx)) {
             Encoded::Answered(answer) => return answer,
             Encoded::Send(args) => args,
@@ -528,7 +528,7 @@ impl RedisLedger {
         &self,
         calls: &[Call],
         now: Timestamp,
-    ) -> Result<Vec<Result<Answer, LedgerError>>, LedgerError> {
+    ) -> Result<Vec<Result<ScriptReply, LedgerError>>, LedgerError> {
         let keys = &self.shared.keys;
         let encoded = self.with_ctx(now, |ctx| {
             calls.iter().map(|c| c.encode(ctx, keys)).collect()
@@ -545,7 +545,7 @@ impl RedisLedger {
         &self,
         calls: &[S],
         now: Timestamp,
-    ) -> Result<Vec<Result<S::Answer, LedgerError>>, LedgerError> {
+    ) -> Result<Vec<Result<S::Reply, LedgerError>>, LedgerError> {
         let encoded = self.with_ctx(now, |ctx| {
             calls
                 .iter()

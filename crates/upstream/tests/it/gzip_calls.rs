@@ -15,7 +15,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use upstream::gzip::{self, InflateError};
-use upstream::pool::{Answer, BidderPool, CallError, PoolLimits};
+use upstream::pool::{BidderPool, CallError, HttpAnswer, PoolLimits};
 
 const REQUEST: &[u8] = include_bytes!("../../benches/fixtures/bid_request.json");
 const RESPONSE: &[u8] = include_bytes!("../../benches/fixtures/bid_response.json");
@@ -170,7 +170,7 @@ fn gunzip(body: &[u8]) -> Vec<u8> {
     out
 }
 
-async fn call(pool: &Arc<BidderPool>, body: &[u8]) -> Result<Answer, CallError> {
+async fn call(pool: &Arc<BidderPool>, body: &[u8]) -> Result<HttpAnswer, CallError> {
     let call = pool.start(Bytes::copy_from_slice(body)).unwrap();
     tokio::time::timeout(Duration::from_secs(10), call)
         .await
@@ -217,7 +217,7 @@ async fn a_gzipped_request_says_so_and_inflates_to_the_original() {
     assert_eq!(bidder.accepted.load(SeqCst), 1, "one kept-alive connection");
 }
 
-async fn call_ok(pool: &Arc<BidderPool>, body: &[u8]) -> Answer {
+async fn call_ok(pool: &Arc<BidderPool>, body: &[u8]) -> HttpAnswer {
     call(pool, body).await.unwrap()
 }
 

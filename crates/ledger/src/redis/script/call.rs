@@ -1,5 +1,5 @@
 //! [`Call`]: the scripts a pipeline may mix (lease mode's rounds), each its typed call, and
-//! [`Answer`], their answers. Generated from one list, so a script joins pipelines in one line.
+//! [`ScriptReply`], their answers. Generated from one list, so a script joins pipelines in one line.
 
 use super::{
     CloseLease, Ctx, Drain, Encoded, Expire, Keys, LedgerScript, ReportLease, Routed, SetLimits,
@@ -23,8 +23,8 @@ macro_rules! pipelined {
 
         /// The answer to a [`Call`], of the matching kind.
         #[derive(Clone, Debug)]
-        pub(crate) enum Answer {
-            $($answer(<$script as LedgerScript>::Answer)),*
+        pub(crate) enum ScriptReply {
+            $($answer(<$script as LedgerScript>::Reply)),*
         }
 
         impl Call {
@@ -33,18 +33,18 @@ macro_rules! pipelined {
                 &self,
                 ctx: &Ctx<'_>,
                 keys: &Keys,
-            ) -> Result<Ready, Result<Answer, LedgerError>> {
+            ) -> Result<Ready, Result<ScriptReply, LedgerError>> {
                 match self {
                     $(Call::$call(c) => match c.encode(ctx) {
                         Encoded::Send(args) => Ok((script_of::<$script>(), c.routed(keys), args)),
-                        Encoded::Answered(answer) => Err(answer.map(Answer::$answer)),
+                        Encoded::Answered(answer) => Err(answer.map(ScriptReply::$answer)),
                     }),*
                 }
             }
 
-            pub(crate) fn decode(&self, reply: Value) -> Result<Answer, LedgerError> {
+            pub(crate) fn decode(&self, reply: Value) -> Result<ScriptReply, LedgerError> {
                 match self {
-                    $(Call::$call(c) => c.decode(reply).map(Answer::$answer)),*
+                    $(Call::$call(c) => c.decode(reply).map(ScriptReply::$answer)),*
                 }
             }
         }

@@ -14,7 +14,7 @@ pub(crate) struct Check {
 impl LedgerScript for Check {
     const NAME: &'static str = "check";
     /// The problems found, in words (none: the invariants hold).
-    type Answer = Vec<String>;
+    type Reply = Vec<String>;
     lua!("check.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {

@@ -29,14 +29,14 @@ pub(crate) struct CloseLease {
 
 impl LedgerScript for CloseLease {
     const NAME: &'static str = "close_lease";
-    type Answer = Result<LeaseClose, LeaseError>;
+    type Reply = Result<LeaseClose, LeaseError>;
     lua!("close_lease.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(&self.campaign, &[format!("l:{}", self.id)])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if self.cumulative.get() < 0 {
             return Encoded::Answered(Ok(Err(LeaseError::NegativeSpend)));
         }
@@ -48,7 +48,7 @@ impl LedgerScript for CloseLease {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "ok" => Ok(LeaseClose {

@@ -21,14 +21,14 @@ pub(crate) struct Commit<'a> {
 
 impl LedgerScript for Commit<'_> {
     const NAME: &'static str = "commit";
-    type Answer = Result<CommitOutcome, SettleError>;
+    type Reply = Result<CommitOutcome, SettleError>;
     lua!("commit.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if self.price.get() < 0 {
             return Encoded::Answered(Ok(Err(SettleError::NegativePrice)));
         }
@@ -41,7 +41,7 @@ impl LedgerScript for Commit<'_> {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "Charged" => Ok(CommitOutcome::Charged(nanos_at(&items, 1)?)),

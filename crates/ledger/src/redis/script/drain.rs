@@ -18,7 +18,7 @@ pub(crate) struct Drain {
 impl LedgerScript for Drain {
     const NAME: &'static str = "drain";
     /// The inbox entries, oldest first.
-    type Answer = Vec<String>;
+    type Reply = Vec<String>;
     lua!("drain.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {

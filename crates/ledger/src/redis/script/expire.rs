@@ -30,7 +30,7 @@ pub(crate) struct Expire {
 
 impl LedgerScript for Expire {
     const NAME: &'static str = "expire";
-    type Answer = Swept;
+    type Reply = Swept;
     lua!("expire.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {

@@ -24,7 +24,7 @@ mod settle;
 mod take_lease;
 
 pub(crate) use balances::{BALANCE_FIELDS, balance_of};
-pub(crate) use call::{Answer, Call, Ready};
+pub(crate) use call::{Call, Ready, ScriptReply};
 pub(crate) use check::Check;
 pub(crate) use close_lease::CloseLease;
 pub use close_lease::LeaseClose;
@@ -76,16 +76,16 @@ pub(crate) trait LedgerScript {
     /// The script's name, in protocol errors.
     const NAME: &'static str;
     /// What the script answers.
-    type Answer;
+    type Reply;
     /// The script's text and SHA-1.
     fn script() -> &'static Script;
     /// The keys the call declares and the base of those it finds inside, all in one slot.
     fn routed(&self, keys: &Keys) -> Routed;
     /// The arguments after the key prefix, or the answer when no call is needed: arguments the
     /// script would refuse are refused here, without a round trip.
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer>;
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply>;
     /// Reads the script's reply (an error reply never gets here: it is a transport error).
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError>;
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError>;
 }
 
 /// A call, ready to send or already answered.

@@ -28,7 +28,7 @@ pub(crate) struct OpenLedger {
 impl LedgerScript for OpenLedger {
     const NAME: &'static str = "open_ledger";
     /// The slot's ledger id; `None`: missing, and not created.
-    type Answer = Option<String>;
+    type Reply = Option<String>;
     lua!("open_ledger.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {

@@ -14,14 +14,14 @@ pub(crate) struct Release<'a> {
 
 impl LedgerScript for Release<'_> {
     const NAME: &'static str = "release";
-    type Answer = Result<ReleaseOutcome, SettleError>;
+    type Reply = Result<ReleaseOutcome, SettleError>;
     lua!("release.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         Encoded::Send(vec![
             self.id.to_owned(),
             ctx.day(),
@@ -29,7 +29,7 @@ impl LedgerScript for Release<'_> {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "Released" => Ok(ReleaseOutcome::Released(nanos_at(&items, 1)?)),

@@ -64,14 +64,14 @@ pub(crate) struct ReportLease {
 
 impl LedgerScript for ReportLease {
     const NAME: &'static str = "report_lease";
-    type Answer = Result<LeaseReport, LeaseError>;
+    type Reply = Result<LeaseReport, LeaseError>;
     lua!("report_lease.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(&self.campaign, &[format!("l:{}", self.id)])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if self.cumulative.get() < 0 {
             return Encoded::Answered(Ok(Err(LeaseError::NegativeSpend)));
         }
@@ -83,7 +83,7 @@ impl LedgerScript for ReportLease {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "ok" => Ok(LeaseReport {

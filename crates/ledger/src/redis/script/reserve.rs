@@ -20,14 +20,14 @@ pub(crate) struct Reserve<'a> {
 
 impl LedgerScript for Reserve<'_> {
     const NAME: &'static str = "reserve";
-    type Answer = Result<(), Refusal>;
+    type Reply = Result<(), Refusal>;
     lua!("reserve.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(self.campaign, &[format!("r:{}", self.id)])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if !self.amount.is_positive() {
             return Encoded::Answered(Ok(Err(Refusal::NonPositiveAmount)));
         }
@@ -41,7 +41,7 @@ impl LedgerScript for Reserve<'_> {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         Ok(match status(&array(reply)?)? {
             "ok" => Ok(()),
             "NoLedger" => return Err(LedgerError::NoLedger),

@@ -73,14 +73,14 @@ pub(crate) struct SetLimits(pub(crate) LimitsChange);
 
 impl LedgerScript for SetLimits {
     const NAME: &'static str = "set_limits";
-    type Answer = Result<LimitsWritten, LimitsConflict>;
+    type Reply = Result<LimitsWritten, LimitsConflict>;
     lua!("set_limits.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
         keys.for_campaign(&self.0.campaign, &[])
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         let change = &self.0;
         let total = match exact(change.limits.total, "total budget") {
             Ok(t) => t,
@@ -113,7 +113,7 @@ impl LedgerScript for SetLimits {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         match status(&items)? {
             "ok" => Ok(Ok(LimitsWritten {

@@ -46,7 +46,7 @@ pub(crate) enum Settlement {
 
 impl LedgerScript for SettleRequest {
     const NAME: &'static str = "settle";
-    type Answer = Result<Settlement, SettleError>;
+    type Reply = Result<Settlement, SettleError>;
     lua!("settle.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
@@ -60,7 +60,7 @@ impl LedgerScript for SettleRequest {
         )
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if self.price.get() < 0 {
             return Encoded::Answered(Ok(Err(SettleError::NegativePrice)));
         }
@@ -81,7 +81,7 @@ impl LedgerScript for SettleRequest {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "Local" => Ok(Settlement::Local),

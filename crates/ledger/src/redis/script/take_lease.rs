@@ -50,7 +50,7 @@ pub(crate) struct TakeLease {
 
 impl LedgerScript for TakeLease {
     const NAME: &'static str = "take_lease";
-    type Answer = Result<LeaseGrant, LeaseError>;
+    type Reply = Result<LeaseGrant, LeaseError>;
     lua!("take_lease.lua");
 
     fn routed(&self, keys: &Keys) -> Routed {
@@ -63,7 +63,7 @@ impl LedgerScript for TakeLease {
         )
     }
 
-    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Answer> {
+    fn encode(&self, ctx: &Ctx<'_>) -> Encoded<Self::Reply> {
         if !self.want.is_positive() {
             return Encoded::Answered(Ok(Err(LeaseError::NonPositiveAmount)));
         }
@@ -84,7 +84,7 @@ impl LedgerScript for TakeLease {
         ])
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Answer, LedgerError> {
+    fn decode(&self, reply: Value) -> Result<Self::Reply, LedgerError> {
         let items = array(reply)?;
         Ok(match status(&items)? {
             "NoLedger" => return Err(LedgerError::NoLedger),
