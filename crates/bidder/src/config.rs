@@ -373,40 +373,51 @@ fn default_seat() -> String {
     "gavel".to_owned()
 }
 
+impl settings::ServerFile for BidderConfig {
+    const RULES: settings::FileRules = settings::FileRules {
+        server: "the bidder",
+        max_bytes: MAX_CONFIG_BYTES,
+        moved: &MOVED_KEYS,
+    };
+    const ENV_SERVER: &'static str = ENV_SERVER;
+
+    /// The campaign file, every key and CA file, the ledger's state directory (this directory
+    /// when unset) and the fleet's files.
+    fn resolve_paths(&mut self, dir: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        resolve(&mut self.campaigns);
+        let s = &mut self.security;
+        for p in [
+            &mut s.notice_key_file,
+            &mut s.previous_notice_key_file,
+            &mut s.price_key_file,
+            &mut s.admin_token_file,
+            &mut s.audit_log,
+            &mut self.ledger.redis_ca_file,
+            &mut self.ledger.state_dir,
+        ] {
+            p.as_mut().map(resolve);
+        }
+        if self.ledger.state_dir.is_none() {
+            self.ledger.state_dir = Some(dir.to_owned());
+        }
+        if let Some(fleet) = &mut self.fleet {
+            fleet.resolve_paths(dir);
+        }
+    }
+}
+
 impl BidderConfig {
     /// Reads, parses and validates a configuration file; a relative `campaigns` path is
     /// resolved against the file's directory.
     /// `GAVEL_BIDDER__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<BidderConfig, ConfigError> {
-        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
-        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
-        let mut config = BidderConfig::from_toml_with(&text, &overlay)?;
-        if let Some(dir) = path.parent() {
-            let resolve = |p: &mut PathBuf| {
-                if p.is_relative() {
-                    *p = dir.join(&*p);
-                }
-            };
-            resolve(&mut config.campaigns);
-            let s = &mut config.security;
-            for p in [
-                &mut s.notice_key_file,
-                &mut s.previous_notice_key_file,
-                &mut s.price_key_file,
-                &mut s.admin_token_file,
-                &mut s.audit_log,
-                &mut config.ledger.redis_ca_file,
-                &mut config.ledger.state_dir,
-            ] {
-                p.as_mut().map(resolve);
-            }
-            if config.ledger.state_dir.is_none() {
-                config.ledger.state_dir = Some(dir.to_owned());
-            }
-            if let Some(fleet) = &mut config.fleet {
-                fleet.resolve_paths(dir);
-            }
-        }
+        let config = settings::load_file::<BidderConfig>(path)?;
+        config.validate()?;
         Ok(config)
     }
 
@@ -418,7 +429,9 @@ impl BidderConfig {
     /// A configuration from the process's `GAVEL_BIDDER__...` variables alone, over the
     /// defaults (`campaigns` is still required; paths are relative to the working directory).
     pub fn load_env() -> Result<BidderConfig, ConfigError> {
-        BidderConfig::from_toml_with("", &settings::EnvOverlay::from_process(ENV_SERVER)?)
+        let config = settings::load_env::<BidderConfig>()?;
+        config.validate()?;
+        Ok(config)
     }
 
     /// [`BidderConfig::from_toml`] with `overlay`'s variables laid over the document.
@@ -426,15 +439,7 @@ impl BidderConfig {
         text: &str,
         overlay: &settings::EnvOverlay,
     ) -> Result<BidderConfig, ConfigError> {
-        let config: BidderConfig = settings::parse_toml_with(
-            text,
-            &settings::FileRules {
-                server: "the bidder",
-                max_bytes: MAX_CONFIG_BYTES,
-                moved: &MOVED_KEYS,
-            },
-            overlay,
-        )?;
+        let config = settings::parse_text::<BidderConfig>(text, overlay)?;
         config.validate()?;
         Ok(config)
     }

@@ -349,6 +349,32 @@ fn cert_check() -> u64 {
     60
 }
 
+impl settings::ServerFile for Config {
+    const RULES: settings::FileRules = settings::FileRules {
+        server: "the edge",
+        max_bytes: MAX_CONFIG_BYTES,
+        moved: &[http_front::MOVED_SHUTDOWN_GRACE],
+    };
+    const ENV_SERVER: &'static str = ENV_SERVER;
+
+    /// `[security]`'s files, the disk tier's directory and the certificates' directory (as
+    /// [`Config::validate_in`] does for a configuration given as text).
+    fn resolve_paths(&mut self, dir: &Path) {
+        self.security.resolve_paths(dir);
+        if let Some(disk) = &mut self.disk
+            && disk.dir.is_relative()
+            && !disk.dir.as_os_str().is_empty()
+        {
+            disk.dir = dir.join(&disk.dir);
+        }
+        if let Some(tls) = &mut self.tls
+            && tls.cert_dir.is_relative()
+        {
+            tls.cert_dir = dir.join(&tls.cert_dir);
+        }
+    }
+}
+
 impl Config {
     /// Reads, parses and validates `path`; relative paths in it are taken from its directory.
     ///
@@ -356,9 +382,7 @@ impl Config {
     /// A message naming the file or the key at fault.
     /// `GAVEL_EDGE__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
-        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
-        Config::parse_with(&text, &overlay)?.validate_in(path.parent())
+        settings::load_file::<Config>(path)?.validate_in(path.parent())
     }
 
     /// A configuration from the process's `GAVEL_EDGE__...` variables alone, over the
@@ -367,8 +391,7 @@ impl Config {
     /// # Errors
     /// A message naming the variable or the key at fault.
     pub fn load_env() -> Result<Config, ConfigError> {
-        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
-        Config::parse_with("", &overlay)?.validate_in(None)
+        settings::load_env::<Config>()?.validate_in(None)
     }
 
     /// Parses a TOML document (not yet validated).
@@ -384,15 +407,7 @@ impl Config {
     /// # Errors
     /// The TOML error, with the key or the variable it stopped at.
     pub fn parse_with(text: &str, overlay: &settings::EnvOverlay) -> Result<Config, ConfigError> {
-        settings::parse_toml_with(
-            text,
-            &settings::FileRules {
-                server: "the edge",
-                max_bytes: MAX_CONFIG_BYTES,
-                moved: &[http_front::MOVED_SHUTDOWN_GRACE],
-            },
-            overlay,
-        )
+        settings::parse_text::<Config>(text, overlay)
     }
 
     /// Checks every value, reads the origins' URLs, and makes relative paths start at `dir`.

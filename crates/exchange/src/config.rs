@@ -481,6 +481,22 @@ impl Validated {
     }
 }
 
+impl settings::ServerFile for Config {
+    const RULES: settings::FileRules = settings::FileRules {
+        server: "the exchange",
+        max_bytes: MAX_CONFIG_BYTES,
+        moved: &MOVED_KEYS,
+    };
+    const ENV_SERVER: &'static str = ENV_SERVER;
+
+    fn resolve_paths(&mut self, dir: &Path) {
+        self.security.resolve_paths(dir);
+        if let Some(fleet) = &mut self.fleet {
+            fleet.resolve_paths(dir);
+        }
+    }
+}
+
 impl Config {
     /// Reads (at most [`MAX_CONFIG_BYTES`]), parses and validates the file at `path`; files it
     /// names (seller keys, the admin token) are relative to its directory.
@@ -497,17 +513,8 @@ impl Config {
         path: &Path,
         edit: impl FnOnce(Config) -> Config,
     ) -> Result<Validated, ConfigError> {
-        let overlay = settings::EnvOverlay::from_process(ENV_SERVER)?;
-        let text = settings::read_bounded(path, MAX_CONFIG_BYTES)?;
-        let mut config = edit(Config::parse_with(&text, &overlay)?);
-        let dir = path.parent();
-        if let Some(dir) = dir {
-            config.security.resolve_paths(dir);
-            if let Some(fleet) = &mut config.fleet {
-                fleet.resolve_paths(dir);
-            }
-        }
-        let mut validated = config.validate_in(dir)?;
+        let config = edit(settings::load_file::<Config>(path)?);
+        let mut validated = config.validate_in(path.parent())?;
         validated.source = Some(path.to_owned());
         Ok(validated)
     }
@@ -523,26 +530,14 @@ impl Config {
         text: &str,
         overlay: &settings::EnvOverlay,
     ) -> Result<Validated, ConfigError> {
-        Config::parse_with(text, overlay)?.validate()
+        settings::parse_text::<Config>(text, overlay)?.validate()
     }
 
     /// A configuration from the process's `GAVEL_EXCHANGE__...` variables alone, over the
     /// defaults (no file: nothing to follow; files it names are relative to the working
     /// directory).
     pub fn load_env() -> Result<Validated, ConfigError> {
-        Config::from_toml_with("", &settings::EnvOverlay::from_process(ENV_SERVER)?)
-    }
-
-    fn parse_with(text: &str, overlay: &settings::EnvOverlay) -> Result<Config, ConfigError> {
-        settings::parse_toml_with(
-            text,
-            &settings::FileRules {
-                server: "the exchange",
-                max_bytes: MAX_CONFIG_BYTES,
-                moved: &MOVED_KEYS,
-            },
-            overlay,
-        )
+        settings::load_env::<Config>()?.validate()
     }
 
     /// Checks every value, resolves bidder endpoints and reads seller keys.

@@ -23,6 +23,7 @@ mod overlaid;
 mod pem;
 mod read;
 mod secret;
+mod server_file;
 mod watch;
 
 pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml};
@@ -38,4 +39,5 @@ pub use read::{ReadError, read_bounded, read_bounded_bytes, relative_to};
 pub use secret::{
     MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret, readable_by_others,
 };
+pub use server_file::{ServerFile, load_env, load_file, parse_text};
 pub use watch::{POLL_INTERVAL, follow, follow_files, stamp, watch_file};
