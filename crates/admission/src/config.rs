@@ -81,12 +81,7 @@ impl Default for AdmissionConfig {
 impl AdmissionConfig {
     /// Checks the values; the error names the key (under `[admission]`) and the rule.
     pub fn validate(&self) -> Result<(), settings::Invalid> {
-        if self.max_in_flight == 0 || self.max_in_flight > 1_000_000 {
-            return Err(settings::Invalid::new(
-                "admission.max_in_flight",
-                "must be 1..=1000000",
-            ));
-        }
+        settings::check_range("admission.max_in_flight", self.max_in_flight, 1..=1_000_000)?;
         if self.min_in_flight == 0
             || (self.mode() == Mode::Adaptive && self.min_in_flight > self.max_in_flight)
         {

@@ -40,12 +40,7 @@ impl Default for DeadlineConfig {
 impl DeadlineConfig {
     /// Checks the values; the error names the key (under `[deadline]`) and the rule.
     pub fn validate(&self) -> Result<(), settings::Invalid> {
-        if self.default_tmax_ms == 0 || self.default_tmax_ms > 60_000 {
-            return Err(settings::Invalid::new(
-                "deadline.default_tmax_ms",
-                "must be 1..=60000",
-            ));
-        }
+        settings::check_range("deadline.default_tmax_ms", self.default_tmax_ms, 1..=60_000)?;
         if self.max_tmax_ms < self.default_tmax_ms || self.max_tmax_ms > 60_000 {
             return Err(settings::Invalid::new(
                 "deadline.max_tmax_ms",

@@ -469,9 +469,11 @@ impl BidderConfig {
         if self.seat.is_empty() || self.seat.len() > 64 {
             return Err(invalid("seat", "must be 1-64 characters"));
         }
-        if !(1..=1_000_000).contains(&self.max_notices_in_flight) {
-            return Err(invalid("max_notices_in_flight", "must be 1..=1000000"));
-        }
+        settings::check_range(
+            "max_notices_in_flight",
+            self.max_notices_in_flight,
+            1..=1_000_000,
+        )?;
         if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(invalid(
                 "currency",
@@ -502,9 +504,7 @@ impl BidderConfig {
                 "\"follow\" needs a shared ledger (backend = \"redis\" or \"redis-cluster\"): in memory the campaign file is the only source",
             ));
         }
-        if !(100..=3_600_000).contains(&l.limits_check_ms) {
-            return Err(invalid("ledger.limits_check_ms", "must be 100..=3600000"));
-        }
+        settings::check_range("ledger.limits_check_ms", l.limits_check_ms, 100..=3_600_000)?;
         let url = self.redis_url()?;
         // A cluster's TLS is its seeds' (checked with them).
         let url_tls = match l.backend {
@@ -536,9 +536,7 @@ impl BidderConfig {
             ));
         }
         self.validate_cluster_nodes()?;
-        if l.redis_timeout_ms == 0 || l.redis_timeout_ms > 10_000 {
-            return Err(invalid("ledger.redis_timeout_ms", "must be 1..=10000"));
-        }
+        settings::check_range("ledger.redis_timeout_ms", l.redis_timeout_ms, 1..=10_000)?;
         // 1e-10 is more than 0 but rounds to 0 nanos: the integer amount is what must be positive.
         let chunk_nanos = Nanos::from_units(l.lease_chunk).unwrap_or(Nanos::ZERO);
         if !(chunk_nanos.is_positive() && l.lease_chunk <= 1e6) {
@@ -547,9 +545,7 @@ impl BidderConfig {
                 "must be at least 0.000000001 (one nano) and at most 1000000 currency units",
             ));
         }
-        if l.lease_report_ms == 0 || l.lease_report_ms > 60_000 {
-            return Err(invalid("ledger.lease_report_ms", "must be 1..=60000"));
-        }
+        settings::check_range("ledger.lease_report_ms", l.lease_report_ms, 1..=60_000)?;
         if l.lease_ttl_ms < 4 * l.lease_report_ms || l.lease_ttl_ms > 3_600_000 {
             return Err(invalid(
                 "ledger.lease_ttl_ms",
@@ -591,9 +587,11 @@ impl BidderConfig {
             .validate()
             .map_err(|why| invalid("ledger", why))?;
         let p = &self.pacing;
-        if p.control_interval_ms < 10 || p.control_interval_ms > 60_000 {
-            return Err(invalid("pacing.control_interval_ms", "must be 10..=60000"));
-        }
+        settings::check_range(
+            "pacing.control_interval_ms",
+            p.control_interval_ms,
+            10..=60_000,
+        )?;
         Ok(())
     }
 

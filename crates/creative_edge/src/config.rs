@@ -417,9 +417,7 @@ impl Config {
     pub fn validate_in(mut self, dir: Option<&Path>) -> Result<Config, ConfigError> {
         const YEAR_S: u64 = 365 * 86_400;
         const GIB: u64 = 1024 * 1024 * 1024;
-        if !(1..=YEAR_S).contains(&self.max_ttl_s) {
-            return Err(invalid("max_ttl_s", "must be 1..=31536000"));
-        }
+        settings::check_range("max_ttl_s", self.max_ttl_s, 1..=YEAR_S)?;
         if !(1..=self.max_ttl_s).contains(&self.default_ttl_s) {
             return Err(invalid("default_ttl_s", "must be 1..=max_ttl_s"));
         }
@@ -429,9 +427,7 @@ impl Config {
         if self.negative_ttl_s > 3_600 {
             return Err(invalid("negative_ttl_s", "must be at most 3600"));
         }
-        if !(1..=GIB).contains(&self.max_object_bytes) {
-            return Err(invalid("max_object_bytes", "must be 1..=1073741824"));
-        }
+        settings::check_range("max_object_bytes", self.max_object_bytes, 1..=GIB)?;
         if self.cors_allow_origin.len() > 256
             || http::HeaderValue::from_str(&self.cors_allow_origin).is_err()
         {
@@ -474,12 +470,8 @@ impl Config {
             {
                 tls.cert_dir = d.join(&tls.cert_dir);
             }
-            if !(1..=1_000_000).contains(&tls.max_certs) {
-                return Err(invalid("tls.max_certs", "must be 1..=1000000"));
-            }
-            if !(1..=86_400).contains(&tls.check_interval_s) {
-                return Err(invalid("tls.check_interval_s", "must be 1..=86400"));
-            }
+            settings::check_range("tls.max_certs", tls.max_certs, 1..=1_000_000)?;
+            settings::check_range("tls.check_interval_s", tls.check_interval_s, 1..=86_400)?;
         }
         Ok(self)
     }
@@ -510,18 +502,14 @@ impl Config {
                 ));
             }
             origin.parsed = parse_origin_url(&origin.url).map_err(|p| invalid(key("url"), p))?;
-            if !(1..=10_000).contains(&origin.max_connections) {
-                return Err(invalid(key("max_connections"), "must be 1..=10000"));
-            }
+            settings::check_range(key("max_connections"), origin.max_connections, 1..=10_000)?;
             for (field, ms) in [
                 ("connect_timeout_ms", origin.connect_timeout_ms),
                 ("response_timeout_ms", origin.response_timeout_ms),
                 ("read_timeout_ms", origin.read_timeout_ms),
                 ("idle_timeout_ms", origin.idle_timeout_ms),
             ] {
-                if !(1..=600_000).contains(&ms) {
-                    return Err(invalid(key(field), "must be 1..=600000"));
-                }
+                settings::check_range(key(field), ms, 1..=600_000)?;
             }
         }
         Ok(())
@@ -529,15 +517,13 @@ impl Config {
 
     fn check_store(&self) -> Result<(), ConfigError> {
         let s = &self.store;
-        if !(1..=16 * 1024 * 1024).contains(&s.max_value_bytes) {
-            return Err(invalid("store.max_value_bytes", "must be 1..=16777216"));
-        }
-        if !(1..=1_000).contains(&s.max_puts) {
-            return Err(invalid("store.max_puts", "must be 1..=1000"));
-        }
-        if !(1..=86_400).contains(&s.max_ttl_s) {
-            return Err(invalid("store.max_ttl_s", "must be 1..=86400"));
-        }
+        settings::check_range(
+            "store.max_value_bytes",
+            s.max_value_bytes,
+            1..=16 * 1024 * 1024,
+        )?;
+        settings::check_range("store.max_puts", s.max_puts, 1..=1_000)?;
+        settings::check_range("store.max_ttl_s", s.max_ttl_s, 1..=86_400)?;
         if !(1..=s.max_ttl_s).contains(&s.default_ttl_s) {
             return Err(invalid(
                 "store.default_ttl_s",

@@ -59,12 +59,7 @@ impl BreakerConfig {
                 "must be 0.05..=1",
             ));
         }
-        if self.min_calls == 0 || self.min_calls > 1_000_000 {
-            return Err(settings::Invalid::new(
-                "breaker.min_calls",
-                "must be 1..=1000000",
-            ));
-        }
+        settings::check_range("breaker.min_calls", self.min_calls, 1..=1_000_000)?;
         if self.window_ms < 10 || self.window_ms > 600_000 {
             return Err(settings::Invalid::new(
                 "breaker.window_ms",
@@ -83,9 +78,7 @@ impl BreakerConfig {
                 "must be at most 3600000",
             ));
         }
-        if self.probes == 0 || self.probes > 1_000 {
-            return Err(settings::Invalid::new("breaker.probes", "must be 1..=1000"));
-        }
+        settings::check_range("breaker.probes", self.probes, 1..=1_000)?;
         Ok(())
     }
 }

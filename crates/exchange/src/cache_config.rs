@@ -61,21 +61,9 @@ impl CacheConfig {
                 "must be an http(s) URL",
             ));
         }
-        if !(1..=10_000).contains(&self.timeout_ms) {
-            return Err(settings::Invalid::new(
-                "cache.timeout_ms",
-                "must be 1..=10000",
-            ));
-        }
-        if !(1..=86_400).contains(&self.ttl_s) {
-            return Err(settings::Invalid::new("cache.ttl_s", "must be 1..=86400"));
-        }
-        if !(1..=10_000).contains(&self.max_connections) {
-            return Err(settings::Invalid::new(
-                "cache.max_connections",
-                "must be 1..=10000",
-            ));
-        }
+        settings::check_range("cache.timeout_ms", self.timeout_ms, 1..=10_000)?;
+        settings::check_range("cache.ttl_s", self.ttl_s, 1..=86_400)?;
+        settings::check_range("cache.max_connections", self.max_connections, 1..=10_000)?;
         Ok(())
     }
 }

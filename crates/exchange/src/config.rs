@@ -578,30 +578,16 @@ impl Config {
             fleet.validate()?;
         }
         let n = &self.notices;
-        if n.timeout_ms == 0 || n.timeout_ms > 60_000 {
-            return Err(invalid("notices.timeout_ms", "must be 1..=60000"));
-        }
-        if n.queue == 0 || n.queue > 1_000_000 {
-            return Err(invalid("notices.queue", "must be 1..=1000000"));
-        }
-        if n.workers == 0 || n.workers > 1024 {
-            return Err(invalid("notices.workers", "must be 1..=1024"));
-        }
-        if n.batch_max == 0 || n.batch_max > 1024 {
-            return Err(invalid("notices.batch_max", "must be 1..=1024"));
-        }
+        settings::check_range("notices.timeout_ms", n.timeout_ms, 1..=60_000)?;
+        settings::check_range("notices.queue", n.queue, 1..=1_000_000)?;
+        settings::check_range("notices.workers", n.workers, 1..=1024)?;
+        settings::check_range("notices.batch_max", n.batch_max, 1..=1024)?;
         if n.batch_linger_ms > 1_000 {
             return Err(invalid("notices.batch_linger_ms", "must be at most 1000"));
         }
-        if n.max_attempts == 0 || n.max_attempts > 10 {
-            return Err(invalid("notices.max_attempts", "must be 1..=10"));
-        }
-        if n.retry_base_ms == 0 || n.retry_base_ms > 60_000 {
-            return Err(invalid("notices.retry_base_ms", "must be 1..=60000"));
-        }
-        if n.idle_timeout_ms == 0 || n.idle_timeout_ms > 3_600_000 {
-            return Err(invalid("notices.idle_timeout_ms", "must be 1..=3600000"));
-        }
+        settings::check_range("notices.max_attempts", n.max_attempts, 1..=10)?;
+        settings::check_range("notices.retry_base_ms", n.retry_base_ms, 1..=60_000)?;
+        settings::check_range("notices.idle_timeout_ms", n.idle_timeout_ms, 1..=3_600_000)?;
         if n.price_token_ttl_s < 60 || n.price_token_ttl_s > 7 * 86_400 {
             return Err(invalid(
                 "notices.price_token_ttl_s",
@@ -645,9 +631,7 @@ impl Config {
             if !names.insert(b.name.as_str()) {
                 return Err(invalid(key("name"), "duplicate bidder name"));
             }
-            if b.max_connections == 0 || b.max_connections > 65_536 {
-                return Err(invalid(key("max_connections"), "must be 1..=65536"));
-            }
+            settings::check_range(key("max_connections"), b.max_connections, 1..=65_536)?;
             if b.max_qps.is_some_and(|q| q == 0 || q > 1_000_000) {
                 return Err(invalid(key("max_qps"), "must be 1..=1000000"));
             }

@@ -43,12 +43,8 @@ impl Default for CurrencySection {
 
 impl CurrencySection {
     pub fn check(&self) -> Result<(), ConfigError> {
-        if !(60..=86_400).contains(&self.refresh_s) {
-            return Err(invalid("currency.refresh_s", "must be 60..=86400"));
-        }
-        if !(60..=365 * 86_400).contains(&self.max_age_s) {
-            return Err(invalid("currency.max_age_s", "must be 60..=31536000"));
-        }
+        settings::check_range("currency.refresh_s", self.refresh_s, 60..=86_400)?;
+        settings::check_range("currency.max_age_s", self.max_age_s, 60..=365 * 86_400)?;
         if let Some(url) = &self.rates_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {

@@ -129,30 +129,14 @@ impl HttpSection {
                 "must be 1..=67108864",
             ));
         }
-        if self.read_timeout_ms == 0 || self.read_timeout_ms > 600_000 {
-            return Err(settings::Invalid::new(
-                "http.read_timeout_ms",
-                "must be 1..=600000",
-            ));
-        }
-        if self.max_connections == 0 || self.max_connections > 1_000_000 {
-            return Err(settings::Invalid::new(
-                "http.max_connections",
-                "must be 1..=1000000",
-            ));
-        }
-        if self.idle_timeout_ms == 0 || self.idle_timeout_ms > 3_600_000 {
-            return Err(settings::Invalid::new(
-                "http.idle_timeout_ms",
-                "must be 1..=3600000",
-            ));
-        }
-        if !(MIN_HEADER_BYTES..=1024 * 1024).contains(&self.max_header_bytes) {
-            return Err(settings::Invalid::new(
-                "http.max_header_bytes",
-                "must be 8192..=1048576",
-            ));
-        }
+        settings::check_range("http.read_timeout_ms", self.read_timeout_ms, 1..=600_000)?;
+        settings::check_range("http.max_connections", self.max_connections, 1..=1_000_000)?;
+        settings::check_range("http.idle_timeout_ms", self.idle_timeout_ms, 1..=3_600_000)?;
+        settings::check_range(
+            "http.max_header_bytes",
+            self.max_header_bytes,
+            MIN_HEADER_BYTES..=1024 * 1024,
+        )?;
         if self.drain_grace_ms > 600_000 {
             return Err(settings::Invalid::new(
                 "http.drain_grace_ms",
@@ -165,12 +149,11 @@ impl HttpSection {
                 "must be at most 600000",
             ));
         }
-        if self.max_connections_per_ip == 0 || self.max_connections_per_ip > 1_000_000 {
-            return Err(settings::Invalid::new(
-                "http.max_connections_per_ip",
-                "must be 1..=1000000",
-            ));
-        }
+        settings::check_range(
+            "http.max_connections_per_ip",
+            self.max_connections_per_ip,
+            1..=1_000_000,
+        )?;
         Ok(())
     }
 

@@ -62,6 +62,23 @@ pub enum ConfigError {
     Env { var: String, problem: String },
 }
 
+/// `value` within `range`, or an [`Invalid`] naming `key` and the range (`must be 1..=65536`):
+/// the one wording of every range a configuration checks.
+///
+/// # Errors
+/// `value` is outside `range`.
+pub fn check_range<T: PartialOrd + std::fmt::Display>(
+    key: impl Into<String>,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<(), Invalid> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    let (low, high) = range.into_inner();
+    Err(Invalid::new(key, format!("must be {low}..={high}")))
+}
+
 /// [`ConfigError::Invalid`] for `key`.
 pub fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(Invalid::new(key, problem))
@@ -174,5 +191,13 @@ mod tests {
             invalid("http.port", "must be 1..=65535").to_string(),
             "http.port: must be 1..=65535"
         );
+        assert_eq!(check_range("http.port", 80_u32, 1..=65_535), Ok(()));
+        assert_eq!(
+            check_range("http.port", 0_u32, 1..=65_535)
+                .unwrap_err()
+                .to_string(),
+            "http.port: must be 1..=65535"
+        );
+        assert!(check_range("x", 65_536_u32, 1..=65_535).is_err());
     }
 }

@@ -26,7 +26,7 @@ mod secret;
 mod server_file;
 mod watch;
 
-pub use config_error::{ConfigError, FileRules, Invalid, invalid, parse_toml};
+pub use config_error::{ConfigError, FileRules, Invalid, check_range, invalid, parse_toml};
 pub use env_overlay::{
     EnvOverlay, EnvVar, Level, MAX_ENV_DEPTH, MAX_ENV_NAME_BYTES, MAX_ENV_VALUE_BYTES, MAX_ENV_VARS,
 };

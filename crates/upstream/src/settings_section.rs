@@ -51,24 +51,22 @@ impl UpstreamSection {
 
     /// Checks every key; the error names it.
     pub fn check(&self) -> Result<(), settings::Invalid> {
-        if self.max_response_bytes == 0 || self.max_response_bytes > 64 * 1024 * 1024 {
-            return Err(settings::Invalid::new(
-                "upstream.max_response_bytes",
-                "must be 1..=67108864",
-            ));
-        }
+        settings::check_range(
+            "upstream.max_response_bytes",
+            self.max_response_bytes,
+            1..=64 * 1024 * 1024,
+        )?;
         if self.drain_ms > 60_000 {
             return Err(settings::Invalid::new(
                 "upstream.drain_ms",
                 "must be at most 60000",
             ));
         }
-        if !(100..=3_600_000).contains(&self.dns_refresh_ms) {
-            return Err(settings::Invalid::new(
-                "upstream.dns_refresh_ms",
-                "must be 100..=3600000",
-            ));
-        }
+        settings::check_range(
+            "upstream.dns_refresh_ms",
+            self.dns_refresh_ms,
+            100..=3_600_000,
+        )?;
         Ok(())
     }
 }
