@@ -352,7 +352,7 @@ fn bidder_tls(b: &BidderConfig, dir: Option<&Path>) -> Result<Option<ClientTls>,
     match &b.ca_file {
         Some(file) => {
             let path = settings::relative_to(dir, file);
-            ClientTls::from_ca_file(&path).map(Some)
+            Ok(Some(ClientTls::from_ca_file(&path)?))
         }
         None => Ok(ClientTls::system().ok()),
     }
@@ -707,6 +707,7 @@ impl Config {
                 if endpoint.addr.is_none() {
                     let why = resolve(&endpoint.host, endpoint.port)
                         .err()
+                        .map(String::from)
                         .unwrap_or_default();
                     return Err(invalid("cache.url", why));
                 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::state::{Exchange, State};
 
 /// How a host is looked up: [`crate::config::resolve`] in production (blocking).
-pub type Lookup = fn(&str, u16) -> Result<SocketAddr, String>;
+pub type Lookup = fn(&str, u16) -> Result<SocketAddr, upstream::endpoint::ResolveError>;
 
 impl Exchange {
     /// Looks every bidder host given by name up now with `lookup` and moves each pool to what

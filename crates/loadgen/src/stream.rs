@@ -21,7 +21,9 @@ pub(crate) struct TlsTarget {
 impl TlsTarget {
     /// Roots from `ca_file`, or the system's.
     pub fn new(host: &str, ca_file: Option<&Path>) -> Result<TlsTarget, LoadError> {
-        let err = |reason: String| LoadError::Tls { reason };
+        let err = |e: upstream::tls::TlsError| LoadError::Tls {
+            reason: e.to_string(),
+        };
         let client = match ca_file {
             Some(path) => upstream::tls::ClientTls::from_ca_file(path),
             None => upstream::tls::ClientTls::system(),

@@ -47,14 +47,61 @@ impl Endpoint {
     }
 }
 
+/// Why an upstream URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error("{url:?} is not a URL: {reason}")]
+    NotUrl { url: String, reason: String },
+    #[error("{url:?}: no scheme, expected http(s)://host:port/path")]
+    NoScheme { url: String },
+    #[error("{url:?}: scheme {scheme:?} is not supported, use http or https")]
+    Scheme { url: String, scheme: String },
+    #[error("{url:?}: no host")]
+    NoHost { url: String },
+    #[error("{url:?}: empty host")]
+    EmptyHost { url: String },
+    #[error("{url:?}: credentials in the URL are not supported")]
+    Credentials { url: String },
+}
+
+/// Why a host has no address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("cannot resolve {host}: {reason}")]
+    Lookup { host: String, reason: String },
+    #[error("{host} resolves to no address")]
+    NoAddress { host: String },
+}
+
+/// The message, for a caller that keys it (`bidders[0].endpoint: ...`).
+impl From<EndpointError> for String {
+    fn from(e: EndpointError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<ResolveError> for String {
+    fn from(e: ResolveError) -> String {
+        e.to_string()
+    }
+}
+
 /// Looks `host` up (blocking; call it off the runtime's threads): its first address with
 /// `port`, or why there is none.
-pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+///
+/// # Errors
+/// [`ResolveError`]: the lookup failed, or found nothing.
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, ResolveError> {
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .map_err(|e| ResolveError::Lookup {
+            host: host.to_owned(),
+            reason: e.to_string(),
+        })?
         .next()
-        .ok_or_else(|| format!("{host} resolves to no address"))
+        .ok_or_else(|| ResolveError::NoAddress {
+            host: host.to_owned(),
+        })
 }
 
 /// How an `https` endpoint is verified.
@@ -67,29 +114,34 @@ pub struct EndpointTls {
 
 /// Parses `http(s)://host[:port]/path` and resolves the host (blocking; call at load time
 /// only). A host that does not resolve leaves `addr` empty; [`resolve`] says why.
-pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
+///
+/// # Errors
+/// [`EndpointError`]: not a URL, not http(s), no host, or credentials in it.
+pub fn parse_endpoint(url: &str) -> Result<Endpoint, EndpointError> {
+    let owned = || url.to_owned();
     let uri: http::Uri = url
         .parse()
-        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        .map_err(|e: http::uri::InvalidUri| EndpointError::NotUrl {
+            url: owned(),
+            reason: e.to_string(),
+        })?;
     let scheme = match uri.scheme_str() {
-        Some(s) => Scheme::parse(Some(s))
-            .ok_or_else(|| format!("{url:?}: scheme {s:?} is not supported, use http or https"))?,
-        None => {
-            return Err(format!(
-                "{url:?}: no scheme, expected http(s)://host:port/path"
-            ));
-        }
+        Some(s) => Scheme::parse(Some(s)).ok_or_else(|| EndpointError::Scheme {
+            url: owned(),
+            scheme: s.to_owned(),
+        })?,
+        None => return Err(EndpointError::NoScheme { url: owned() }),
     };
     let authority = uri
         .authority()
-        .ok_or_else(|| format!("{url:?}: no host"))?
+        .ok_or_else(|| EndpointError::NoHost { url: owned() })?
         .clone();
     let host = authority.host();
     if host.is_empty() {
-        return Err(format!("{url:?}: empty host"));
+        return Err(EndpointError::EmptyHost { url: owned() });
     }
     if authority.as_str().contains('@') {
-        return Err(format!("{url:?}: credentials in the URL are not supported"));
+        return Err(EndpointError::Credentials { url: owned() });
     }
     let port = authority.port_u16().unwrap_or(scheme.default_port());
     let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');

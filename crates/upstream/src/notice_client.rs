@@ -122,7 +122,7 @@ impl NoticeClient {
                 };
                 match server_name(&first.host) {
                     Ok(name) => Some((client, name)),
-                    Err(e) => return failed(NoticeError::Failed(e)),
+                    Err(e) => return failed(NoticeError::Failed(e.into())),
                 }
             }
         };

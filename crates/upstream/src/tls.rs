@@ -11,6 +11,29 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
+/// Why a TLS client could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsError {
+    #[error("no system root certificates found ({errors} errors); name a ca_file")]
+    NoSystemRoots { errors: usize },
+    /// The CA file could not be read, or holds no certificate (the reason names the file).
+    #[error("{0}")]
+    CaFile(String),
+    #[error("CA file {file}: {reason}")]
+    Certificate { file: String, reason: String },
+    #[error("TLS setup: {0}")]
+    Setup(String),
+    #[error("{name:?} is not a TLS server name: {reason}")]
+    ServerName { name: String, reason: String },
+}
+
+/// The message, for a caller that keys it (`bidders[0].ca_file: ...`).
+impl From<TlsError> for String {
+    fn from(e: TlsError) -> String {
+        e.to_string()
+    }
+}
+
 /// What verifies a peer's certificate.
 #[derive(Clone)]
 pub struct ClientTls {
@@ -42,18 +65,17 @@ impl ClientTls {
     ///
     /// # Errors
     /// A message when the system has no usable root certificate.
-    pub fn system() -> Result<ClientTls, String> {
-        static SYSTEM: OnceLock<Result<ClientTls, String>> = OnceLock::new();
+    pub fn system() -> Result<ClientTls, TlsError> {
+        static SYSTEM: OnceLock<Result<ClientTls, TlsError>> = OnceLock::new();
         SYSTEM
             .get_or_init(|| {
                 let found = rustls_native_certs::load_native_certs();
                 let mut roots = RootCertStore::empty();
                 let (added, _ignored) = roots.add_parsable_certificates(found.certs);
                 if added == 0 {
-                    return Err(format!(
-                        "no system root certificates found ({} errors); name a ca_file",
-                        found.errors.len()
-                    ));
+                    return Err(TlsError::NoSystemRoots {
+                        errors: found.errors.len(),
+                    });
                 }
                 ClientTls::with_roots(roots, "system roots", ALPN_HTTP1)
             })
@@ -64,7 +86,7 @@ impl ClientTls {
     ///
     /// # Errors
     /// A message naming the file when it cannot be read or holds no certificate.
-    pub fn from_ca_file(ca_file: &Path) -> Result<ClientTls, String> {
+    pub fn from_ca_file(ca_file: &Path) -> Result<ClientTls, TlsError> {
         ClientTls::with_roots(
             ca_roots(ca_file)?,
             &ca_file.display().to_string(),
@@ -77,16 +99,20 @@ impl ClientTls {
     ///
     /// # Errors
     /// A message naming the file when it cannot be read or holds no certificate.
-    pub fn from_ca_file_without_alpn(ca_file: &Path) -> Result<ClientTls, String> {
+    pub fn from_ca_file_without_alpn(ca_file: &Path) -> Result<ClientTls, TlsError> {
         let source = format!("{} (no ALPN)", ca_file.display());
         ClientTls::with_roots(ca_roots(ca_file)?, &source, &[])
     }
 
-    fn with_roots(roots: RootCertStore, source: &str, alpn: &[&[u8]]) -> Result<ClientTls, String> {
+    fn with_roots(
+        roots: RootCertStore,
+        source: &str,
+        alpn: &[&[u8]],
+    ) -> Result<ClientTls, TlsError> {
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup: {e}"))?
+            .map_err(|e| TlsError::Setup(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
@@ -110,13 +136,13 @@ impl ClientTls {
 const ALPN_HTTP1: &[&[u8]] = &[b"http/1.1"];
 
 /// The PEM certificates of `ca_file` as trusted roots.
-fn ca_roots(ca_file: &Path) -> Result<RootCertStore, String> {
-    let shown = ca_file.display();
+fn ca_roots(ca_file: &Path) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
-    for cert in settings::read_certificates(ca_file)? {
-        roots
-            .add(cert)
-            .map_err(|e| format!("CA file {shown}: {e}"))?;
+    for cert in settings::read_certificates(ca_file).map_err(TlsError::CaFile)? {
+        roots.add(cert).map_err(|e| TlsError::Certificate {
+            file: ca_file.display().to_string(),
+            reason: e.to_string(),
+        })?;
     }
     Ok(roots)
 }
@@ -125,7 +151,9 @@ fn ca_roots(ca_file: &Path) -> Result<RootCertStore, String> {
 ///
 /// # Errors
 /// A message when it is neither.
-pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
-    ServerName::try_from(host.to_owned())
-        .map_err(|e| format!("{host:?} is not a TLS server name: {e}"))
+pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
+    ServerName::try_from(host.to_owned()).map_err(|e| TlsError::ServerName {
+        name: host.to_owned(),
+        reason: e.to_string(),
+    })
 }

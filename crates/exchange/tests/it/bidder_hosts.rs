@@ -13,13 +13,16 @@ use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
 use exchange::metrics::SkipReason;
 use serde_json::json;
 use support::*;
+use upstream::endpoint::ResolveError;
 
 /// Where the stand-in resolver says `bidder.gavel-test.invalid` is (0: nowhere).
 static BIDDER_PORT: AtomicU16 = AtomicU16::new(0);
 
-fn stand_in_resolver(host: &str, _port: u16) -> Result<SocketAddr, String> {
+fn stand_in_resolver(host: &str, _port: u16) -> Result<SocketAddr, ResolveError> {
     match BIDDER_PORT.load(SeqCst) {
-        0 => Err(format!("cannot resolve {host}")),
+        0 => Err(ResolveError::NoAddress {
+            host: host.to_owned(),
+        }),
         port => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
     }
 }
