@@ -382,7 +382,8 @@ impl Config {
     /// A message naming the file or the key at fault.
     /// `GAVEL_EDGE__...` variables are laid over the file (docs/config.md).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        settings::load_file::<Config>(path)?.validate_in(path.parent())
+        // The file's relative paths were resolved as it loaded: checked, not joined again.
+        settings::load_file::<Config>(path)?.check(path.parent())
     }
 
     /// A configuration from the process's `GAVEL_EDGE__...` variables alone, over the
@@ -410,11 +411,23 @@ impl Config {
         settings::parse_text::<Config>(text, overlay)
     }
 
-    /// Checks every value, reads the origins' URLs, and makes relative paths start at `dir`.
+    /// Makes relative paths start at `dir` (as loading a file does), then [`Config::check`]s.
     ///
     /// # Errors
     /// The first key at fault.
     pub fn validate_in(mut self, dir: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(d) = dir {
+            settings::ServerFile::resolve_paths(&mut self, d);
+        }
+        self.check(dir)
+    }
+
+    /// Checks every value, reads the origins' URLs and the writers' keys (a relative key file
+    /// from `dir`); paths are taken as they are.
+    ///
+    /// # Errors
+    /// The first key at fault.
+    fn check(mut self, dir: Option<&Path>) -> Result<Config, ConfigError> {
         const YEAR_S: u64 = 365 * 86_400;
         const GIB: u64 = 1024 * 1024 * 1024;
         settings::check_range("max_ttl_s", self.max_ttl_s, 1..=YEAR_S)?;
@@ -444,11 +457,6 @@ impl Config {
             if disk.dir.as_os_str().is_empty() {
                 return Err(invalid("disk.dir", "must name a directory"));
             }
-            if let Some(d) = dir
-                && disk.dir.is_relative()
-            {
-                disk.dir = d.join(&disk.dir);
-            }
             if disk.max_bytes == 0 {
                 return Err(invalid("disk.max_bytes", "must be at least 1"));
             }
@@ -456,20 +464,12 @@ impl Config {
         if let Some(rule) = self.disk_rule() {
             check_rule("disk", &rule)?;
         }
-        if let Some(d) = dir {
-            self.security.resolve_paths(d);
-        }
         self.security.validate(self.listen, self.admin_listen)?;
         self.check_origins()?;
         self.check_store()?;
         self.read_writer_keys(dir)?;
         self.http.check()?;
-        if let Some(tls) = &mut self.tls {
-            if let Some(d) = dir
-                && tls.cert_dir.is_relative()
-            {
-                tls.cert_dir = d.join(&tls.cert_dir);
-            }
+        if let Some(tls) = &self.tls {
             settings::check_range("tls.max_certs", tls.max_certs, 1..=1_000_000)?;
             settings::check_range("tls.check_interval_s", tls.check_interval_s, 1..=86_400)?;
         }
@@ -805,6 +805,25 @@ mod tests {
             ("::1", 9000, "/creatives/")
         );
         assert_eq!(url.authority, "[::1]:9000");
+    }
+
+    /// A file named by a relative path (`--config conf/edge.toml`): its relative paths start
+    /// at `conf` once, not at `conf/conf`. Loading resolves them (`ServerFile::resolve_paths`)
+    /// and then only checks; a configuration given as text is resolved by `validate_in`.
+    #[test]
+    fn relative_paths_of_a_relative_file_are_joined_once() {
+        let text = "[disk]\ndir = \"cache\"\nmax_bytes = 1000\n[tls]\ncert_dir = \"certs\"\n";
+        let conf = Path::new("conf");
+        let mut loaded = Config::parse(text).unwrap();
+        settings::ServerFile::resolve_paths(&mut loaded, conf);
+        let loaded = loaded.check(Some(conf)).expect("valid");
+        let given = Config::parse(text)
+            .and_then(|c| c.validate_in(Some(conf)))
+            .expect("valid");
+        for c in [loaded, given] {
+            assert_eq!(c.disk.unwrap().dir, Path::new("conf/cache"));
+            assert_eq!(c.tls.unwrap().cert_dir, Path::new("conf/certs"));
+        }
     }
 
     #[test]

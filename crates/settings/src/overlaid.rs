@@ -31,8 +31,10 @@ pub fn parse_toml_with<T: DeserializeOwned>(
             server: rules.server,
             message: e.to_string(),
         })?;
+    // Old names are read at their new places: the file's before the variables are laid over
+    // it (so a variable under the new name still wins), a variable's after.
+    crate::config_error::moved_keys(&mut table, rules)?;
     let applied = overlay.apply(&mut table)?;
-    // Old names, the file's or a variable's, are read at their new places.
     crate::config_error::moved_keys(&mut table, rules)?;
     let value = toml::Value::Table(table);
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
@@ -204,6 +206,12 @@ mod tests {
         // An old name, the file's or a variable's, is read at its new place; both set is refused.
         assert!(with_env("", &[("GAVEL_EXCHANGE__HTTP__OLD", "1")]).is_ok());
         assert!(with_env("[http]\nold = 1\n", &vars).is_ok());
+        // The file's old name under a variable's new one: the variable wins, as it always does.
+        let won = with_env(
+            "[http]\nold = 1\n",
+            &[("GAVEL_EXCHANGE__HTTP__MAX_CONNECTIONS", "7")],
+        );
+        assert_eq!(won.map(|s| s.http.max_connections), Ok(7));
         let e = with_env(
             "[http]\nmax_connections = 2\n",
             &[("GAVEL_EXCHANGE__HTTP__OLD", "1")],

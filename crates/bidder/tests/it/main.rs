@@ -7,7 +7,6 @@ mod budget_writers;
 mod common;
 mod fleet;
 mod money_paths;
-mod overload;
 mod redis_cluster;
 mod redis_down;
 mod redis_ops;

@@ -6,7 +6,6 @@
 mod admin;
 mod auction_e2e;
 mod bidder_hosts;
-mod deadline_admission;
 mod fleet;
 mod markup_cache;
 mod notice_answers;

@@ -405,19 +405,23 @@ pub fn pattern(len: usize, seed: u8) -> Bytes {
     )
 }
 
-/// Raises this process's soft limit on open files to at least `want` (within the hard limit),
-/// for tests that hold thousands of loopback sockets.
+/// Raises this process's soft limit on open files to its hard limit (at least `want`), for
+/// tests that hold thousands of loopback sockets: the crate's other tests share the process
+/// and its limit, so `want` alone would leave them none.
 pub fn open_files(want: u64) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let now = getrlimit(Resource::Nofile);
-    if now.current.is_none_or(|c| c >= want) {
-        return;
-    }
-    let raised = now.maximum.map_or(want, |max| want.min(max));
+    let Some(current) = now.current else {
+        return; // unlimited
+    };
+    let raised = now.maximum.unwrap_or(want.max(current));
     assert!(
         raised >= want,
         "this test needs {want} open files; the hard limit is {raised} (raise it with ulimit -Hn)"
     );
+    if raised == current {
+        return;
+    }
     setrlimit(
         Resource::Nofile,
         Rlimit {

@@ -6,9 +6,13 @@
 //! The stall is real: the test's own runtime, which serves the exchange, spins without yielding
 //! while a client thread writes requests into its sockets. Its length does not decide an
 //! assertion: the requests carry 500 ms of tmax, ten times the stall.
+//!
+//! Its own test binary, not a module of `tests/it`: it asserts that no answer is late, which
+//! another file's test busy in the same process could make untrue.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+#[path = "it/support/mod.rs"]
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,10 +1,14 @@
 //! The bidder under more bid requests than it admits, over real loopback sockets: win notices
 //! sent meanwhile skip the admission gate, so every one is answered and charged while bids are
 //! being shed; and the bid port refuses malformed HTTP like the exchange's (same edge code).
-//! Figures are printed (`cargo test -p bidder --test it overload:: -- --nocapture`).
+//! Figures are printed (`cargo test -p bidder --test overload -- --nocapture`).
+//!
+//! Its own test binary, not a module of `tests/it`: its runtime spins on purpose and its shed
+//! counts assume no other test competes for the process's cores.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common;
+#[path = "it/common/mod.rs"]
+mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
