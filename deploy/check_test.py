@@ -64,6 +64,9 @@ CASES = [
      "USER 10001:10001", "USER root", "runs as root"),
     ("an image without a healthcheck", "docker", "deploy/docker/Dockerfile",
      "HEALTHCHECK --interval", "# HEALTHCHECK --interval", "HEALTHCHECK"),
+    ("an image built with the quicker, slower-running release profile", "docker", "deploy/docker/Dockerfile",
+     "cargo build --profile production --locked", "cargo build --release --locked",
+     "without --profile production"),
 ]
 
 
