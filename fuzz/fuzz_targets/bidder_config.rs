@@ -24,8 +24,11 @@ fuzz_target!(|data: &[u8]| {
                 ConfigError::Invalid(settings::Invalid { key, problem }) => {
                     assert!(!key.is_empty() && !problem.is_empty(), "{e:?}");
                 }
-                ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Moved { .. } => {}
+                ConfigError::Parse { .. }
+                | ConfigError::TooLarge { .. }
+                | ConfigError::MovedTwice { .. } => {}
                 ConfigError::Read(_) => panic!("from_toml reads no file: {e:?}"),
+                ConfigError::Env { .. } => panic!("from_toml reads no variable: {e:?}"),
             }
         }
     }
@@ -72,7 +75,11 @@ fn check(c: &BidderConfig) {
     assert!(l.reservation_ttl_ms >= 1_000);
     assert!(c.pacing.control_interval_ms >= 10);
     // `lease_chunk = 1e-10` once passed as a float and became zero nanos.
-    assert!(c.lease_chunk() > Nanos::ZERO, "lease_chunk {:?}", l.lease_chunk);
+    assert!(
+        c.lease_chunk() > Nanos::ZERO,
+        "lease_chunk {:?}",
+        l.lease_chunk
+    );
     // `LeaseConfig::validate` exists so that loaders refuse what the ledger would otherwise
     // repair at start (a 40 s report interval once loaded with a 30 s idle close).
     let lease = c.lease_config("fuzz");

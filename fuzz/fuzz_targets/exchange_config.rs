@@ -27,7 +27,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 matches!(
                     outcome,
-                    Err(ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Moved { .. })
+                    Err(ConfigError::Parse { .. }
+                        | ConfigError::TooLarge { .. }
+                        | ConfigError::MovedTwice { .. })
                 ),
                 "the text does not deserialize, yet: {outcome:?}"
             );
