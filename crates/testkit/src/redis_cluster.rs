@@ -285,6 +285,48 @@ impl RedisCluster {
         raw(port, args).await
     }
 
+    /// Waits until every replica of the primary on `port` has acknowledged everything the
+    /// primary had written when this was called (its `master_repl_offset`, against each
+    /// replica's acknowledged `offset` in `INFO replication`; replicas acknowledge every
+    /// second). `WAIT` cannot do this from a fresh connection: it waits only for that
+    /// connection's own writes, and a connection that wrote nothing returns at once.
+    ///
+    /// # Panics
+    /// When the primary has no replica or they do not catch up within 20 s.
+    pub async fn wait_replicated(&self, port: u16) {
+        let field = |info: &str, key: &str| -> Option<u64> {
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix(key))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        let info = raw(port, &["INFO", "replication"]).await;
+        let Some(target) = field(&info, "master_repl_offset:") else {
+            panic!("no master_repl_offset from {port}: {info}");
+        };
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let info = raw(port, &["INFO", "replication"]).await;
+            // slave0:ip=127.0.0.1,port=7001,state=online,offset=1234,lag=0
+            let acked: Vec<u64> = info
+                .lines()
+                .filter(|l| l.starts_with("slave"))
+                .filter_map(|l| {
+                    l.split(',')
+                        .find_map(|kv| kv.strip_prefix("offset="))
+                        .and_then(|v| v.trim().parse().ok())
+                })
+                .collect();
+            if !acked.is_empty() && acked.iter().all(|&o| o >= target) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replicas of {port} did not acknowledge offset {target} within {SETTLE:?}: {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A command on every live primary.
     pub async fn on_masters(&self, args: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
