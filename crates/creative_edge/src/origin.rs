@@ -32,8 +32,6 @@ pub struct OriginTimeouts {
     pub response: Duration,
     /// Between two body chunks.
     pub read: Duration,
-    /// A pooled connection idle longer than this is closed, not reused.
-    pub idle: Duration,
 }
 
 /// A configured origin.
@@ -112,7 +110,6 @@ impl Origin {
                 connect: Duration::from_millis(config.connect_timeout_ms),
                 response: Duration::from_millis(config.response_timeout_ms),
                 read: Duration::from_millis(config.read_timeout_ms),
-                idle: Duration::from_millis(config.idle_timeout_ms),
             },
             pool: Arc::new(Pool {
                 conns: ConnPool::new(
