@@ -35,12 +35,12 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(c: &BidderConfig) {
-    if let Some(node) = &c.node {
+    if let Some(node) = &c.rtb.node {
         assert!(
             (1..=64).contains(&node.len())
                 && node
                     .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')),
             "node {node:?}"
         );
     }
@@ -52,7 +52,7 @@ fn check(c: &BidderConfig) {
     }
     assert!((1..=64).contains(&c.seat.len()));
     assert!(c.read_timeout() > Duration::ZERO);
-    let d = c.deadline.policy();
+    let d = c.rtb.deadline.policy();
     assert!(Duration::ZERO < d.default_tmax && d.default_tmax <= d.max_tmax);
     assert!(d.answer_margin < d.default_tmax);
     assert!(c.max_body_bytes() > 0);

@@ -20,8 +20,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    // The same deserialization `from_toml` does: `toml` and `Config` are shared with it.
-    let outcome = match toml::from_str::<Config>(text) {
+    // The same deserialization `from_toml` does, before its validation.
+    let outcome = match settings::parse_text::<Config>(text, &settings::EnvOverlay::default()) {
         Err(_) => {
             let outcome = Config::from_toml(text);
             assert!(
@@ -77,8 +77,8 @@ fn needs_lookup(url: &str) -> bool {
 
 fn check(v: &Validated) {
     let c = &v.config;
-    assert!(!c.node.is_empty() && c.node.len() <= 64 && c.node.is_ascii());
-    let d = c.deadline.policy();
+    assert!(rtb_config::valid_node(c.node()), "node {:?}", c.node());
+    let d = c.rtb.deadline.policy();
     assert!(d.default_tmax > std::time::Duration::ZERO);
     assert!(d.default_tmax <= d.max_tmax);
     assert!(d.answer_margin < d.default_tmax);

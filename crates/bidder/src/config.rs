@@ -33,27 +33,20 @@ use settings::invalid;
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BidderConfig {
-    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
-    /// address, else its first). Default `127.0.0.1:9100`; `--listen` overrides it.
-    #[serde(
-        default = "default_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub listen: SocketAddr,
-    /// Address of the admin endpoints (`/admin/*`), which the bid port does not serve. Default
-    /// `127.0.0.1:9101`; a non-loopback address needs `security.admin_remote = true`.
-    #[serde(
-        default = "default_admin_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub admin_listen: SocketAddr,
+    /// `listen` (default `127.0.0.1:9100`), `admin_listen` (default `127.0.0.1:9101`),
+    /// `[security]` (the notice keys, price keys and admin access: [`SecuritySection`]) and
+    /// `[http]`: every server's front door ([`http_front::Front`]).
+    #[serde(flatten, skip_deserializing, default = "front")]
+    pub front: http_front::Front<SecuritySection>,
+    /// `node` (default `bidder-<pid>-<start time>`), `[deadline]`, `[admission]`
+    /// (`max_busy_ms` [`DEFAULT_MAX_BUSY_MS`] unless set; notices are never shed),
+    /// `[records]` (the ledger records) and `[fleet]` (a campaign set pushed to a NATS
+    /// bucket): the sections shared with the exchange ([`rtb_config::Rtb`]).
+    #[serde(flatten, skip_deserializing)]
+    pub rtb: rtb_config::Rtb,
     /// Campaign file (JSON, or TOML when it ends in `.toml`), relative to this file's directory.
     /// Watched and reloaded on change. Required.
     pub campaigns: PathBuf,
-    /// Name of this instance: prefix of its reservation ids, which must be unique across every
-    /// instance sharing a ledger. Default: `bidder-<pid>-<start time>`.
-    #[serde(default)]
-    pub node: Option<String>,
     /// Base URL the notice URLs in bids point to (`{public_url}/notice/win?...`). Default
     /// `http://{listen}`; set it when the bidder sits behind a proxy or listens on 0.0.0.0.
     #[serde(default)]
@@ -70,32 +63,13 @@ pub struct BidderConfig {
     /// ones included) never sheds bid requests. Default 4096.
     #[serde(default = "default_notices_in_flight")]
     pub max_notices_in_flight: usize,
-    /// How a request's `tmax` becomes its deadline (shared with the exchange).
-    #[serde(default)]
-    pub deadline: admission::DeadlineConfig,
-    #[serde(default)]
-    pub http: HttpSection,
     #[serde(default)]
     pub ledger: LedgerSection,
     #[serde(default)]
     pub pacing: PacingSection,
-    /// Bound on bid requests in flight; the excess gets an immediate no-bid. Notices are never
-    /// shed (docs/bidder.md). `max_busy_ms` defaults to [`DEFAULT_MAX_BUSY_MS`] here.
-    #[serde(default)]
-    pub admission: admission::AdmissionConfig,
-    /// Notice signing keys and admin access (docs/security.md).
-    #[serde(default)]
-    pub security: SecuritySection,
-    /// Where the ledger records go (docs/records.md). Default: nowhere.
-    #[serde(default)]
-    pub records: journal::Config,
     /// What `/metrics` shows per campaign.
     #[serde(default)]
     pub metrics: MetricsSection,
-    /// Follow a campaign set pushed to a NATS key-value bucket (docs/fleet.md). Default:
-    /// none, the campaign file serves.
-    #[serde(default)]
-    pub fleet: Option<fleet::FleetSection>,
 }
 
 /// The `[metrics]` section.
@@ -150,15 +124,31 @@ pub struct SecuritySection {
     pub metrics_need_token: bool,
 }
 
-impl SecuritySection {
-    /// The admin part, as the edge's admin door takes it.
-    pub fn admin(&self) -> http_front::AdminSettings {
+impl http_front::SecuritySection for SecuritySection {
+    /// The admin part, as every server's admin door takes it.
+    fn admin(&self) -> http_front::AdminSettings {
         http_front::AdminSettings {
             admin_token_file: self.admin_token_file.clone(),
             admin_reads_need_token: self.admin_reads_need_token,
             admin_remote: self.admin_remote,
             metrics_need_token: self.metrics_need_token,
             audit_log: self.audit_log.clone(),
+        }
+    }
+
+    fn resolve_paths(&mut self, dir: &Path) {
+        for p in [
+            &mut self.notice_key_file,
+            &mut self.previous_notice_key_file,
+            &mut self.price_key_file,
+            &mut self.admin_token_file,
+            &mut self.audit_log,
+        ] {
+            if let Some(path) = p.as_mut()
+                && path.is_relative()
+            {
+                *path = dir.join(&*path);
+            }
         }
     }
 }
@@ -353,12 +343,11 @@ impl Default for PacingSection {
     }
 }
 
-fn default_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 9100))
-}
-
-fn default_admin_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 9101))
+fn front() -> http_front::Front<SecuritySection> {
+    http_front::Front::listening(
+        SocketAddr::from(([127, 0, 0, 1], 9100)),
+        SocketAddr::from(([127, 0, 0, 1], 9101)),
+    )
 }
 
 fn default_notices_in_flight() -> usize {
@@ -371,6 +360,17 @@ fn default_currency() -> String {
 
 fn default_seat() -> String {
     "gavel".to_owned()
+}
+
+impl settings::WithShared for BidderConfig {
+    type Shared = (http_front::Front<SecuritySection>, rtb_config::Rtb);
+    fn shared_defaults() -> Self::Shared {
+        (front(), rtb_config::Rtb::default())
+    }
+    fn set_shared(&mut self, (front, rtb): Self::Shared) {
+        self.front = front;
+        self.rtb = rtb;
+    }
 }
 
 impl settings::ServerFile for BidderConfig {
@@ -390,23 +390,13 @@ impl settings::ServerFile for BidderConfig {
             }
         };
         resolve(&mut self.campaigns);
-        let s = &mut self.security;
-        for p in [
-            &mut s.notice_key_file,
-            &mut s.previous_notice_key_file,
-            &mut s.price_key_file,
-            &mut s.admin_token_file,
-            &mut s.audit_log,
-            &mut self.ledger.redis_ca_file,
-            &mut self.ledger.state_dir,
-        ] {
+        self.front.resolve_paths(dir);
+        self.rtb.resolve_paths(dir);
+        for p in [&mut self.ledger.redis_ca_file, &mut self.ledger.state_dir] {
             p.as_mut().map(resolve);
         }
         if self.ledger.state_dir.is_none() {
             self.ledger.state_dir = Some(dir.to_owned());
-        }
-        if let Some(fleet) = &mut self.fleet {
-            fleet.resolve_paths(dir);
         }
     }
 }
@@ -445,22 +435,8 @@ impl BidderConfig {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        self.records.validate()?;
-        if let Some(fleet) = &self.fleet {
-            fleet.validate()?;
-        }
-        if let Some(node) = &self.node
-            && (node.is_empty()
-                || node.len() > 64
-                || !node
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-        {
-            return Err(invalid(
-                "node",
-                "must be 1-64 characters among A-Z a-z 0-9 - _ (it goes into notice URLs)",
-            ));
-        }
+        self.front.check()?;
+        self.rtb.check()?;
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -486,9 +462,6 @@ impl BidderConfig {
                 "must be 0..=10000 (each labelled campaign adds 8 series to every scrape)",
             ));
         }
-        self.deadline.validate()?;
-        self.http.check()?;
-        self.admission.validate()?;
         let l = &self.ledger;
         if l.create_if_missing == Some(true) {
             return Err(invalid(
@@ -564,7 +537,7 @@ impl BidderConfig {
                 "must be 0..=86400000",
             ));
         }
-        let sec = &self.security;
+        let sec = &self.front.security;
         if !sec.sign_notices && sec.notice_key_file.is_some() {
             return Err(invalid(
                 "security.notice_key_file",
@@ -580,7 +553,6 @@ impl BidderConfig {
                 "must be at most 604800000 (a week)",
             ));
         }
-        sec.admin().validate(self.listen, self.admin_listen)?;
         // What the ledger derives from these keys must satisfy its own rules too, so that it
         // never has to repair a configuration that loaded.
         self.lease_config("validate")
@@ -596,22 +568,27 @@ impl BidderConfig {
     }
 
     pub fn read_timeout(&self) -> Duration {
-        self.http.read_timeout()
+        self.front.http.read_timeout()
     }
 
     /// Largest accepted bid request body.
     pub fn max_body_bytes(&self) -> usize {
-        self.http.body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
+        self.front
+            .http
+            .body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
     }
 
     /// The admission gate's configuration with the bidder's defaults filled in.
     pub fn admission(&self) -> admission::AdmissionConfig {
-        self.admission.clone().or_max_busy_ms(DEFAULT_MAX_BUSY_MS)
+        self.rtb
+            .admission
+            .clone()
+            .or_max_busy_ms(DEFAULT_MAX_BUSY_MS)
     }
 
     /// What the server accepts from client connections.
     pub fn limits(&self) -> http_front::Limits {
-        self.http.limits()
+        self.front.http.limits()
     }
 
     /// `ledger.lease_chunk` in integer money.
@@ -732,7 +709,7 @@ redis_url = "redis://127.0.0.1:6379"
         assert_eq!(c.ledger.backend, Backend::Redis);
         assert_eq!(c.ledger.redis_mode, RedisMode::Lease);
         assert_eq!(c.ledger.charge_on, ChargeOn::Win);
-        assert_eq!(c.deadline.default_tmax_ms, 100);
+        assert_eq!(c.rtb.deadline.default_tmax_ms, 100);
         assert_eq!(c.admission().max_busy(), Duration::from_millis(10));
         let off = BidderConfig::from_toml("campaigns = \"c.json\"\n[admission]\nmax_busy_ms = 0")
             .unwrap_or_else(|e| panic!("{e}"));

@@ -475,7 +475,9 @@ pub async fn create(
     if !config.ledger.backend.is_redis() {
         return Err("ledger.backend is memory: there is no shared ledger to create".to_owned());
     }
-    let admin = http_front::AdminDoor::open(&config.security.admin()).map_err(|e| e.to_string())?;
+    let admin =
+        http_front::AdminDoor::open(&http_front::SecuritySection::admin(&config.front.security))
+            .map_err(|e| e.to_string())?;
     let (redis, url, marker) = redis_handle(config)?;
     let result = open_or_create(&redis, marker.as_ref(), after_loss, rule).await;
     let before = serde_json::json!({

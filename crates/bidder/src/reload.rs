@@ -42,7 +42,7 @@ pub const PRICE_KEYS_ENV: &str = "GAVEL_PRICE_KEYS";
 /// [`settings::MIN_SECRET_BYTES`] bytes, at most [`price_token::MAX_KEYS`]; an error naming the
 /// setting otherwise. Blocking (reads a small file).
 pub(crate) fn load_price_keys(config: &BidderConfig) -> Result<PriceKeys, String> {
-    let s = &config.security;
+    let s = &config.front.security;
     const FILE_KEY: &str = "security.price_key_file";
     let from_env = std::env::var(PRICE_KEYS_ENV).ok().filter(|v| !v.is_empty());
     let (name, keys) = match (&s.price_key_file, from_env) {
@@ -346,7 +346,7 @@ pub(crate) async fn check_limits(state: &State) {
 /// Follows the campaign file and the price key file, reloading each on its changes, and with
 /// `[fleet]` the bucket's key, until the bidder is dropped.
 pub(crate) fn watch(state: &Arc<State>) {
-    if let Some(section) = &state.config.fleet {
+    if let Some(section) = &state.config.rtb.fleet {
         fleet::follow(
             Arc::downgrade(state),
             section.clone(),
@@ -361,7 +361,7 @@ pub(crate) fn watch(state: &Arc<State>) {
     settings::follow(Arc::downgrade(state), path, |state| async move {
         let _ = reload(&state).await;
     });
-    if let Some(path) = state.config.security.price_key_file.clone() {
+    if let Some(path) = state.config.front.security.price_key_file.clone() {
         settings::follow(Arc::downgrade(state), path, |state| async move {
             let _ = reload_price_keys(&state).await;
         });

@@ -38,7 +38,7 @@ pub const PREVIOUS_NOTICE_KEY_ENV: &str = "GAVEL_PREVIOUS_NOTICE_KEY";
 /// The notice keys of `security`: `None` when signing is off; an error naming the setting when
 /// signing is on and no key is found.
 fn notice_keys(config: &BidderConfig) -> Result<Option<NoticeKeys>, StartError> {
-    let s = &config.security;
+    let s = &config.front.security;
     let load = |key, file: &Option<std::path::PathBuf>, env| {
         settings::load_secret(key, file.as_deref(), env)
             .map_err(|e| StartError::Security(e.to_string()))
@@ -194,8 +194,9 @@ struct Inputs {
 async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
     let keys = notice_keys(config)?;
     let prices = crate::reload::load_price_keys(config).map_err(StartError::Security)?;
-    let admin = http_front::AdminDoor::open(&config.security.admin())
-        .map_err(|e| StartError::Security(e.to_string()))?;
+    let admin =
+        http_front::AdminDoor::open(&http_front::SecuritySection::admin(&config.front.security))
+            .map_err(|e| StartError::Security(e.to_string()))?;
     let interval = Duration::from_millis(config.pacing.control_interval_ms);
     let snapshot = crate::reload::load(&config.campaigns, None, interval)
         .await
@@ -290,11 +291,11 @@ impl Bidder {
         }
         let id_seeds = StdRng::try_from_os_rng()
             .map_err(|e| StartError::Security(format!("no OS random source for ids: {e}")))?;
-        let node = config.node.clone().unwrap_or_else(default_node);
+        let node = config.rtb.node.clone().unwrap_or_else(default_node);
         let public_url = config
             .public_url
             .clone()
-            .unwrap_or_else(|| format!("http://{}", config.listen))
+            .unwrap_or_else(|| format!("http://{}", config.front.listen))
             .trim_end_matches('/')
             .to_owned();
         let ledger = open_ledger(&config, &node, snapshot.limits()).await?;
@@ -320,7 +321,7 @@ impl Bidder {
             marker: crate::ledger_open::marker_of(&config),
             marker_recorded: std::sync::Mutex::new(None),
             id_seeds: std::sync::Mutex::new(id_seeds),
-            deadline: config.deadline.policy(),
+            deadline: config.rtb.deadline.policy(),
             config,
             node,
             public_url,

@@ -26,24 +26,11 @@ use settings::invalid;
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
-    /// address, else its first). Default `127.0.0.1:8090`; `--listen` overrides it.
-    #[serde(
-        default = "default_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub listen: SocketAddr,
-    /// Address of `/metrics` (and `/healthz`), which the public port does not serve. Default
-    /// `127.0.0.1:8091`; a non-loopback address needs `security.admin_remote = true`.
-    #[serde(
-        default = "default_admin_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub admin_listen: SocketAddr,
-    /// Who may scrape `/metrics` (`metrics_need_token`, `admin_token_file`), as in the other
-    /// servers' `[security]`.
-    #[serde(default)]
-    pub security: http_front::AdminSettings,
+    /// `listen` (default `127.0.0.1:8090`), `admin_listen` (`/metrics` and `/healthz`, default
+    /// `127.0.0.1:8091`), `[security]` (who may scrape `/metrics`) and `[http]`: every server's
+    /// front door ([`http_front::Front`]).
+    #[serde(flatten, skip_deserializing, default = "front")]
+    pub front: http_front::Front,
     /// Lifetime of an origin answer that states none, in seconds. Default 300.
     #[serde(default = "default_ttl")]
     pub default_ttl_s: u64,
@@ -75,8 +62,6 @@ pub struct Config {
     pub origins: Vec<OriginConfig>,
     #[serde(default)]
     pub store: StoreSection,
-    #[serde(default)]
-    pub http: HttpSection,
     /// HTTPS with a certificate per server name; without this section, plain HTTP.
     #[serde(default)]
     pub tls: Option<TlsSection>,
@@ -303,11 +288,11 @@ pub struct TlsSection {
 /// The edge's variables are `GAVEL_EDGE__<KEY>__...`.
 pub const ENV_SERVER: &str = "EDGE";
 
-fn default_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 8090))
-}
-fn default_admin_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 8091))
+fn front() -> http_front::Front {
+    http_front::Front::listening(
+        SocketAddr::from(([127, 0, 0, 1], 8090)),
+        SocketAddr::from(([127, 0, 0, 1], 8091)),
+    )
 }
 fn default_ttl() -> u64 {
     300
@@ -349,6 +334,16 @@ fn cert_check() -> u64 {
     60
 }
 
+impl settings::WithShared for Config {
+    type Shared = http_front::Front;
+    fn shared_defaults() -> http_front::Front {
+        front()
+    }
+    fn set_shared(&mut self, front: http_front::Front) {
+        self.front = front;
+    }
+}
+
 impl settings::ServerFile for Config {
     const RULES: settings::FileRules = settings::FileRules {
         server: "the edge",
@@ -360,7 +355,7 @@ impl settings::ServerFile for Config {
     /// `[security]`'s files, the disk tier's directory and the certificates' directory (as
     /// [`Config::validate_in`] does for a configuration given as text).
     fn resolve_paths(&mut self, dir: &Path) {
-        self.security.resolve_paths(dir);
+        self.front.resolve_paths(dir);
         if let Some(disk) = &mut self.disk
             && disk.dir.is_relative()
             && !disk.dir.as_os_str().is_empty()
@@ -464,11 +459,10 @@ impl Config {
         if let Some(rule) = self.disk_rule() {
             check_rule("disk", &rule)?;
         }
-        self.security.validate(self.listen, self.admin_listen)?;
+        self.front.check()?;
         self.check_origins()?;
         self.check_store()?;
         self.read_writer_keys(dir)?;
-        self.http.check()?;
         if let Some(tls) = &self.tls {
             settings::check_range("tls.max_certs", tls.max_certs, 1..=1_000_000)?;
             settings::check_range("tls.check_interval_s", tls.check_interval_s, 1..=86_400)?;
@@ -669,13 +663,13 @@ impl Config {
 
     /// The listener's limits.
     pub fn http_limits(&self) -> http_front::Limits {
-        self.http.limits()
+        self.front.http.limits()
     }
 
     /// Largest request body read: a store put's, capped by `http.max_body_bytes` when set.
     pub fn max_request_bytes(&self) -> usize {
         let store = self.store.max_request_bytes();
-        self.http.body_limit(store).min(store)
+        self.front.http.body_limit(store).min(store)
     }
 }
 
@@ -767,7 +761,7 @@ mod tests {
         let c = Config::parse("")
             .and_then(|c| c.validate_in(None))
             .expect("valid");
-        assert_eq!(c.listen.port(), 8090);
+        assert_eq!(c.front.listen.port(), 8090);
         assert!(c.disk.is_none() && c.origins.is_empty() && c.tls.is_none());
         assert_eq!(c.memory.max_object_bytes, 1024 * 1024);
     }

@@ -101,9 +101,9 @@ impl Edge {
             writers: writers::Writers::new(&config.store),
             conns: Arc::new(http_front::ConnStats::default()),
             max_request_bytes: config.max_request_bytes(),
-            read_timeout: config.http.read_timeout(),
+            read_timeout: config.front.http.read_timeout(),
             tls,
-            admin: http_front::AdminDoor::open(&config.security)?,
+            admin: http_front::AdminDoor::open(&config.front.security)?,
             readiness: Arc::new(http_front::Readiness::new()),
         };
         Ok(Edge {

@@ -37,7 +37,7 @@ impl Exchange {
     /// Opens the admin door: reads the token (`security.admin_token_file` or
     /// `GAVEL_ADMIN_TOKEN`) and the audit log. Without a token, mutations are refused.
     pub fn admin(&self) -> Result<ExchangeAdmin, AdminError> {
-        let door = AdminDoor::open(&self.state.config.config.security)?;
+        let door = AdminDoor::open(&self.state.config.config.front.security)?;
         if !door.has_token() {
             tracing::warn!(
                 "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"

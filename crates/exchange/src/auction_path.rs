@@ -351,7 +351,7 @@ async fn admit<'s>(
     let tmax = seller_tmax(
         request.tmax,
         seller.max_tmax_ms,
-        state.config.config.deadline.default_tmax_ms,
+        state.config.config.rtb.deadline.default_tmax_ms,
     );
     let deadline = state
         .policy

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission::DeadlineConfig;
-
 use openrtb::Price;
 use serde::Deserialize;
 
+pub use crate::bidder_config::{BidderConfig, OpenRtbVersion};
+pub use crate::live::{Live, Omitted};
 use crate::sellers::{KeySources, Sellers};
 pub use upstream::endpoint::{Endpoint, EndpointTls, parse_endpoint, resolve};
 use upstream::outbound::{NoticeHosts, Scheme};
@@ -50,57 +50,32 @@ use settings::invalid;
 /// The whole exchange configuration (`gavel exchange --config FILE`).
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
-    /// Address to listen on: `ip:port`, or `host:port` resolved at start (its first IPv4
-    /// address, else its first). Default `127.0.0.1:8080`; `--listen` overrides it.
-    #[serde(
-        default = "default_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub listen: SocketAddr,
-    /// Address of the admin endpoints (`/admin/*`). Default `127.0.0.1:8081`; a non-loopback
-    /// address needs `security.admin_remote = true`.
-    #[serde(
-        default = "default_admin_listen",
-        deserialize_with = "settings::deserialize_listen"
-    )]
-    pub admin_listen: SocketAddr,
-    /// Admin access: token, audit log (docs/security.md).
-    #[serde(default)]
-    pub security: http_front::AdminSettings,
-    /// Name of this exchange node: prefix of its auction ids, so ids from several nodes differ.
-    #[serde(default = "default_node")]
-    pub node: String,
-    #[serde(default)]
-    pub http: HttpConfig,
+pub struct Config<L: Default = Live> {
+    /// `listen` (default `127.0.0.1:8080`), `admin_listen` (default `127.0.0.1:8081`),
+    /// `[security]` and `[http]`: every server's front door ([`http_front::Front`]).
+    #[serde(flatten, skip_deserializing, default = "front")]
+    pub front: http_front::Front,
+    /// `node` (default `gavel`), `[deadline]`, `[admission]` (mode `deadline` unless set),
+    /// `[records]` and `[fleet]` (the bidders and sellers pushed to a NATS bucket): the
+    /// sections shared with the bidder ([`rtb_config::Rtb`]).
+    #[serde(flatten, skip_deserializing)]
+    pub rtb: rtb_config::Rtb,
     /// How the calls to bidders behave (`[upstream]`; these keys were `http.*` before).
     #[serde(default)]
     pub upstream: upstream::UpstreamSection,
-    /// How a request's `tmax` becomes its deadline (shared with the bidder).
-    #[serde(default)]
-    pub deadline: DeadlineConfig,
     #[serde(default)]
     pub auction: AuctionSection,
     #[serde(default)]
     pub schain: SchainConfig,
     #[serde(default)]
     pub notices: NoticeConfig,
-    /// Who gets in: by deadline (default), or a bound on auctions in flight (docs/config.md).
-    #[serde(default)]
-    pub admission: admission::AdmissionConfig,
     /// Circuit breakers that stop calling a failing bidder for a while.
     #[serde(default)]
     pub breaker: crate::breaker::BreakerConfig,
-    /// The demand partners every auction fans out to.
-    #[serde(default)]
-    pub bidders: Vec<BidderConfig>,
-    /// Who may ask for auctions, with their API keys (docs/security.md).
-    #[serde(default)]
-    pub sellers: Vec<crate::sellers::SellerConfig>,
-    /// Serve auctions to callers without a seller key. Needed when no `[[sellers]]` is
-    /// configured; for closed networks, tests and the demo. Default false.
-    #[serde(default)]
-    pub open_to_all_sellers: bool,
+    /// `[[bidders]]`, `[[sellers]]`, `open_to_all_sellers`, `[privacy]` and `[currency]`: the
+    /// sections a reload applies ([`Live`]). What runs keeps [`Omitted`] here instead.
+    #[serde(flatten, skip_deserializing)]
+    pub live: L,
     /// HTTPS on the auction listener. Default: plain HTTP (TLS ended in front).
     #[serde(default)]
     pub tls: Option<ListenerTls>,
@@ -108,19 +83,6 @@ pub struct Config {
     /// answering (docs/edge.md). Default: none.
     #[serde(default)]
     pub cache: Option<crate::cache_config::CacheConfig>,
-    /// Privacy law per bidder: the Global Vendor List and the GDPR default (docs/privacy.md).
-    #[serde(default)]
-    pub privacy: crate::privacy_config::PrivacySection,
-    /// Exchange rates for bids and floors in other currencies.
-    #[serde(default)]
-    pub currency: crate::currency_config::CurrencySection,
-    /// Where the auction and notice records go (docs/records.md). Default: nowhere.
-    #[serde(default)]
-    pub records: journal::Config,
-    /// Follow a bidder roster and seller list pushed to a NATS key-value bucket
-    /// (docs/fleet.md). Default: none, the file's lists serve.
-    #[serde(default)]
-    pub fleet: Option<fleet::FleetSection>,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -256,94 +218,11 @@ impl Default for NoticeConfig {
     }
 }
 
-/// One demand partner.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct BidderConfig {
-    /// Unique name, used in metrics and reports.
-    pub name: String,
-    /// `http://host:port/path` the bid requests are POSTed to. The host is resolved when the
-    /// configuration loads.
-    pub endpoint: String,
-    /// Cap on open connections (and so on concurrent requests) to this bidder. Default 64.
-    #[serde(default = "default_max_connections")]
-    pub max_connections: u32,
-    /// A disabled bidder stays configured but gets no traffic. Default true.
-    #[serde(default = "default_true")]
-    pub enabled: bool,
-    /// Requests per second at most (a token bucket with one second of burst); auctions beyond
-    /// it skip this bidder. Default: no cap.
-    #[serde(default)]
-    pub max_qps: Option<u32>,
-    /// Hosts (`host` or `host:port`) its notice URLs may name besides the endpoint's own host
-    /// and port. A notice to any other host is refused and counted. Default: none.
-    #[serde(default)]
-    pub notice_hosts: Vec<String>,
-    /// A winning bid without `adm` gets its markup by a GET of its `nurl`, whose answer goes
-    /// to the seller. Off, such a bid is invalid. Default false.
-    #[serde(default)]
-    pub fetch_markup: bool,
-    /// PEM file of the CA certificates that verify this bidder's `https` endpoint and notice
-    /// hosts (relative to the configuration file). Default: the system's roots.
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    /// Name sent as SNI and expected in an `https` endpoint's certificate. Default: the
-    /// endpoint's host.
-    #[serde(default)]
-    pub tls_server_name: Option<String>,
-    /// File holding the key this bidder shares with the exchange for price tokens (one key of
-    /// at least 32 bytes; relative to the configuration file). With it, `${AUCTION_PRICE}` in
-    /// this bidder's winning `nurl`, `burl` and markup is a token only the exchange can make,
-    /// bound to the auction, imp and bid, instead of the plain price (docs/security.md). Read
-    /// again at every reload, and when the file changes. Default: none, the plain price.
-    #[serde(default)]
-    pub price_key_file: Option<PathBuf>,
-    /// Environment variable holding that key, instead of a file.
-    #[serde(default)]
-    pub price_key_env: Option<String>,
-    /// The OpenRTB version it speaks: `"2.6"` (default) or `"2.5"`, which gets the request
-    /// converted down (consent, `gdpr`, `us_privacy`, `schain`, `eids` under `ext`; 2.6-only
-    /// fields dropped) and its answer read as 2.5.
-    #[serde(default)]
-    pub openrtb_version: OpenRtbVersion,
-    /// Send it gzip-compressed requests and ask for compressed answers. Default false.
-    /// Compressed answers are accepted from every bidder (inflated within the answer limit).
-    #[serde(default)]
-    pub gzip: bool,
-    /// Its vendor id in the Global Vendor List: where GDPR applies and TCF is enforced, a
-    /// bidder without one is not called (docs/privacy.md).
-    #[serde(default)]
-    pub gvl_vendor_id: Option<u16>,
-    /// The currency it bids in and wants floors in (ISO-4217). Default: the auction's. Floors
-    /// are converted to it, rounded up; its bids may still name any currency with a rate.
-    #[serde(default)]
-    pub currency: Option<String>,
-}
-
-/// An OpenRTB version a bidder speaks.
-#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
-pub enum OpenRtbVersion {
-    #[serde(rename = "2.5")]
-    V2_5,
-    #[default]
-    #[serde(rename = "2.6")]
-    V2_6,
-}
-
-fn default_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 8080))
-}
-fn default_admin_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 8081))
-}
-fn default_node() -> String {
-    "gavel".to_owned()
-}
-fn default_max_connections() -> u32 {
-    64
-}
-fn default_true() -> bool {
-    true
+fn front() -> http_front::Front {
+    http_front::Front::listening(
+        SocketAddr::from(([127, 0, 0, 1], 8080)),
+        SocketAddr::from(([127, 0, 0, 1], 8081)),
+    )
 }
 
 /// The verifier of one bidder: its CA file, else the system's roots (`None` if there are none;
@@ -403,7 +282,7 @@ pub struct Validated {
     /// and [`crate::Exchange::reload`] reads again. `None` for a configuration built from text.
     pub source: Option<PathBuf>,
     pub second_price_increment: Price,
-    /// Each bidder of `config.bidders`, in order, with what its configuration resolved to.
+    /// Each bidder of `config.live.bidders`, in order, with what its configuration resolved to.
     pub bidders: Vec<ResolvedBidder>,
     /// Sellers and their keys, read when the file was loaded.
     pub sellers: Arc<Sellers>,
@@ -434,24 +313,18 @@ pub struct ResolvedBidder {
 }
 
 impl Validated {
-    /// The admission gate's configuration with the exchange's defaults filled in: `deadline`
-    /// mode, since every auction tells its deadline before its work starts.
+    /// The admission gate's configuration with the exchange's defaults filled in.
     pub fn admission(&self) -> admission::AdmissionConfig {
-        self.config
-            .admission
-            .clone()
-            .or_mode(admission::Mode::Deadline)
+        self.config.admission()
     }
 
     pub fn read_timeout(&self) -> Duration {
-        self.config.http.read_timeout()
+        self.config.front.http.read_timeout()
     }
 
     /// Largest accepted auction request body.
     pub fn max_body_bytes(&self) -> usize {
-        self.config
-            .http
-            .body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
+        self.config.max_body_bytes()
     }
 
     /// The files a reload reads: the configuration itself, then every seller key file and
@@ -464,20 +337,39 @@ impl Validated {
         let at = |p: &PathBuf| settings::relative_to(source.parent(), p);
         let c = &self.config;
         std::iter::once(source.clone())
-            .chain(c.sellers.iter().filter_map(|s| s.key_file.as_ref()).map(at))
             .chain(
-                c.bidders
+                c.live
+                    .sellers
+                    .iter()
+                    .filter_map(|s| s.key_file.as_ref())
+                    .map(at),
+            )
+            .chain(
+                c.live
+                    .bidders
                     .iter()
                     .filter_map(|b| b.price_key_file.as_ref())
                     .map(at),
             )
-            .chain(c.privacy.gvl_file.as_ref().map(at))
-            .chain(c.currency.rates_file.as_ref().map(at))
+            .chain(c.live.privacy.gvl_file.as_ref().map(at))
+            .chain(c.live.currency.rates_file.as_ref().map(at))
             .collect()
     }
     /// What the server accepts from client connections.
     pub fn limits(&self) -> http_front::Limits {
-        self.config.http.limits()
+        self.config.front.http.limits()
+    }
+}
+
+impl settings::WithShared for Config {
+    type Shared = (http_front::Front, (rtb_config::Rtb, Live));
+    fn shared_defaults() -> Self::Shared {
+        (front(), (rtb_config::Rtb::default(), Live::default()))
+    }
+    fn set_shared(&mut self, (front, (rtb, live)): Self::Shared) {
+        self.front = front;
+        self.rtb = rtb;
+        self.live = live;
     }
 }
 
@@ -490,9 +382,64 @@ impl settings::ServerFile for Config {
     const ENV_SERVER: &'static str = ENV_SERVER;
 
     fn resolve_paths(&mut self, dir: &Path) {
-        self.security.resolve_paths(dir);
-        if let Some(fleet) = &mut self.fleet {
-            fleet.resolve_paths(dir);
+        self.front.resolve_paths(dir);
+        self.rtb.resolve_paths(dir);
+    }
+}
+
+impl<L: Default> Config<L> {
+    /// This exchange's node name: `node`, else `gavel`.
+    pub fn node(&self) -> &str {
+        self.rtb.node_or("gavel")
+    }
+
+    /// The admission gate's configuration with the exchange's defaults filled in: `deadline`
+    /// mode, since every auction tells its deadline before its work starts.
+    pub fn admission(&self) -> admission::AdmissionConfig {
+        self.rtb
+            .admission
+            .clone()
+            .or_mode(admission::Mode::Deadline)
+    }
+
+    /// Largest accepted auction request body.
+    pub fn max_body_bytes(&self) -> usize {
+        self.front
+            .http
+            .body_limit(http_front::DEFAULT_MAX_BODY_BYTES)
+    }
+
+    /// The sections fixed at start, and the live ones apart.
+    pub fn split(mut self) -> (Config<Omitted>, L) {
+        let live = std::mem::take(&mut self.live);
+        (self.with_live(Omitted), live)
+    }
+
+    /// These fixed sections with `live` in place of the live ones.
+    pub fn with_live<M: Default>(self, live: M) -> Config<M> {
+        let Config {
+            front,
+            rtb,
+            upstream,
+            auction,
+            schain,
+            notices,
+            breaker,
+            live: _,
+            tls,
+            cache,
+        } = self;
+        Config {
+            front,
+            rtb,
+            upstream,
+            auction,
+            schain,
+            notices,
+            breaker,
+            live,
+            tls,
+            cache,
         }
     }
 }
@@ -547,11 +494,8 @@ impl Config {
 
     /// [`Config::validate`], with relative files under `dir`.
     pub fn validate_in(self, dir: Option<&Path>) -> Result<Validated, ConfigError> {
-        if self.node.is_empty() || self.node.len() > 64 || !self.node.is_ascii() {
-            return Err(invalid("node", "must be 1-64 ASCII characters"));
-        }
-        self.deadline.validate()?;
-        self.security.validate(self.listen, self.admin_listen)?;
+        self.front.check()?;
+        self.rtb.check()?;
         let a = &self.auction;
         let increment = Price::from_cpm(a.second_price_increment)
             .map_err(|e| invalid("auction.second_price_increment", e.to_string()))?;
@@ -569,14 +513,8 @@ impl Config {
                 "must be an ISO-4217 code such as \"USD\"",
             ));
         }
-        self.http.check()?;
         self.upstream.check()?;
-        self.admission.validate()?;
         self.breaker.validate()?;
-        self.records.validate()?;
-        if let Some(fleet) = &self.fleet {
-            fleet.validate()?;
-        }
         let n = &self.notices;
         settings::check_range("notices.timeout_ms", n.timeout_ms, 1..=60_000)?;
         settings::check_range("notices.queue", n.queue, 1..=1_000_000)?;
@@ -606,14 +544,14 @@ impl Config {
                 format!("must be 1..={}", openrtb::validate::MAX_IMPS),
             ));
         }
-        self.currency.check()?;
-        if self.bidders.len() > MAX_BIDDERS {
+        self.live.currency.check()?;
+        if self.live.bidders.len() > MAX_BIDDERS {
             return Err(invalid("bidders", format!("at most {MAX_BIDDERS} bidders")));
         }
         let mut names = HashSet::new();
-        let mut resolved = Vec::with_capacity(self.bidders.len());
+        let mut resolved = Vec::with_capacity(self.live.bidders.len());
         let env = |var: &str| std::env::var(var).ok();
-        for (i, b) in self.bidders.iter().enumerate() {
+        for (i, b) in self.live.bidders.iter().enumerate() {
             let key = |field: &str| format!("bidders[{i}].{field} ({:?})", b.name);
             if b.name.is_empty() || b.name.len() > 64 {
                 return Err(invalid(key("name"), "must be 1-64 characters"));
@@ -682,8 +620,8 @@ impl Config {
             });
         }
         let sellers = Sellers::build(
-            &self.sellers,
-            self.open_to_all_sellers,
+            &self.live.sellers,
+            self.live.open_to_all_sellers,
             self.notices.fire_burl,
             &names,
             &KeySources { dir, env: &env },
@@ -722,8 +660,8 @@ impl Config {
                 (Some(endpoint), key)
             }
         };
-        let gvl = self.privacy.load_gvl(dir)?;
-        let rates = self.currency.load_rates(dir)?;
+        let gvl = self.live.privacy.load_gvl(dir)?;
+        let rates = self.live.currency.load_rates(dir)?;
         Ok(Validated {
             gvl,
             rates,
@@ -795,8 +733,8 @@ max_connections = 64
             "{e}"
         );
         let v = Config::from_toml("open_to_all_sellers = true").unwrap();
-        assert!(v.config.bidders.is_empty());
-        assert_eq!(v.config.deadline.default_tmax_ms, 100);
+        assert!(v.config.live.bidders.is_empty());
+        assert_eq!(v.config.rtb.deadline.default_tmax_ms, 100);
         assert!(
             !v.config.notices.fire_burl,
             "billing is on render unless a seller says"
@@ -867,7 +805,7 @@ max_connections = 64
     fn a_key_in_its_old_place_is_read_at_its_new_one() {
         let open = "open_to_all_sellers = true\n";
         let v = Config::from_toml(&format!("{open}[auction]\ndefault_tmax_ms = 100\n")).unwrap();
-        assert_eq!(v.config.deadline.default_tmax_ms, 100);
+        assert_eq!(v.config.rtb.deadline.default_tmax_ms, 100);
         let e = error_of("[auction]\ndefault_tmax_ms = 100\n[deadline]\ndefault_tmax_ms = 90\n");
         assert_eq!(
             e,
@@ -960,8 +898,8 @@ mod example_file {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/exchange.toml");
         let v = super::Config::load(&path).unwrap();
-        assert_eq!(v.config.bidders.len(), 3);
-        assert!(!v.config.bidders[2].enabled);
+        assert_eq!(v.config.live.bidders.len(), 3);
+        assert!(!v.config.live.bidders[2].enabled);
         let key = b"example-only-pub-a-0123456789abcdef";
         let seller = v.sellers.authenticate(Some(key)).unwrap();
         assert_eq!(seller.name, "pub-a");

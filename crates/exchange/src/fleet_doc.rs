@@ -111,8 +111,8 @@ impl RosterDocument {
 
     /// `config` with its bidders and sellers replaced by the document's.
     pub fn over(&self, mut config: Config) -> Config {
-        config.bidders = self.bidders.clone();
-        config.sellers = self.sellers.clone();
+        config.live.bidders = self.bidders.clone();
+        config.live.sellers = self.sellers.clone();
         config
     }
 }
@@ -127,16 +127,25 @@ mod tests {
     #[test]
     fn a_roster_replaces_only_the_lists() {
         let doc = RosterDocument::parse(ROSTER.as_bytes()).unwrap();
-        let base = toml::from_str::<Config>(
+        let base = settings::parse_text::<Config>(
             "node = \"n7\"\n[[bidders]]\nname = \"old\"\nendpoint = \"http://127.0.0.1:8/\"\n",
+            &settings::EnvOverlay::default(),
         )
         .unwrap();
         let merged = doc.over(base);
-        assert_eq!(merged.node, "n7", "the node's own sections stay");
-        let names: Vec<_> = merged.bidders.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(merged.node(), "n7", "the node's own sections stay");
+        let names: Vec<_> = merged
+            .live
+            .bidders
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect();
         assert_eq!(names, ["a"]);
-        assert_eq!(merged.sellers.len(), 1);
-        assert_eq!(merged.sellers[0].key_env.as_deref(), Some("SELLER_S_KEYS"));
+        assert_eq!(merged.live.sellers.len(), 1);
+        assert_eq!(
+            merged.live.sellers[0].key_env.as_deref(),
+            Some("SELLER_S_KEYS")
+        );
     }
 
     #[test]

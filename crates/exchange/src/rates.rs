@@ -1,5 +1,6 @@
-//! The exchange rates in effect: the table of `currency.rates_file` (replaced by reloads), the
-//! last good answer of `currency.rates_url` (fetched every `refresh_s` by [`follow_url`]), and
+//! The exchange rates in effect: the table of `currency.rates_file`, the last good answer of
+//! `currency.rates_url` (fetched every `refresh_s` by [`follow_feed`]), both as the last reload
+//! set them ([`RateBook::apply`]), and
 //! a trusted seller's own rates in its request. An auction takes a [`Snapshot`] once and
 //! converts with it; a table older than `max_age_s` is left out of it, and a conversion that
 //! only it could have made says `stale_rates`.
@@ -12,6 +13,7 @@ use arc_swap::ArcSwapOption;
 use currency::{Converter, Rates};
 use openrtb::BidRequest;
 
+use crate::currency_config::CurrencySection;
 use crate::money;
 
 /// A table and the time it speaks for (its `generatedAt`/`dataAsOf`, else when it was read).
@@ -28,6 +30,13 @@ impl Dated {
     }
 }
 
+/// Where and how often `currency.rates_url` is fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Feed {
+    pub(crate) url: String,
+    pub(crate) every: Duration,
+}
+
 /// The exchange's own tables.
 #[derive(Debug)]
 pub(crate) struct RateBook {
@@ -36,16 +45,46 @@ pub(crate) struct RateBook {
     pub(crate) max_age_s: AtomicU64,
     /// Fetches of `rates_url` that failed (the last good table stays).
     pub(crate) fetch_failures: AtomicU64,
+    /// What [`follow_feed`] fetches: `None` fetches nothing.
+    feed: tokio::sync::watch::Sender<Option<Feed>>,
 }
 
 impl RateBook {
-    pub(crate) fn new(file: Option<Arc<Rates>>, max_age_s: u64) -> RateBook {
+    /// A book with no tables and no feed, until [`RateBook::apply`].
+    pub(crate) fn new() -> RateBook {
         RateBook {
-            file: ArcSwapOption::from(file.map(|r| Arc::new(Dated::now(r)))),
+            file: ArcSwapOption::empty(),
             url: ArcSwapOption::empty(),
-            max_age_s: AtomicU64::new(max_age_s),
+            max_age_s: AtomicU64::new(0),
             fetch_failures: AtomicU64::new(0),
+            feed: tokio::sync::watch::Sender::new(None),
         }
+    }
+
+    /// `[currency]` as a load read it: the file's table, the maximum age, and the feed (a new
+    /// or changed URL is fetched at once, without the old URL's table).
+    pub(crate) fn apply(&self, section: &CurrencySection, file: Option<Arc<Rates>>) {
+        self.file.store(file.map(|r| Arc::new(Dated::now(r))));
+        self.max_age_s.store(section.max_age_s, Relaxed);
+        let feed = section.rates_url.as_ref().map(|url| Feed {
+            url: url.clone(),
+            every: Duration::from_secs(section.refresh_s),
+        });
+        self.feed.send_if_modified(|now| {
+            if *now == feed {
+                return false;
+            }
+            if now.as_ref().map(|f| &f.url) != feed.as_ref().map(|f| &f.url) {
+                self.url.store(None);
+            }
+            *now = feed;
+            true
+        });
+    }
+
+    /// What [`follow_feed`] follows.
+    pub(crate) fn feed(&self) -> tokio::sync::watch::Receiver<Option<Feed>> {
+        self.feed.subscribe()
     }
 
     /// The tables one auction converts with: the request's own rates when its seller is
@@ -121,30 +160,41 @@ fn now_s() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// Fetches `url` every `every` into `book.url` until `book` is dropped; a failed fetch or a
-/// table that does not parse keeps the last good one, and is logged and counted.
-pub(crate) async fn follow_url(
+/// Fetches the book's feed every `refresh_s` while the book lives, keeping the last good
+/// table; a reload that changes the URL or the period takes effect at once, one that removes
+/// the URL stops the fetches.
+pub(crate) async fn follow_feed(
     book: std::sync::Weak<RateBook>,
     client: Arc<upstream::notice_client::NoticeClient>,
-    url: String,
-    every: Duration,
+    mut feed: tokio::sync::watch::Receiver<Option<Feed>>,
 ) {
     let tls = upstream::tls::ClientTls::system().ok();
     loop {
-        let Some(strong) = book.upgrade() else { return };
-        match fetch(&client, tls.as_ref(), &url).await {
-            Ok(rates) => {
-                strong
-                    .url
-                    .store(Some(Arc::new(Dated::now(Arc::new(rates)))));
+        let current = feed.borrow_and_update().clone();
+        if let Some(Feed { url, every }) = current {
+            let Some(strong) = book.upgrade() else { return };
+            match fetch(&client, tls.as_ref(), &url).await {
+                // Unless a reload moved the feed elsewhere meanwhile.
+                Ok(rates) if feed.has_changed().is_ok_and(|moved| !moved) => {
+                    strong
+                        .url
+                        .store(Some(Arc::new(Dated::now(Arc::new(rates)))));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    strong.fetch_failures.fetch_add(1, Relaxed);
+                    tracing::warn!(url = %url, error = %e, "fetching currency.rates_url failed; the last good rates stay");
+                }
             }
-            Err(e) => {
-                strong.fetch_failures.fetch_add(1, Relaxed);
-                tracing::warn!(url = %url, error = %e, "fetching currency.rates_url failed; the last good rates stay");
+            drop(strong);
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                changed = feed.changed() => if changed.is_err() { return },
             }
+        } else if feed.changed().await.is_err() {
+            // The book is gone.
+            return;
         }
-        drop(strong);
-        tokio::time::sleep(every).await;
     }
 }
 

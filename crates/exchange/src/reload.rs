@@ -5,10 +5,11 @@
 //! configuration serving: the reason is logged and counted in
 //! `gavel_exchange_config_reloads_total{outcome="unreadable"|"invalid"}`.
 //!
-//! Only `[[bidders]]` and `[[sellers]]` (with their keys, so a key is rotated without a
-//! restart) and `open_to_all_sellers` take effect. The other sections size things built once at start
-//! (the listener, pools' limits, the admission gate, the notice workers); a reload that changes
-//! them still applies the bidders, and names the sections that wait for a restart.
+//! The live sections ([`crate::config::Live`]: `[[bidders]]`, `[[sellers]]` with their keys, so
+//! a key is rotated without a restart, `open_to_all_sellers`, `[privacy]`, `[currency]`) take
+//! effect. The fixed ones size things built once at start (the listener, pools' limits, the
+//! admission gate, the notice workers); a reload that changes them still applies the live
+//! ones, and names the fixed keys that wait for a restart.
 //!
 //! Reloads run when the file changes ([`Exchange::watch`], over `settings::follow`) and when
 //! asked (the binary calls [`Exchange::reload`] on SIGHUP).
@@ -27,10 +28,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::config::{Config, ConfigError, Validated};
+use crate::config::{Config, ConfigError, Live, Omitted, Validated};
 use crate::fleet_doc::{DEFAULT_KEY, RosterDocument};
 use crate::outcome::ReloadOutcome;
 use crate::roster::{Roster, RosterChange};
+use crate::running::LiveSet;
 use crate::sellers::Sellers;
 use crate::state::{Exchange, State};
 
@@ -92,61 +94,34 @@ fn carry_seller_counts(old: &Sellers, new: &Sellers) {
     }
 }
 
-/// The keys of the file a reload applies (a section's own key where only part of it is live).
-/// Every other key waits for a restart and is named when it changes: a section added later is
-/// reported by default, never silently ignored. `listen` is here because `--listen` overrides
-/// it, so it differs from the file by design.
-const LIVE: &[&str] = &[
-    "listen",
-    "bidders",
-    "sellers",
-    "open_to_all_sellers",
-    "privacy",
-    // The rates file and maximum age reload; the feed (`rates_url`, `refresh_s`) starts once.
-    "currency.rates_file",
-    "currency.max_age_s",
-];
-
-/// The keys of `new` that differ from what runs and that a reload does not apply: `[section]`
-/// for a top-level table, `key` for a top-level value, `section.key` inside a partly live
-/// section; in key order.
-pub fn restart_only_changes(running: &Config, new: &Config) -> Vec<String> {
+/// The keys of `new` that differ from what runs: the fixed sections ([`Running`]) only a
+/// restart applies. `[section]` for a top-level table, `key` for a top-level value; in key
+/// order. A section added to [`Config`] later is compared without anyone listing it.
+pub fn restart_only_changes(running: &Config<Omitted>, new: &Config<Omitted>) -> Vec<String> {
     let (Ok(running), Ok(new)) = (serde_json::to_value(running), serde_json::to_value(new)) else {
         // Not reachable (a configuration always serializes): say so rather than claim nothing.
         return vec!["(configuration not comparable)".to_owned()];
     };
-    let mut changed = Vec::new();
-    restart_only_keys("", &running, &new, &mut changed);
-    changed
-}
-
-fn restart_only_keys(prefix: &str, running: &Value, new: &Value, out: &mut Vec<String>) {
     let empty = serde_json::Map::new();
     let (a, b) = (
         running.as_object().unwrap_or(&empty),
         new.as_object().unwrap_or(&empty),
     );
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    for key in keys {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        let (was, now) = (a.get(key), b.get(key));
-        if LIVE.contains(&path.as_str()) || was == now {
-            continue;
-        }
-        let inside = format!("{path}.");
-        if LIVE.iter().any(|live| live.starts_with(&inside)) {
-            let null = Value::Null;
-            restart_only_keys(&path, was.unwrap_or(&null), now.unwrap_or(&null), out);
-        } else if prefix.is_empty() && was.or(now).is_some_and(|v| v.is_object() || v.is_null()) {
-            out.push(format!("[{path}]"));
-        } else {
-            out.push(path);
-        }
-    }
+    keys.into_iter()
+        .filter(|key| a.get(*key) != b.get(*key))
+        .map(|key| {
+            if [a.get(key), b.get(key)]
+                .into_iter()
+                .flatten()
+                .any(Value::is_object)
+            {
+                format!("[{key}]")
+            } else {
+                key.clone()
+            }
+        })
+        .collect()
 }
 
 /// Reads and validates the file at `path`, with a pushed document's bidders and sellers in
@@ -181,6 +156,8 @@ fn load_lists(
     running: &Config,
     pushed: Option<(u64, &RosterDocument)>,
 ) -> Result<Validated, ReloadError> {
+    // `running`: the fixed sections with the live ones in force, for an exchange built from
+    // text.
     match (source, pushed) {
         (Some(path), pushed) => load(path, pushed.map(|(_, doc)| doc)),
         (None, Some((revision, doc))) => {
@@ -238,7 +215,7 @@ impl Exchange {
     /// With `[fleet]`, also follows the bucket's key (`exchange.roster` unless `fleet.key`
     /// says otherwise), from NATS whenever it is there.
     pub fn watch(&self) {
-        if let Some(section) = &self.state.config.config.fleet {
+        if let Some(section) = &self.state.config.config.rtb.fleet {
             fleet::follow(
                 Arc::downgrade(&self.state),
                 section.clone(),
@@ -288,7 +265,7 @@ async fn reload(
         (_, None) => "the running configuration".to_owned(),
     };
     let dir = source.as_deref().and_then(Path::parent);
-    let allowed = state.config.config.fleet.as_ref();
+    let allowed = state.config.config.rtb.fleet.as_ref();
     let doc = match &pushed {
         None => None,
         Some(p) => match RosterDocument::parse(&p.value)
@@ -304,7 +281,11 @@ async fn reload(
             }
         },
     };
-    let running = state.config.config.clone();
+    let running = state
+        .config
+        .config
+        .clone()
+        .with_live(Live::clone(&state.live.load()));
     // Loading looks hosts up, and so do the warnings: both off the runtime's threads.
     let loaded = match tokio::task::spawn_blocking(move || {
         load_lists(
@@ -330,8 +311,24 @@ async fn reload(
         Ok(v) => v,
         Err(e) => return Err(refused(state, lists.pushed(), &origin, e)),
     };
-    let report = apply(state, &validated);
-    state.watched.store(Arc::new(validated.watched_files()));
+    let watched = validated.watched_files();
+    let (mut fixed, live) = validated.split();
+    if let Err(e) = fixed
+        .config
+        .front
+        .keep_overrides(&state.config.config.front)
+    {
+        let e = ReloadError::Invalid {
+            path: origin.clone(),
+            reason: format!("with the command line's addresses: {e}"),
+        };
+        return Err(refused(state, lists.pushed(), &origin, e));
+    }
+    let report = ReloadReport {
+        bidders: apply(state, live),
+        restart_needed: restart_only_changes(&state.config.config, &fixed.config),
+    };
+    state.watched.store(Arc::new(watched));
     state.metrics.config_reloads.inc(ReloadOutcome::Applied);
     let now = units::Timestamp::now();
     match (lists, &pushed) {
@@ -391,9 +388,10 @@ fn refused(state: &State, pushed: Pushed, origin: &str, e: ReloadError) -> Reloa
     e
 }
 
-fn apply(state: &State, new: &Validated) -> ReloadReport {
+/// Swaps in the live sections of a load: the roster, the sellers, privacy, the rates.
+fn apply(state: &State, new: LiveSet) -> RosterChange {
     let previous = state.roster.load();
-    let (roster, change) = Roster::build(new, &state.pool_settings, &previous, Instant::now());
+    let (roster, change) = Roster::build(&new, &state.pool_settings, &previous, Instant::now());
     state.metrics.set_bidders(Arc::new(roster.table()));
     state.roster.store(Arc::new(roster));
     carry_seller_counts(&state.sellers.load(), &new.sellers);
@@ -401,62 +399,69 @@ fn apply(state: &State, new: &Validated) -> ReloadReport {
     state.sellers.store(new.sellers.clone());
     state
         .privacy
-        .store(Arc::new(crate::state::PrivacyNow::of(new)));
-    state.rates.file.store(
-        new.rates
-            .clone()
-            .map(|r| Arc::new(crate::rates::Dated::now(r))),
-    );
-    state.rates.max_age_s.store(
-        new.config.currency.max_age_s,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    ReloadReport {
-        bidders: change,
-        restart_needed: restart_only_changes(&state.config.config, &new.config),
-    }
+        .store(Arc::new(crate::state::PrivacyNow::of(&new)));
+    state.rates.apply(&new.live.currency, new.rates.clone());
+    state.live.store(Arc::new(new.live));
+    change
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The fixed sections of `text`, parsed (validation would read the sellers' keys).
+    fn fixed(text: &str) -> Config<Omitted> {
+        settings::parse_text::<Config>(text, &settings::EnvOverlay::default())
+            .unwrap()
+            .split()
+            .0
+    }
+
     #[test]
     fn sections_that_need_a_restart_are_named() {
         let base = "open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
-        let running = Config::from_toml(base).unwrap().config;
-        let same = Config::from_toml(&format!("listen = \"127.0.0.1:1\"\n{base}"))
-            .unwrap()
-            .config;
-        assert!(restart_only_changes(&running, &same).is_empty());
-        let other = Config::from_toml(
-            "node = \"n2\"\nopen_to_all_sellers = true\n[http]\nmax_body_bytes = 1000\n[breaker]\nprobes = 5\n\
-             [admission]\nmode = \"off\"\n",
-        )
-        .unwrap()
-        .config;
+        let running = fixed(base);
+        let other = fixed(
+            "node = \"n2\"\nlisten = \"127.0.0.1:1\"\nopen_to_all_sellers = true\n[http]\nmax_body_bytes = 1000\n\
+             [breaker]\nprobes = 5\n[admission]\nmode = \"off\"\n",
+        );
         assert_eq!(
             restart_only_changes(&running, &other),
-            ["[admission]", "[breaker]", "[http]", "node"]
+            ["[admission]", "[breaker]", "[http]", "listen", "node"]
         );
     }
 
-    /// Every section a reload does not apply is named, those no list named included: `[records]`
-    /// was once left out and its changes silently waited for a restart.
+    /// Every fixed section is compared, with no list to forget one in: `[records]` was once
+    /// left out and its changes silently waited for a restart. The live sections are not.
     #[test]
-    fn a_section_no_one_listed_is_named_and_live_keys_are_not() {
+    fn every_fixed_section_is_named_and_no_live_one() {
         let base = "open_to_all_sellers = true\n[[bidders]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:1/\"\n";
-        let running = Config::from_toml(base).unwrap().config;
-        let other = Config::from_toml(&format!(
-            "{base}[records]\ndir = \"/elsewhere\"\n[currency]\nmax_age_s = 60\nrates_url = \"https://rates.example/r.json\"\n\
-             [[bidders]]\nname = \"b\"\nendpoint = \"http://127.0.0.1:2/\"\n"
-        ))
-        .unwrap()
-        .config;
+        let running = fixed(base);
+        let live = fixed(
+            "[currency]\nmax_age_s = 60\nrates_url = \"https://rates.example/r.json\"\n\
+             [privacy]\ngdpr_default = true\n\
+             [[bidders]]\nname = \"b\"\nendpoint = \"http://127.0.0.1:2/\"\n\
+             [[sellers]]\nname = \"s\"\nkey_env = \"GAVEL_UNSET_FOR_THIS_TEST\"\n",
+        );
+        assert!(restart_only_changes(&running, &live).is_empty());
+        let every = fixed(
+            "open_to_all_sellers = true\nadmin_listen = \"127.0.0.1:9\"\n\
+             [records]\ndir = \"/elsewhere\"\n[upstream]\ndrain_ms = 7\n[auction]\nmax_imps = 3\n\
+             [schain]\nsid = \"x\"\n[notices]\nworkers = 3\n[deadline]\nmax_tmax_ms = 900\n\
+             [security]\naudit_log = \"a.log\"\n",
+        );
         assert_eq!(
-            restart_only_changes(&running, &other),
-            ["currency.rates_url", "[records]"],
-            "bidders and currency.max_age_s reload; the rest waits"
+            restart_only_changes(&running, &every),
+            [
+                "admin_listen",
+                "[auction]",
+                "[deadline]",
+                "[notices]",
+                "[records]",
+                "[schain]",
+                "[security]",
+                "[upstream]"
+            ]
         );
     }
 

@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::{Breaker, BreakerConfig, RateCap};
-use crate::config::{BidderConfig, Endpoint, ResolvedBidder, Validated};
+use crate::config::{BidderConfig, Endpoint, ResolvedBidder};
 use crate::metrics::{BidderMetrics, BidderTable, Metrics};
 use crate::notices::NoticeRoute;
 use crate::outcome::BidderIx;
+use crate::running::LiveSet;
 use crate::settle::{BidderView, Lineup};
 use crate::typical::{TypicalAnswer, clock_ms};
 use upstream::outbound::NoticeHosts;
@@ -119,10 +120,10 @@ impl PoolSettings {
 }
 
 impl Roster {
-    /// Builds the roster of a validated configuration's bidders, taking over from `previous`
+    /// Builds the roster of a loaded configuration's bidders, taking over from `previous`
     /// what each kept bidder may keep.
     pub(crate) fn build(
-        validated: &Validated,
+        validated: &LiveSet,
         settings: &PoolSettings,
         previous: &Roster,
         now: Instant,
@@ -309,7 +310,7 @@ mod tests {
         let v = Config::from_toml(&format!("open_to_all_sellers = true\n{text}")).unwrap();
         let metrics = Arc::new(Metrics::new(Vec::new()));
         let settings = PoolSettings::new(&v.config.upstream, &v.config.breaker, metrics);
-        Roster::build(&v, &settings, previous, Instant::now())
+        Roster::build(&v.split().1, &settings, previous, Instant::now())
     }
 
     fn bidder(name: &str, port: u16, extra: &str) -> String {

@@ -12,21 +12,27 @@ use auction::AuctionConfig;
 use http_front::{ConnStats, Door};
 use journal::Journal;
 
-use crate::config::Validated;
+use crate::config::{Live, Validated};
 use crate::metrics::Metrics;
 use crate::notices::{Notifier, QueueSettings};
 use crate::rates::RateBook;
 use crate::roster::{PoolSettings, Roster};
+use crate::running::{LiveSet, Running};
 use crate::sellers::Sellers;
 use upstream::notice_client::{ClientSettings, NoticeClient};
 
 /// Shared state of a running exchange; immutable but for atomics.
 #[derive(Debug)]
 pub(crate) struct State {
-    pub(crate) config: Validated,
+    /// The sections fixed at start; the live ones are in `roster`, `sellers`, `privacy` and
+    /// `rates`, as the last reload left them.
+    pub(crate) config: Running,
     pub(crate) policy: DeadlinePolicy,
     pub(crate) auction: AuctionConfig,
-    /// The bidders now; `config.bidders` is only the list the exchange started with.
+    /// The live sections as the last reload applied them (the roster, sellers, privacy and
+    /// rates are built from them).
+    pub(crate) live: ArcSwap<Live>,
+    /// The bidders now.
     pub(crate) roster: ArcSwap<Roster>,
     /// The sellers and their keys now (a reload replaces them: key rotation).
     pub(crate) sellers: ArcSwap<Sellers>,
@@ -66,10 +72,10 @@ pub(crate) struct PrivacyNow {
 }
 
 impl PrivacyNow {
-    pub(crate) fn of(config: &Validated) -> PrivacyNow {
+    pub(crate) fn of(set: &LiveSet) -> PrivacyNow {
         PrivacyNow {
-            gvl: config.gvl.clone(),
-            gdpr_default: config.config.privacy.gdpr_default,
+            gvl: set.gvl.clone(),
+            gdpr_default: set.live.privacy.gdpr_default,
         }
     }
 }
@@ -99,17 +105,15 @@ impl Exchange {
     /// notice to `journal` (started by the caller from `[records]`, which owns its writer
     /// and flushes it at shutdown).
     pub fn with_journal(config: Validated, journal: Journal) -> Exchange {
+        let watched = config.watched_files();
+        let (running, live) = config.split();
+        let c = &running.config;
         let metrics = Arc::new(Metrics::new(Vec::new()));
-        let pool_settings = PoolSettings::new(
-            &config.config.upstream,
-            &config.config.breaker,
-            metrics.clone(),
-        );
-        let (roster, _) =
-            Roster::build(&config, &pool_settings, &Roster::default(), Instant::now());
+        let pool_settings = PoolSettings::new(&c.upstream, &c.breaker, metrics.clone());
+        let (roster, _) = Roster::build(&live, &pool_settings, &Roster::default(), Instant::now());
         metrics.set_bidders(Arc::new(roster.table()));
-        metrics.set_sellers(config.sellers.clone());
-        let n = &config.config.notices;
+        metrics.set_sellers(live.sellers.clone());
+        let n = &c.notices;
         let notice_client = Arc::new(NoticeClient::new(ClientSettings {
             allow_private_addresses: n.allow_private_addresses,
             idle_timeout: Duration::from_millis(n.idle_timeout_ms),
@@ -128,47 +132,43 @@ impl Exchange {
             notice_client.clone(),
             journal.clone(),
         );
-        let admission = Arc::new(Admission::new(config.admission()));
+        let admission = Arc::new(Admission::new(c.admission()));
         tokio::spawn(Admission::run_controller(Arc::downgrade(&admission)));
-        let door = Door::new(config.max_body_bytes(), config.read_timeout(), admission);
+        let door = Door::new(c.max_body_bytes(), c.front.http.read_timeout(), admission);
         let started_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let markup_cache = match (&config.config.cache, &config.cache_endpoint) {
-            (Some(c), Some(endpoint)) => Some(crate::markup_cache::MarkupCache::new(
-                c,
+        let markup_cache = match (&c.cache, &running.cache_endpoint) {
+            (Some(cache), Some(endpoint)) => Some(crate::markup_cache::MarkupCache::new(
+                cache,
                 endpoint.clone(),
-                config.cache_key.as_ref(),
+                running.cache_key.as_ref(),
             )),
             _ => None,
         };
-        let rates = Arc::new(RateBook::new(
-            config.rates.clone(),
-            config.config.currency.max_age_s,
+        let rates = Arc::new(RateBook::new());
+        rates.apply(&live.live.currency, live.rates.clone());
+        tokio::spawn(crate::rates::follow_feed(
+            Arc::downgrade(&rates),
+            notice_client.clone(),
+            rates.feed(),
         ));
-        if let Some(url) = &config.config.currency.rates_url {
-            tokio::spawn(crate::rates::follow_url(
-                Arc::downgrade(&rates),
-                notice_client.clone(),
-                url.clone(),
-                Duration::from_secs(config.config.currency.refresh_s),
-            ));
-        }
         let state = State {
-            privacy: ArcSwap::from_pointee(PrivacyNow::of(&config)),
+            privacy: ArcSwap::from_pointee(PrivacyNow::of(&live)),
+            live: ArcSwap::from_pointee(live.live),
             rates,
             journal,
             markup_cache,
-            policy: config.config.deadline.policy(),
+            policy: c.rtb.deadline.policy(),
             auction: AuctionConfig {
-                second_price_increment: config.second_price_increment,
+                second_price_increment: running.second_price_increment,
             },
-            id_prefix: format!("{}-{started_ms:x}", config.config.node),
+            id_prefix: format!("{}-{started_ms:x}", c.node()),
             roster: ArcSwap::from_pointee(roster),
-            sellers: ArcSwap::new(config.sellers.clone()),
+            sellers: ArcSwap::new(live.sellers.clone()),
             pool_settings,
             reload_lock: tokio::sync::Mutex::new(()),
-            watched: ArcSwap::from_pointee(config.watched_files()),
+            watched: ArcSwap::from_pointee(watched),
             metrics,
             notifier,
             notice_client,
@@ -176,7 +176,7 @@ impl Exchange {
             connections: Arc::new(ConnStats::default()),
             readiness: Arc::new(http_front::Readiness::new()),
             auction_seq: AtomicU64::new(0),
-            config,
+            config: running,
         };
         Exchange {
             state: Arc::new(state),

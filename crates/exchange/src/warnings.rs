@@ -69,15 +69,16 @@ pub fn warnings(v: &Validated) -> Vec<String> {
         }
     }
     let c = &v.config;
-    if c.privacy.gvl_file.is_none() && c.bidders.iter().any(|b| b.gvl_vendor_id.is_some()) {
+    if c.live.privacy.gvl_file.is_none() && c.live.bidders.iter().any(|b| b.gvl_vendor_id.is_some())
+    {
         out.push(
             "privacy.gvl_file: not set, so TCF is not enforced: where GDPR applies every bidder \
              gets every field, whatever its gvl_vendor_id (docs/privacy.md)"
                 .to_owned(),
         );
     }
-    let no_rates = c.currency.rates_file.is_none() && c.currency.rates_url.is_none();
-    for (i, b) in c.bidders.iter().enumerate() {
+    let no_rates = c.live.currency.rates_file.is_none() && c.live.currency.rates_url.is_none();
+    for (i, b) in c.live.bidders.iter().enumerate() {
         if no_rates
             && let Some(cur) = &b.currency
             && *cur != c.auction.default_currency
@@ -139,6 +140,7 @@ fn lookup(host: &str, port: u16) -> Result<Vec<IpAddr>, String> {
 fn bidder_key(v: &Validated, name: &str) -> String {
     let i = v
         .config
+        .live
         .bidders
         .iter()
         .position(|b| b.name == name)

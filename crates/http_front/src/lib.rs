@@ -30,6 +30,7 @@ pub mod admin;
 mod certificate;
 mod door;
 pub mod framing;
+mod front;
 pub mod log_limit;
 pub mod process;
 mod ready;
@@ -43,6 +44,7 @@ pub use admin::{
 };
 pub use admission::NoBidStyle;
 pub use door::{Door, Refused};
+pub use front::{FRONT_KEYS, Front, SecuritySection};
 pub use ready::{DRAINING, Readiness, readyz_answer, render_ready};
 pub use serve::{
     AnswerBody, ConnStats, DEFAULT_MAX_BODY_BYTES, HttpSection, Limits, MIN_HEADER_BYTES,

@@ -5,7 +5,8 @@
 //! valid at once with [`read_key_file`]), and read CA
 //! certificate files ([`read_certificates`]); and refuse a file in one shape for every server
 //! ([`ConfigError`], [`Invalid`] naming the key, [`parse_toml`]); lay `GAVEL_<SERVER>__...`
-//! variables over a file ([`EnvOverlay`], [`parse_toml_with`]); read `listen` addresses that
+//! variables over a file ([`EnvOverlay`], [`parse_toml_with`]); read the sections several servers
+//! share from the same table as each server's own ([`Sections`], [`Whole`]); read `listen` addresses that
 //! name a host ([`resolve_listen`]).
 //!
 //! What a file means is each server's business (its typed config, validated with errors
@@ -24,6 +25,7 @@ mod pem;
 mod read;
 mod secret;
 mod server_file;
+mod shared;
 mod watch;
 
 pub use config_error::{ConfigError, FileRules, Invalid, check_range, invalid, parse_toml};
@@ -40,4 +42,5 @@ pub use secret::{
     MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretError, load_secret, readable_by_others,
 };
 pub use server_file::{ServerFile, load_env, load_file, parse_text};
+pub use shared::{Sections, Whole, WithShared};
 pub use watch::{POLL_INTERVAL, follow, follow_files, stamp, watch_file};

@@ -5,12 +5,11 @@
 
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
-
+use crate::shared::{Whole, WithShared};
 use crate::{ConfigError, EnvOverlay, FileRules, parse_toml_with, read_bounded};
 
-/// A server's configuration file.
-pub trait ServerFile: DeserializeOwned {
+/// A server's configuration file: its shared sections ([`WithShared`]) and its own.
+pub trait ServerFile: WithShared {
     /// Whose it is, its size limit and its moved keys.
     const RULES: FileRules;
     /// Its variables' server name: `EXCHANGE` for `GAVEL_EXCHANGE__...`.
@@ -28,7 +27,7 @@ pub trait ServerFile: DeserializeOwned {
 pub fn load_file<T: ServerFile>(path: &Path) -> Result<T, ConfigError> {
     let overlay = EnvOverlay::from_process(T::ENV_SERVER)?;
     let text = read_bounded(path, T::RULES.max_bytes)?;
-    let mut file: T = parse_toml_with(&text, &T::RULES, &overlay)?;
+    let Whole(mut file) = parse_toml_with::<Whole<T>>(&text, &T::RULES, &overlay)?;
     if let Some(dir) = path.parent() {
         file.resolve_paths(dir);
     }
@@ -49,5 +48,5 @@ pub fn load_env<T: ServerFile>() -> Result<T, ConfigError> {
 /// # Errors
 /// As [`load_file`].
 pub fn parse_text<T: ServerFile>(text: &str, overlay: &EnvOverlay) -> Result<T, ConfigError> {
-    parse_toml_with(text, &T::RULES, overlay)
+    parse_toml_with::<Whole<T>>(text, &T::RULES, overlay).map(|Whole(file)| file)
 }

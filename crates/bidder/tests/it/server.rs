@@ -225,7 +225,7 @@ async fn the_examples_load_and_bid() {
     let mut config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    config.listen = addr;
+    config.front.listen = addr;
     let b = bidder::Bidder::start(config).await.unwrap();
     tokio::spawn(async move { b.serve(listener, std::future::pending()).await });
     let request = banner_request("r", 300, 250, 0.1);

@@ -63,7 +63,7 @@ impl ReplayRules {
         if let Some(anyone) = config.sellers.anonymous() {
             rules = rules.seller(&anyone.name, anyone.floor_permille);
         }
-        for bidder in &config.config.bidders {
+        for bidder in &config.config.live.bidders {
             rules = rules.bidder(&bidder.name);
         }
         rules

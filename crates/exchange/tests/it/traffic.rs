@@ -616,3 +616,45 @@ async fn rates_from_a_url_are_fetched_and_used() {
         ex_metrics_text(&ex)
     );
 }
+
+/// `[currency]` is live: a reload that moves `rates_url` fetches the new one at once, drops the
+/// old one's table and names nothing as waiting for a restart.
+#[tokio::test]
+async fn a_reload_moves_the_rates_feed() {
+    let (first, first_gets) = rates_server(r#"{"conversions":{"USD":{"EUR":0.5}}}"#).await;
+    let (second, second_gets) = rates_server(r#"{"conversions":{"USD":{"EUR":0.5}}}"#).await;
+    let dir = testkit::TempDir::new("rates-feed");
+    let path = dir.join("exchange.toml");
+    let text = |addr| {
+        format!(
+            "open_to_all_sellers = true\n[currency]\nrates_url = \"http://{addr}/rates.json\"\nrefresh_s = 3600\n"
+        )
+    };
+    std::fs::write(&path, text(first)).unwrap();
+    let ex = exchange_from_file(&path).await;
+    let fetched = |gets: &std::sync::Arc<std::sync::atomic::AtomicUsize>| {
+        gets.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    for _ in 0..200 {
+        if fetched(&first_gets) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(fetched(&first_gets), 1, "fetched once at start");
+    std::fs::write(&path, loopback_test_config(&text(second))).unwrap();
+    let report = ex.exchange.reload_from(&path).await.unwrap();
+    assert!(
+        report.restart_needed.is_empty(),
+        "{:?}",
+        report.restart_needed
+    );
+    for _ in 0..200 {
+        if fetched(&second_gets) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(fetched(&second_gets), 1, "the new URL is fetched at once");
+    assert_eq!(fetched(&first_gets), 1, "and the old one no more");
+}

@@ -16,45 +16,42 @@ pub async fn run(args: BidderArgs) -> anyhow::Result<()> {
         None => BidderConfig::load_env(),
     }
     .with_context(|| format!("{source} refused"))?;
-    if let Some(listen) = args.listen {
-        config.listen = listen;
-    }
-    if let Some(admin) = args.admin_listen {
-        config.admin_listen = admin;
-    }
-    if args.listen.is_some() || args.admin_listen.is_some() {
-        config
-            .security
-            .admin()
-            .validate(config.listen, config.admin_listen)
-            .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
-    }
+    config
+        .front
+        .set_addresses(args.listen, args.admin_listen)
+        .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
     if args.check {
         return super::check_config::bidder(std::path::Path::new(&source), &config).await;
     }
-    let listener = TcpListener::bind(config.listen)
+    let listener = TcpListener::bind(config.front.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
+        .with_context(|| format!("cannot listen on {}", config.front.listen))?;
     // Port 0 picks a free port: notice URLs must name the one actually bound.
-    config.listen = listener.local_addr()?;
-    let admin_listener = TcpListener::bind(config.admin_listen)
+    config.front.listen = listener.local_addr()?;
+    let admin_listener = TcpListener::bind(config.front.admin_listen)
         .await
-        .with_context(|| format!("cannot listen on {} (admin_listen)", config.admin_listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (admin_listen)",
+                config.front.admin_listen
+            )
+        })?;
     let admin_addr = admin_listener.local_addr()?;
     let backend = format!("{:?}", config.ledger.backend).to_lowercase();
     // Without a node name, the process id keeps two bidders' record files apart.
     let node = config
+        .rtb
         .node
         .clone()
         .unwrap_or_else(|| format!("bidder-{}", std::process::id()));
     let (journal, records) = super::records_sink::start(
-        &config.records,
+        &config.rtb.records,
         args.config.as_deref(),
         journal::Server::Bidder,
         &node,
     )
     .await?;
-    let mut drain = super::drain::Drain::new("bidder", &config.http);
+    let mut drain = super::drain::Drain::new("bidder", &config.front.http);
     let bidder = Bidder::start_with_journal(config, journal).await?;
     // The campaign file is followed, and SIGHUP reloads it too.
     bidder.watch();

@@ -67,14 +67,14 @@ pub async fn run(args: &CheckConfigArgs) -> anyhow::Result<()> {
 /// An exchange configuration that loaded (keys, certificates and endpoints included); also
 /// checks its admin token file, as the server does at start.
 pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<()> {
-    http_front::AdminDoor::open(&validated.config.security).map_err(anyhow::Error::msg)?;
+    http_front::AdminDoor::open(&validated.config.front.security).map_err(anyhow::Error::msg)?;
     let c = &validated.config;
     let mut headline = format!(
         "{}: a valid exchange configuration: bidders {}, sellers {}{}",
         file.display(),
-        c.bidders.len(),
-        c.sellers.len(),
-        if c.open_to_all_sellers {
+        c.live.bidders.len(),
+        c.live.sellers.len(),
+        if c.live.open_to_all_sellers {
             ", open to callers without a key"
         } else {
             ""
@@ -111,7 +111,7 @@ pub fn exchange(file: &Path, validated: &exchange::Validated) -> anyhow::Result<
         let _ = write!(headline, "\nwarning: {w}");
     }
     let mut shown = c.clone();
-    shown.http.max_body_bytes = Some(validated.max_body_bytes());
+    shown.front.http.max_body_bytes = Some(validated.max_body_bytes());
     print(&headline, &shown)
 }
 
@@ -152,7 +152,7 @@ pub async fn bidder(file: &Path, config: &bidder::BidderConfig) -> anyhow::Resul
         let _ = write!(headline, "\nwarning: {w}");
     }
     let mut shown = config.clone();
-    shown.http.max_body_bytes = Some(config.max_body_bytes());
+    shown.front.http.max_body_bytes = Some(config.max_body_bytes());
     print(&headline, &shown)
 }
 
@@ -170,7 +170,7 @@ pub fn edge(file: &Path, config: &creative_edge::Config) -> anyhow::Result<()> {
         bail!("disk.dir {} is not a directory", disk.dir.display());
     }
     let mut shown = config.clone();
-    shown.http.max_body_bytes = Some(config.max_request_bytes());
+    shown.front.http.max_body_bytes = Some(config.max_request_bytes());
     print(
         &format!(
             "{}: a valid edge configuration: origins {}",

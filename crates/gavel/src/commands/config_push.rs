@@ -158,7 +158,7 @@ fn validate(kind: FleetKind, bytes: &[u8], base: Option<&Path>) -> anyhow::Resul
                     let v = exchange::Config::load_with(path, |c| doc.over(c))
                         .map_err(|e| anyhow::anyhow!("over {}: {e}", path.display()))?;
                     // The secrets it names, as that node's [fleet] allows them.
-                    doc.check_secrets(v.config.fleet.as_ref(), path.parent())
+                    doc.check_secrets(v.config.rtb.fleet.as_ref(), path.parent())
                         .map_err(|e| anyhow::anyhow!("over {}: {e}", path.display()))?;
                     v
                 }
@@ -173,8 +173,8 @@ fn validate(kind: FleetKind, bytes: &[u8], base: Option<&Path>) -> anyhow::Resul
             }
             eprintln!(
                 "{} bidders and {} sellers valid",
-                validated.config.bidders.len(),
-                validated.config.sellers.len()
+                validated.config.live.bidders.len(),
+                validated.config.live.sellers.len()
             );
         }
     }

@@ -83,7 +83,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         exchange::AUCTION_PATH
     );
     let (journal, records) = super::records_sink::start(
-        &config.config.records,
+        &config.config.rtb.records,
         None,
         journal::Server::Exchange,
         "demo",

@@ -140,7 +140,7 @@ impl DemoBidder {
         ))
         .context("the demo bidder's configuration")?;
         let (journal, records) =
-            super::records_sink::start(&config.records, None, journal::Server::Bidder, "demo")
+            super::records_sink::start(&config.rtb.records, None, journal::Server::Bidder, "demo")
                 .await?;
         let bidder = Bidder::start_with_journal(config, journal)
             .await

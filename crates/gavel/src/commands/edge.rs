@@ -17,28 +17,25 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         None => Config::load_env(),
     }
     .with_context(|| format!("{source} refused"))?;
-    if let Some(listen) = args.listen {
-        config.listen = listen;
-    }
-    if let Some(admin) = args.admin_listen {
-        config.admin_listen = admin;
-    }
-    if args.listen.is_some() || args.admin_listen.is_some() {
-        config
-            .security
-            .validate(config.listen, config.admin_listen)
-            .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
-    }
+    config
+        .front
+        .set_addresses(args.listen, args.admin_listen)
+        .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
     if args.check {
         return super::check_config::edge(std::path::Path::new(&source), &config);
     }
     let edge = Edge::new(&config, Arc::new(SystemClock))?;
-    let listener = TcpListener::bind(config.listen)
+    let listener = TcpListener::bind(config.front.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
-    let admin_listener = TcpListener::bind(config.admin_listen)
+        .with_context(|| format!("cannot listen on {}", config.front.listen))?;
+    let admin_listener = TcpListener::bind(config.front.admin_listen)
         .await
-        .with_context(|| format!("cannot listen on {} (admin_listen)", config.admin_listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (admin_listen)",
+                config.front.admin_listen
+            )
+        })?;
     let admin_addr = admin_listener.local_addr()?;
     let scheme = if config.tls.is_some() {
         "https"
@@ -71,7 +68,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             })
             .await;
     });
-    let mut drain = super::drain::Drain::new("edge", &config.http);
+    let mut drain = super::drain::Drain::new("edge", &config.front.http);
     edge.serve(listener, drain.until_listener_closes(edge.readiness()))
         .await;
     drain.report_in_flight(edge.connections());

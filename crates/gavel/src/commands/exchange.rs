@@ -16,23 +16,15 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
         None => Config::load_env(),
     }
     .with_context(|| format!("{source} refused"))?;
-    if let Some(listen) = args.listen {
-        validated.config.listen = listen;
-    }
-    if let Some(admin) = args.admin_listen {
-        validated.config.admin_listen = admin;
-    }
-    if args.listen.is_some() || args.admin_listen.is_some() {
-        validated
-            .config
-            .security
-            .validate(validated.config.listen, validated.config.admin_listen)
-            .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
-    }
+    validated
+        .config
+        .front
+        .set_addresses(args.listen, args.admin_listen)
+        .map_err(|e| anyhow::anyhow!("--listen, --admin-listen: {}", e.problem))?;
     if args.check {
         return super::check_config::exchange(std::path::Path::new(&source), &validated);
     }
-    let listen = validated.config.listen;
+    let listen = validated.config.front.listen;
     let examples = exchange::warnings::example_key_sellers(&validated);
     if !examples.is_empty() && !listen.ip().is_loopback() {
         anyhow::bail!(
@@ -48,18 +40,18 @@ pub async fn run(args: ExchangeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
-    let admin_listen = validated.config.admin_listen;
+    let admin_listen = validated.config.front.admin_listen;
     let admin_listener = TcpListener::bind(admin_listen)
         .await
         .with_context(|| format!("cannot listen on {admin_listen} (admin_listen)"))?;
     let admin_addr = admin_listener.local_addr()?;
-    let bidders = validated.config.bidders.len();
-    let mut drain = super::drain::Drain::new("exchange", &validated.config.http);
+    let bidders = validated.config.live.bidders.len();
+    let mut drain = super::drain::Drain::new("exchange", &validated.config.front.http);
     let (journal, records) = super::records_sink::start(
-        &validated.config.records,
+        &validated.config.rtb.records,
         validated.source.as_deref(),
         journal::Server::Exchange,
-        &validated.config.node,
+        validated.config.node(),
     )
     .await?;
     let exchange = Exchange::with_journal(validated, journal);

@@ -122,8 +122,10 @@ fn sim_writes_a_bidders_section_the_exchange_accepts() {
     let section = std::fs::read_to_string(&path).unwrap();
     // A complete configuration for a local exchange, as the README uses it.
     let config = exchange::Config::from_toml(&section).unwrap();
-    assert!(config.config.open_to_all_sellers && config.config.notices.allow_private_addresses);
-    assert_eq!(config.config.bidders.len(), 2);
+    assert!(
+        config.config.live.open_to_all_sellers && config.config.notices.allow_private_addresses
+    );
+    assert_eq!(config.config.live.bidders.len(), 2);
 }
 
 #[test]

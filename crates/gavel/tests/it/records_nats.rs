@@ -104,7 +104,7 @@ async fn records_survive_a_nats_server_killed_mid_run_and_reconcile_exactly() {
     ))
     .unwrap();
     let (journal, writer) = journal::start(
-        &config.config.records,
+        &config.config.rtb.records,
         journal::Server::Exchange,
         "nats-exchange",
     )
