@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::assets::Assets;
 use crate::disk::DiskRead;
-use crate::flight::{Failure, Flight, Source, Start, StreamHead};
+use crate::flight::{Failure, Flight, Landing, Source, Start, StreamHead};
 use crate::freshness::{Freshness, freshness};
 use crate::metrics::Fetch;
 use crate::object::{Meta, Object, etag_of};
@@ -36,17 +36,17 @@ pub struct Fill {
 }
 
 impl Fill {
-    /// Runs the fill to its end, then lands its flight.
+    /// Runs the fill to its end, then lands its flight: whatever happened, a panic included,
+    /// a fill that published nothing fails its herd ([`Landing`]).
     pub async fn run(self) {
-        self.fill().await;
-        // Whatever happened, no client may wait for ever: a fill that published nothing
-        // (it cannot, but cheaply guarded) fails its herd.
-        self.flight.start(Start::Failed {
-            failure: Failure::Origin(Fetch::BrokenBody),
-            remembered: false,
-        });
-        self.flight.end(false);
-        self.assets.flights.land(&self.key, &self.flight);
+        {
+            let _landing = Landing {
+                flights: &self.assets.flights,
+                key: &self.key,
+                flight: &self.flight,
+            };
+            self.fill().await;
+        }
         self.assets.common.metrics.herd(self.flight.clients());
     }
 

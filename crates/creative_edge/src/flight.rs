@@ -225,10 +225,95 @@ impl Flights {
     }
 }
 
+/// Fails and lands a flight when dropped: however its fill ends, a panic included, no client
+/// of the herd waits for ever and the next client fetches anew rather than joining a flight
+/// nobody runs. Once the fill has published, failing it changes nothing (the first start and
+/// the first end count).
+#[derive(Debug)]
+pub struct Landing<'a> {
+    pub flights: &'a Flights,
+    pub key: &'a str,
+    pub flight: &'a Arc<Flight>,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        self.flight.start(Start::Failed {
+            failure: Failure::Origin(Fetch::BrokenBody),
+            remembered: false,
+        });
+        self.flight.end(false);
+        self.flights.land(self.key, self.flight);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::task::Wake;
+
+    #[test]
+    fn a_fill_that_panics_still_lands_its_flight_and_fails_its_herd() {
+        let flights = Flights::default();
+        let (flight, lead) = flights.join_or_lead("k", || None::<()>).unwrap();
+        assert!(lead);
+        let waiting = flights.join_or_lead("k", || None::<()>).unwrap().0;
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _landing = Landing {
+                flights: &flights,
+                key: "k",
+                flight: &flight,
+            };
+            panic!("a bug inside a fill");
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(flights.in_flight(), 0, "landed");
+        let started = futures_lite_block_on(waiting.started());
+        assert!(matches!(started, Start::Failed { .. }), "{started:?}");
+        let (_, lead) = flights.join_or_lead("k", || None::<()>).unwrap();
+        assert!(lead, "the next client leads a new fill");
+    }
+
+    #[test]
+    fn a_fill_that_published_keeps_what_it_published() {
+        let flights = Flights::default();
+        let (flight, _) = flights.join_or_lead("k", || None::<()>).unwrap();
+        {
+            let _landing = Landing {
+                flights: &flights,
+                key: "k",
+                flight: &flight,
+            };
+            flight.start(Start::Streaming(Arc::new(StreamHead {
+                content_type: HeaderValue::from_static("image/png"),
+                content_length: Some(1),
+                etag: None,
+                last_modified: None,
+                cache_control: None,
+            })));
+            flight.push(Bytes::from_static(b"x"));
+            flight.end(true);
+        }
+        assert!(matches!(
+            futures_lite_block_on(flight.started()),
+            Start::Streaming(_)
+        ));
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert_eq!(flight.poll_chunk(1, &mut cx), Poll::Ready(Next::End));
+        assert_eq!(flights.in_flight(), 0);
+    }
+
+    /// Polls a future that is ready (or becomes ready without waking) to its end.
+    fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+    }
 
     struct Counter(std::sync::atomic::AtomicU32);
     impl Wake for Counter {
