@@ -1,6 +1,7 @@
 //! Applying Redis's answers to the local state: each answer with the [`Step`] that asked for
 //! it. A grant raises the local budget, a report extends a lease, a lost or reclaimed lease
 //! ends and is replaced on demand, and an answer that never came is asked again next round.
+#![warn(clippy::too_many_lines)]
 
 use std::sync::atomic::Ordering;
 
@@ -42,23 +43,8 @@ impl Inner {
             return false;
         }
         match (step, answer) {
-            (Step::Limits { name, limits }, Ok(ScriptReply::LimitsSet(Ok(written)))) => {
-                local.applied(&name, limits, written.version);
-                false
-            }
-            (Step::Limits { name, .. }, Ok(ScriptReply::LimitsSet(Err(conflict)))) => {
-                if conflict.stored.is_none() {
-                    // Gone since we wrote it (Redis lost it): written again, as its writer.
-                    local.unapply(&name);
-                } else {
-                    // Another writer changed them since: theirs stand (the bidder reports the
-                    // conflict); not retried until our limits change again.
-                    tracing::debug!(campaign = %name, error = %conflict, "ledger: limits not written");
-                    local.unapplied.remove(&name);
-                    if let Some(camp) = local.campaigns.get_mut(&name) {
-                        camp.applied = true;
-                    }
-                }
+            (Step::Limits { name, limits }, Ok(ScriptReply::LimitsSet(written))) => {
+                Self::apply_limits(local, &name, limits, written);
                 false
             }
             (Step::Limits { name, .. }, Err(e)) => {
@@ -76,59 +62,11 @@ impl Inner {
                 },
                 Ok(ScriptReply::Report(report)),
             ) => {
-                let spent = lease.base.saturating_add(cumulative);
-                match report {
-                    Ok(r) if r.state == LeaseState::Open => {
-                        self.count(r.charged, r.uncharged);
-                        update_lease(local, &name, &lease.id, r.amount, r.expires_at, now);
-                        if let Some(l) = lease_mut(local, &name, &lease.id) {
-                            l.reported = l.reported.max(cumulative);
-                        }
-                    }
-                    Ok(r) => {
-                        // Reclaimed (we were cut off past the expiry): this report was still
-                        // charged as far as the campaign could afford; a new lease on demand.
-                        self.count(r.charged, r.uncharged);
-                        tracing::warn!(campaign = %name, "ledger: lease was reclaimed");
-                        self.lost(local, &name, &lease.id, spent, now);
-                    }
-                    Err(e) => {
-                        // Unknown lease or campaign: Redis lost them (a restart without
-                        // persistence). Limits first, then a new lease on demand.
-                        tracing::warn!(campaign = %name, label = e.label(), "ledger: lease lost");
-                        local.unapply(&name);
-                        self.lost(local, &name, &lease.id, spent, now);
-                    }
-                }
+                self.apply_report(local, &name, &lease, cumulative, report, now);
                 false
             }
-            (
-                Step::Close {
-                    name,
-                    lease,
-                    cumulative,
-                    idle,
-                    renew,
-                },
-                Ok(ScriptReply::Close(closed)),
-            ) => {
-                match closed {
-                    Ok(c) => {
-                        self.count(c.charged, c.uncharged);
-                        if idle {
-                            self.stats.idle_closes.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Err(LeaseError::UnknownCampaign) => local.unapply(&name),
-                    Err(_) => {}
-                }
-                // Closed, or unknown to Redis: either way this lease is over.
-                let spent = lease.base.saturating_add(cumulative);
-                local.end_lease(&name, &lease.id, spent, now);
-                if renew {
-                    // Upkeep comes first in a round: the top-ups of this round take it.
-                    local.want(&name, now);
-                }
+            (step @ Step::Close { .. }, Ok(ScriptReply::Close(closed))) => {
+                self.apply_close(local, step, closed, now);
                 false
             }
             (Step::Grant(g), Ok(ScriptReply::Grant(grant))) => {
@@ -169,6 +107,103 @@ impl Inner {
         }
     }
 
+    /// A compare-and-set of a campaign's limits: written, or refused.
+    fn apply_limits(
+        local: &mut Local,
+        name: &str,
+        limits: Limits,
+        written: Result<crate::LimitsWritten, crate::LimitsConflict>,
+    ) {
+        match written {
+            Ok(written) => local.applied(name, limits, written.version),
+            Err(conflict) if conflict.stored.is_none() => {
+                // Gone since we wrote it (Redis lost it): written again, as its writer.
+                local.unapply(name);
+            }
+            Err(conflict) => {
+                // Another writer changed them since: theirs stand (the bidder reports the
+                // conflict); not retried until our limits change again.
+                tracing::debug!(campaign = %name, error = %conflict, "ledger: limits not written");
+                local.unapplied.remove(name);
+                if let Some(camp) = local.campaigns.get_mut(name) {
+                    camp.applied = true;
+                }
+            }
+        }
+    }
+
+    /// A lease's report: extended, reclaimed (we were cut off past its expiry) or lost.
+    fn apply_report(
+        &self,
+        local: &mut Local,
+        name: &str,
+        lease: &Lease,
+        cumulative: Nanos,
+        report: Result<crate::LeaseReport, LeaseError>,
+        now: Timestamp,
+    ) {
+        let spent = lease.base.saturating_add(cumulative);
+        match report {
+            Ok(r) if r.state == LeaseState::Open => {
+                self.count(r.charged, r.uncharged);
+                update_lease(local, name, &lease.id, r.amount, r.expires_at, now);
+                if let Some(l) = lease_mut(local, name, &lease.id) {
+                    l.reported = l.reported.max(cumulative);
+                }
+            }
+            Ok(r) => {
+                // Reclaimed: this report was still charged as far as the campaign could
+                // afford; a new lease on demand.
+                self.count(r.charged, r.uncharged);
+                tracing::warn!(campaign = %name, "ledger: lease was reclaimed");
+                self.lost(local, name, &lease.id, spent, now);
+            }
+            Err(e) => {
+                // Unknown lease or campaign: Redis lost them (a restart without persistence).
+                // Limits first, then a new lease on demand.
+                tracing::warn!(campaign = %name, label = e.label(), "ledger: lease lost");
+                local.unapply(name);
+                self.lost(local, name, &lease.id, spent, now);
+            }
+        }
+    }
+
+    /// A lease closed (idle, inactive, or a new day), or unknown to Redis: over either way.
+    fn apply_close(
+        &self,
+        local: &mut Local,
+        step: Step,
+        closed: Result<crate::LeaseClose, LeaseError>,
+        now: Timestamp,
+    ) {
+        let Step::Close {
+            name,
+            lease,
+            cumulative,
+            idle,
+            renew,
+        } = step
+        else {
+            return;
+        };
+        match closed {
+            Ok(c) => {
+                self.count(c.charged, c.uncharged);
+                if idle {
+                    self.stats.idle_closes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(LeaseError::UnknownCampaign) => local.unapply(&name),
+            Err(_) => {}
+        }
+        let spent = lease.base.saturating_add(cumulative);
+        local.end_lease(&name, &lease.id, spent, now);
+        if renew {
+            // Upkeep comes first in a round: the top-ups of this round take it.
+            local.want(&name, now);
+        }
+    }
+
     pub(super) fn apply_grant(
         &self,
         local: &mut Local,
@@ -176,60 +211,90 @@ impl Inner {
         grant: Result<crate::LeaseGrant, LeaseError>,
         now: Timestamp,
     ) -> bool {
+        match grant {
+            Ok(grant) => {
+                self.take_grant(local, g, &grant, now);
+                false
+            }
+            Err(e) => self.grant_refused(local, g, e, now),
+        }
+    }
+
+    /// A grant: the lease it opened or grew raises the campaign's local budget.
+    fn take_grant(
+        &self,
+        local: &mut Local,
+        g: GrantStep,
+        grant: &crate::LeaseGrant,
+        now: Timestamp,
+    ) {
         let GrantStep {
             name,
             id,
             base,
             want,
+            ..
+        } = g;
+        self.stats.grants.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .granted
+            .fetch_add(grant.granted.get(), Ordering::Relaxed);
+        let Local {
+            book,
+            campaigns,
+            leased,
+            ..
+        } = local;
+        let Some(camp) = campaigns.get_mut(&name) else {
+            return;
+        };
+        if camp.pending.as_ref() == Some(&id) {
+            camp.pending = None;
+        }
+        if grant.granted < want {
+            camp.ask_after = now.saturating_add(self.config.report_interval * SHORT_GRANT_BACKOFF);
+            camp.short_until = camp.ask_after;
+        } else {
+            camp.short_until = Timestamp(0);
+        }
+        let lease = camp.lease.get_or_insert_with(|| Lease {
+            id: id.clone(),
+            amount: Nanos::ZERO,
+            base,
+            expires_at: grant.expires_at,
+            day: now.day(),
+            reported: Nanos::ZERO,
+            remote: Nanos::ZERO,
+        });
+        if lease.id != id {
+            return;
+        }
+        leased.insert(name.clone());
+        lease.amount = lease.amount.max(grant.amount);
+        lease.expires_at = lease.expires_at.max(grant.expires_at);
+        let total = lease.limit();
+        book.set_limits(&name, Limits { total, daily: None }, now);
+    }
+
+    /// A top-up refused: the campaign or the lease lost, or closed behind our back. True to
+    /// wake the task (a new lease is wanted at once).
+    fn grant_refused(
+        &self,
+        local: &mut Local,
+        g: GrantStep,
+        e: LeaseError,
+        now: Timestamp,
+    ) -> bool {
+        let GrantStep {
+            name,
+            id,
             existing,
             with_limits,
             spent,
+            ..
         } = g;
-        match grant {
-            Ok(grant) => {
-                self.stats.grants.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .granted
-                    .fetch_add(grant.granted.get(), Ordering::Relaxed);
-                let Local {
-                    book,
-                    campaigns,
-                    leased,
-                    ..
-                } = local;
-                let Some(camp) = campaigns.get_mut(&name) else {
-                    return false;
-                };
-                if camp.pending.as_ref() == Some(&id) {
-                    camp.pending = None;
-                }
-                if grant.granted < want {
-                    camp.ask_after =
-                        now.saturating_add(self.config.report_interval * SHORT_GRANT_BACKOFF);
-                    camp.short_until = camp.ask_after;
-                } else {
-                    camp.short_until = Timestamp(0);
-                }
-                let lease = camp.lease.get_or_insert_with(|| Lease {
-                    id: id.clone(),
-                    amount: Nanos::ZERO,
-                    base,
-                    expires_at: grant.expires_at,
-                    day: now.day(),
-                    reported: Nanos::ZERO,
-                    remote: Nanos::ZERO,
-                });
-                if lease.id != id {
-                    return false;
-                }
-                leased.insert(name.clone());
-                lease.amount = lease.amount.max(grant.amount);
-                lease.expires_at = lease.expires_at.max(grant.expires_at);
-                let total = lease.limit();
-                book.set_limits(&name, Limits { total, daily: None }, now);
-                false
-            }
-            Err(LeaseError::UnknownCampaign) => {
+        match e {
+            LeaseError::UnknownCampaign => {
                 // Redis lost the campaign (and so any lease of it).
                 local.unapply(&name);
                 if existing {
@@ -247,14 +312,14 @@ impl Inner {
                     local.wants(&name, now)
                 }
             }
-            Err(LeaseError::UnknownLease) => {
+            LeaseError::UnknownLease => {
                 // Growing a lease Redis does not know: it lost it (never re-created under its
                 // old id, which would let us spend the amount we believe in).
                 tracing::warn!(campaign = %name, "ledger: lease lost");
                 self.lost(local, &name, &id, spent, now);
                 local.wants(&name, now)
             }
-            Err(e) => {
+            e => {
                 // Closed or reclaimed behind our back, or a mismatched id: a fresh id at once.
                 // Spend since the last acknowledged report goes to the next lease.
                 tracing::warn!(campaign = %name, label = e.label(), "ledger: lease refused");

@@ -16,6 +16,7 @@
 //! | `plan.rs` | what a round asks of Redis, as (call, step) pairs |
 //! | `apply.rs` | what each answer does to the local state |
 //! | `task.rs` | the background task: rounds, pipelined exchanges, the last closes |
+#![warn(clippy::too_many_lines)]
 
 mod apply;
 mod config;

@@ -2,6 +2,7 @@
 //! sweep batch, pending limits) and the top-ups the campaigns asked for, each call paired with
 //! the [`Step`] that applies its answer (`apply.rs`). Planning reads and marks the local state
 //! under its lock; it sends nothing.
+#![warn(clippy::too_many_lines)]
 
 use std::sync::atomic::Ordering;
 
@@ -75,12 +76,8 @@ pub(super) struct GrantStep {
 
 impl Inner {
     pub(super) fn plan_upkeep(&self, now: Timestamp, full: bool) -> Vec<(Call, Step)> {
-        let config = &self.config;
-        let idle_ms = u64::try_from(config.idle_close.as_millis()).unwrap_or(u64::MAX);
-        let extend_by = now.saturating_add(config.extend_within());
         let mut local = lock(&self.local);
         local.book.expire(now);
-        let mut steps = Vec::new();
         let marks = local.marks.len().min(MARKS_PER_ROUND);
         let marks: Vec<SettleRequest> = local.marks.drain(..marks).collect();
         let local = &*local;
@@ -95,47 +92,10 @@ impl Inner {
             asked.sort_unstable();
             asked
         };
-        for name in names {
-            let Some(camp) = local.campaigns.get(name) else {
-                continue;
-            };
-            let Some(lease) = &camp.lease else { continue };
-            let (spent, reserved) = local.used(name, now);
-            let cumulative = spent.saturating_sub(lease.base);
-            let idle = now.millis().saturating_sub(camp.last_demand.millis()) >= idle_ms;
-            let quiet = reserved == Nanos::ZERO;
-            let new_day = lease.day != now.day();
-            if (!camp.active && quiet) || new_day || (idle && quiet) {
-                steps.push((
-                    Call::CloseLease(CloseLease {
-                        id: lease.id.clone(),
-                        campaign: name.clone(),
-                        cumulative,
-                    }),
-                    Step::Close {
-                        name: name.clone(),
-                        lease: lease.clone(),
-                        cumulative,
-                        idle: camp.active && !new_day,
-                        renew: camp.active && new_day && !idle,
-                    },
-                ));
-            } else if cumulative != lease.reported || lease.expires_at <= extend_by {
-                steps.push((
-                    Call::ReportLease(ReportLease {
-                        id: lease.id.clone(),
-                        campaign: name.clone(),
-                        cumulative,
-                        expires_at: now.saturating_add(config.lease_ttl),
-                    }),
-                    Step::Report {
-                        name: name.clone(),
-                        lease: lease.clone(),
-                        cumulative,
-                    },
-                ));
-            }
-        }
+        let mut steps: Vec<(Call, Step)> = names
+            .into_iter()
+            .filter_map(|name| self.lease_upkeep(local, name, now))
+            .collect();
         if full || self.sweep_behind.swap(false, Ordering::Relaxed) {
             // The indexes of the campaigns this instance spends from or asks for, and a few
             // more of the whole list in turn (see `SWEEP_ROTATION`).
@@ -153,7 +113,7 @@ impl Inner {
             for campaign in &local.leased {
                 steps.push((
                     Call::Drain(Drain {
-                        node: config.instance_id.clone(),
+                        node: self.config.instance_id.clone(),
                         campaign: campaign.clone(),
                     }),
                     Step::Drain,
@@ -165,6 +125,52 @@ impl Inner {
         }
         steps.extend(limits_steps(local, LIMITS_PER_ROUND));
         steps
+    }
+
+    /// What the lease of campaign `name` needs this round: closed (inactive, idle or a new
+    /// day, with nothing reserved), reported (spend moved, or near its expiry), or nothing.
+    fn lease_upkeep(&self, local: &Local, name: &String, now: Timestamp) -> Option<(Call, Step)> {
+        let config = &self.config;
+        let idle_ms = u64::try_from(config.idle_close.as_millis()).unwrap_or(u64::MAX);
+        let camp = local.campaigns.get(name)?;
+        let lease = camp.lease.as_ref()?;
+        let (spent, reserved) = local.used(name, now);
+        let cumulative = spent.saturating_sub(lease.base);
+        let idle = now.millis().saturating_sub(camp.last_demand.millis()) >= idle_ms;
+        let quiet = reserved == Nanos::ZERO;
+        let new_day = lease.day != now.day();
+        if (!camp.active && quiet) || new_day || (idle && quiet) {
+            return Some((
+                Call::CloseLease(CloseLease {
+                    id: lease.id.clone(),
+                    campaign: name.clone(),
+                    cumulative,
+                }),
+                Step::Close {
+                    name: name.clone(),
+                    lease: lease.clone(),
+                    cumulative,
+                    idle: camp.active && !new_day,
+                    renew: camp.active && new_day && !idle,
+                },
+            ));
+        }
+        let extend_by = now.saturating_add(config.extend_within());
+        (cumulative != lease.reported || lease.expires_at <= extend_by).then(|| {
+            (
+                Call::ReportLease(ReportLease {
+                    id: lease.id.clone(),
+                    campaign: name.clone(),
+                    cumulative,
+                    expires_at: now.saturating_add(config.lease_ttl),
+                }),
+                Step::Report {
+                    name: name.clone(),
+                    lease: lease.clone(),
+                    cumulative,
+                },
+            )
+        })
     }
 
     pub(super) fn plan_top_ups(&self, now: Timestamp) -> Vec<(Call, Step)> {
@@ -224,20 +230,8 @@ impl Inner {
                     },
                 ));
             }
-            steps.push((
-                Call::TakeLease(TakeLease {
-                    id: id.clone(),
-                    campaign: name.clone(),
-                    want,
-                    expires_at: now.saturating_add(self.config.lease_ttl),
-                    take: if existing {
-                        Take::GrowOnly
-                    } else {
-                        Take::CreateOnce
-                    },
-                    node: self.config.instance_id.clone(),
-                }),
-                Step::Grant(GrantStep {
+            steps.push(self.take_lease(
+                GrantStep {
                     name,
                     id,
                     base,
@@ -245,10 +239,28 @@ impl Inner {
                     existing,
                     with_limits,
                     spent,
-                }),
+                },
+                now,
             ));
         }
         steps
+    }
+
+    /// The call that opens (once) or grows a lease, with its step.
+    fn take_lease(&self, g: GrantStep, now: Timestamp) -> (Call, Step) {
+        let call = Call::TakeLease(TakeLease {
+            id: g.id.clone(),
+            campaign: g.name.clone(),
+            want: g.want,
+            expires_at: now.saturating_add(self.config.lease_ttl),
+            take: if g.existing {
+                Take::GrowOnly
+            } else {
+                Take::CreateOnce
+            },
+            node: self.config.instance_id.clone(),
+        });
+        (call, Step::Grant(g))
     }
 
     pub(super) fn new_lease_id(&self) -> String {

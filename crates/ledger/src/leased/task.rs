@@ -1,6 +1,7 @@
 //! The lease task: a full round every report interval and a top-up round whenever a
 //! reservation asks, each round planned (`plan.rs`), sent as pipelined script calls, and its
 //! answers applied (`apply.rs`). Also the start's first limits and the shutdown's last closes.
+#![warn(clippy::too_many_lines)]
 
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
