@@ -374,6 +374,8 @@ async fn reload(state: &State, caller: &http_front::Caller) -> Response<Full<Byt
     // The price keys are read again too (a rotation without waiting for the file watcher).
     let prices = crate::reload::reload_price_keys(state).await;
     // Each part says what happened to it: a refused key file does not hide applied campaigns.
+    let result = result.map_err(|e| e.to_string());
+    let prices = prices.map_err(|e| e.to_string());
     let mut after = match &result {
         Ok(_) => loaded(state),
         Err(e) => json!({ "refused": e }),

@@ -47,6 +47,7 @@ pub use admin::CampaignReport;
 pub use config::BidderConfig;
 pub use ledger_open::REDIS_URL_ENV;
 pub use metrics::Metrics;
+pub use reload::{LoadError, ReloadError};
 pub use server::BID_PATH;
 pub use start::{CheckReport, NOTICE_KEY_ENV, PREVIOUS_NOTICE_KEY_ENV, StartError};
 pub use state::Bidder;

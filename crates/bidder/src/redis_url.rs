@@ -66,7 +66,7 @@ pub(crate) fn serialize_hidden_all<S: serde::Serializer>(
 const SHAPE: &str = "is not redis[s]://[[user]:password@]host[:port][/db]";
 
 /// Parses a Redis URL; the error says what is wrong without repeating the password.
-pub fn parse(url: &str) -> Result<RedisUrl, String> {
+pub(crate) fn parse(url: &str) -> Result<RedisUrl, String> {
     if url.len() > 1024 {
         return Err("is longer than 1024 bytes".into());
     }

@@ -41,53 +41,63 @@ pub const PRICE_KEYS_ENV: &str = "GAVEL_PRICE_KEYS";
 /// The price keys `security` names (its file, or [`PRICE_KEYS_ENV`]), each at least
 /// [`settings::MIN_SECRET_BYTES`] bytes, at most [`price_token::MAX_KEYS`]; an error naming the
 /// setting otherwise. Blocking (reads a small file).
-pub(crate) fn load_price_keys(config: &BidderConfig) -> Result<PriceKeys, String> {
+pub(crate) fn load_price_keys(config: &BidderConfig) -> Result<PriceKeys, settings::Invalid> {
     let s = &config.front.security;
     const FILE_KEY: &str = "security.price_key_file";
     let from_env = std::env::var(PRICE_KEYS_ENV).ok().filter(|v| !v.is_empty());
     let (name, keys) = match (&s.price_key_file, from_env) {
         (Some(_), Some(_)) => {
-            return Err(format!(
-                "both {FILE_KEY} and the environment variable {PRICE_KEYS_ENV} are set; use one"
+            return Err(settings::Invalid::new(
+                FILE_KEY,
+                format!("is set, and so is the environment variable {PRICE_KEYS_ENV}; use one"),
             ));
         }
         (Some(path), None) => (
             FILE_KEY,
-            settings::read_key_file(FILE_KEY, path).map_err(|e| format!("{FILE_KEY}: {e}"))?,
+            settings::read_key_file(FILE_KEY, path)
+                .map_err(|e| settings::Invalid::new(FILE_KEY, e.to_string()))?,
         ),
         (None, Some(value)) => (PRICE_KEYS_ENV, settings::split_key_list(&value)),
         (None, None) => (FILE_KEY, Vec::new()),
     };
     if keys.len() > price_token::MAX_KEYS {
-        return Err(format!(
-            "{name}: holds {} keys; at most {}",
-            keys.len(),
-            price_token::MAX_KEYS
+        return Err(settings::Invalid::new(
+            name,
+            format!(
+                "holds {} keys; at most {}",
+                keys.len(),
+                price_token::MAX_KEYS
+            ),
         ));
     }
     if s.price_key_file.is_some() && keys.is_empty() {
-        return Err(format!("{name}: holds no key"));
+        return Err(settings::Invalid::new(name, "holds no key"));
     }
     let mut ring = Vec::with_capacity(keys.len());
     for (n, key) in keys.iter().enumerate() {
-        let secret = settings::Secret::new(key.as_bytes(), &format!("{name} (key {})", n + 1))
-            .map_err(|e| e.to_string())?;
+        let secret = settings::Secret::new(key.as_bytes(), &format!("{name} (key {})", n + 1))?;
         ring.push(price_token::PriceKey::new(secret.expose()));
     }
     if s.require_price_token && ring.is_empty() {
-        return Err(format!(
-            "security.require_price_token = true needs a price key: set {FILE_KEY} or {PRICE_KEYS_ENV}"
+        return Err(settings::Invalid::new(
+            "security.require_price_token",
+            format!("is true, which needs a price key: set {FILE_KEY} or {PRICE_KEYS_ENV}"),
         ));
     }
     Ok(PriceKeys::new(ring, s.require_price_token))
 }
 
 /// Reads the price keys again; on any error the keys in force stay. The ids now accepted.
-pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, String> {
+pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, settings::Invalid> {
     let config = state.config.clone();
     let loaded = tokio::task::spawn_blocking(move || load_price_keys(&config))
         .await
-        .unwrap_or_else(|e| Err(format!("loading the price keys stopped: {e}")));
+        .unwrap_or_else(|e| {
+            Err(settings::Invalid::new(
+                "security.price_key_file",
+                format!("loading the price keys stopped: {e}"),
+            ))
+        });
     match loaded {
         Ok(keys) => {
             let ids = keys.ids();
@@ -104,11 +114,27 @@ pub(crate) async fn reload_price_keys(state: &State) -> Result<Vec<String>, Stri
     }
 }
 
-/// Why a campaign file could not be loaded.
-#[derive(Debug)]
-pub(crate) struct LoadError {
-    pub(crate) why: ReloadFailure,
-    pub(crate) message: String,
+/// Why a campaign set (the file, or a pushed one) could not be loaded: the counted reason and
+/// the message naming the file and the campaign.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LoadError {
+    pub why: ReloadFailure,
+    pub message: String,
+}
+
+/// Why a reload left the campaigns in force serving.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReloadError {
+    /// The campaign file, or the pushed set, was refused.
+    #[error("{0}")]
+    Campaigns(#[from] LoadError),
+    /// A revision of the fleet's key that is not a document this node takes.
+    #[error("fleet revision {revision} refused: {refusal}")]
+    Refused {
+        revision: u64,
+        refusal: fleet::Refusal,
+    },
 }
 
 /// Reads the campaign file at `path` (JSON or TOML by its extension, at most
@@ -192,7 +218,7 @@ async fn build(
 
 /// Reloads the campaign file; returns how many campaigns now serve, or why the last good set
 /// stays. While a pushed set is in force the file is not applied (the bucket wins).
-pub(crate) async fn reload(state: &State) -> Result<usize, String> {
+pub(crate) async fn reload(state: &State) -> Result<usize, ReloadError> {
     let _one_at_a_time = state.reload_lock.lock().await;
     if let Some(pushed) = state.metrics.served.pushed() {
         tracing::warn!(
@@ -209,7 +235,10 @@ pub(crate) async fn reload(state: &State) -> Result<usize, String> {
 /// Applies a change of the fleet bucket's key (what the `[fleet]` follower hands over): a
 /// signed campaign set. A revision the follower refused (unsigned, forged, older, a deletion)
 /// is counted and logged here. On any error the set in force keeps serving.
-pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result<usize, String> {
+pub(crate) async fn apply_pushed(
+    state: &State,
+    change: fleet::Change,
+) -> Result<usize, ReloadError> {
     let _one_at_a_time = state.reload_lock.lock().await;
     let pushed = match change {
         fleet::Change::Put(pushed) => pushed,
@@ -221,7 +250,7 @@ pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result
             if let Some(suppressed) = LIMIT.admit_now() {
                 tracing::error!(revision, reason = refusal.reason().label(), error = %refusal, suppressed, "fleet revision refused; the campaigns in force keep serving");
             }
-            return Err(refusal.to_string());
+            return Err(ReloadError::Refused { revision, refusal });
         }
     };
     let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
@@ -235,7 +264,7 @@ pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result
                 .config_push_refused
                 .inc(fleet::PushRefused::Invalid);
             tracing::error!(revision = pushed.revision, error = %e.message, reason = e.why.label(), "pushed campaign set refused; the campaigns in force keep serving");
-            return Err(e.message);
+            return Err(e.into());
         }
     };
     let revision = pushed.revision;
@@ -246,7 +275,7 @@ pub(crate) async fn apply_pushed(state: &State, change: fleet::Change) -> Result
 }
 
 /// Reads the campaign file and swaps it in; the caller holds the reload lock.
-async fn reload_file(state: &State) -> Result<usize, String> {
+async fn reload_file(state: &State) -> Result<usize, ReloadError> {
     let path = &state.config.campaigns;
     let interval = Duration::from_millis(state.config.pacing.control_interval_ms);
     let snapshot = match load(path, Some(state.snapshot.load_full()), interval).await {
@@ -254,7 +283,7 @@ async fn reload_file(state: &State) -> Result<usize, String> {
         Err(e) => {
             state.metrics.reload_failed(e.why);
             tracing::error!(file = %path.display(), error = %e.message, reason = e.why.label(), "campaign file refused; the last good campaigns keep serving");
-            return Err(e.message);
+            return Err(e.into());
         }
     };
     let count = install(state, snapshot, LimitsFrom::Own).await;

@@ -30,20 +30,23 @@ impl Bidder {
 
     /// Reloads the campaign file now (what SIGHUP and `POST /admin/reload` do); returns how
     /// many campaigns serve, or why the last good set stays.
-    pub async fn reload(&self) -> Result<usize, String> {
+    pub async fn reload(&self) -> Result<usize, crate::reload::ReloadError> {
         crate::reload::reload(&self.state).await
     }
 
     /// Reads the price keys again (what SIGHUP and `POST /admin/reload` also do); the ids now
     /// accepted, or why the keys in force stay.
-    pub async fn reload_price_keys(&self) -> Result<Vec<String>, String> {
+    pub async fn reload_price_keys(&self) -> Result<Vec<String>, settings::Invalid> {
         crate::reload::reload_price_keys(&self.state).await
     }
 
     /// Applies a change of the fleet bucket's key (what the `[fleet]` follower started by
     /// [`Bidder::watch`] hands over): a pushed campaign set, or the file again when the key was
     /// removed; how many campaigns serve, or why the set in force stays.
-    pub async fn apply_pushed(&self, change: fleet::Change) -> Result<usize, String> {
+    pub async fn apply_pushed(
+        &self,
+        change: fleet::Change,
+    ) -> Result<usize, crate::reload::ReloadError> {
         crate::reload::apply_pushed(&self.state, change).await
     }
 

@@ -27,8 +27,15 @@ pub enum StartError {
     Campaigns(String),
     #[error("ledger: {0}")]
     Ledger(String),
+    /// A key or token `[security]` names, refused: the error names the setting.
     #[error("{0}")]
-    Security(String),
+    Security(#[from] settings::Invalid),
+    /// The admin token or the audit log.
+    #[error("{0}")]
+    Admin(#[from] http_front::AdminError),
+    /// No random source for the instance's name.
+    #[error("no OS random source for ids: {0}")]
+    Random(String),
 }
 
 /// Environment variables holding the notice keys when their files are not set.
@@ -37,11 +44,10 @@ pub const PREVIOUS_NOTICE_KEY_ENV: &str = "GAVEL_PREVIOUS_NOTICE_KEY";
 
 /// The notice keys of `security`: `None` when signing is off; an error naming the setting when
 /// signing is on and no key is found.
-fn notice_keys(config: &BidderConfig) -> Result<Option<NoticeKeys>, StartError> {
+fn notice_keys(config: &BidderConfig) -> Result<Option<NoticeKeys>, settings::Invalid> {
     let s = &config.front.security;
     let load = |key, file: &Option<std::path::PathBuf>, env| {
-        settings::load_secret(key, file.as_deref(), env)
-            .map_err(|e| StartError::Security(e.to_string()))
+        settings::load_secret(key, file.as_deref(), env).map_err(settings::Invalid::from)
     };
     let current = load(
         "security.notice_key_file",
@@ -60,14 +66,17 @@ fn notice_keys(config: &BidderConfig) -> Result<Option<NoticeKeys>, StartError> 
         return Ok(None);
     }
     let key = |secret: &settings::Secret, name: &str| {
-        NoticeKey::new(secret).ok_or_else(|| StartError::Security(format!("{name}: refused")))
+        NoticeKey::new(secret).ok_or_else(|| settings::Invalid::new(name, "refused"))
     };
     let Some(current) = current else {
-        return Err(StartError::Security(format!(
-            "security.notice_key_file (or {NOTICE_KEY_ENV}) is required to sign notices; \
-             create one with `openssl rand -hex 32 > notice.key`, or set \
-             security.sign_notices = false to run unsigned"
-        )));
+        return Err(settings::Invalid::new(
+            "security.notice_key_file",
+            format!(
+                "is required to sign notices (or set {NOTICE_KEY_ENV}); create one with \
+                 `openssl rand -hex 32 > notice.key`, or set security.sign_notices = false to \
+                 run unsigned"
+            ),
+        ));
     };
     let overlap = s
         .previous_key_overlap_ms
@@ -193,10 +202,9 @@ struct Inputs {
 
 async fn read_inputs(config: &BidderConfig) -> Result<Inputs, StartError> {
     let keys = notice_keys(config)?;
-    let prices = crate::reload::load_price_keys(config).map_err(StartError::Security)?;
+    let prices = crate::reload::load_price_keys(config)?;
     let admin =
-        http_front::AdminDoor::open(&http_front::SecuritySection::admin(&config.front.security))
-            .map_err(|e| StartError::Security(e.to_string()))?;
+        http_front::AdminDoor::open(&http_front::SecuritySection::admin(&config.front.security))?;
     let interval = Duration::from_millis(config.pacing.control_interval_ms);
     let snapshot = crate::reload::load(&config.campaigns, None, interval)
         .await
@@ -289,8 +297,7 @@ impl Bidder {
                 "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"
             );
         }
-        let id_seeds = StdRng::try_from_os_rng()
-            .map_err(|e| StartError::Security(format!("no OS random source for ids: {e}")))?;
+        let id_seeds = StdRng::try_from_os_rng().map_err(|e| StartError::Random(e.to_string()))?;
         let node = config.rtb.node.clone().unwrap_or_else(default_node);
         let public_url = config
             .public_url

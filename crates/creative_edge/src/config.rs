@@ -693,7 +693,7 @@ fn check_rule(tier: &str, rule: &TierRule) -> Result<(), ConfigError> {
 ///
 /// # Errors
 /// What is wrong with it, for the message naming the key.
-pub fn parse_origin_url(url: &str) -> Result<OriginUrl, String> {
+pub(crate) fn parse_origin_url(url: &str) -> Result<OriginUrl, String> {
     let rest = match url.strip_prefix("http://") {
         Some(rest) => rest,
         None if url.starts_with("https://") => {

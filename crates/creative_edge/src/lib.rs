@@ -53,8 +53,8 @@ pub use metrics::Metrics;
 pub enum StartError {
     #[error("disk tier {dir}: {reason}")]
     Disk { dir: String, reason: String },
-    #[error("tls.cert_dir {dir}: {reason}")]
-    Tls { dir: String, reason: String },
+    #[error("tls.cert_dir: {0}")]
+    Tls(http_front::CertificateError),
     #[error("{0}")]
     Admin(#[from] http_front::AdminError),
 }
@@ -88,10 +88,7 @@ impl Edge {
                     t.max_certs,
                     Duration::from_secs(t.check_interval_s),
                 )
-                .map_err(|reason| StartError::Tls {
-                    dir: t.cert_dir.display().to_string(),
-                    reason,
-                })?,
+                .map_err(StartError::Tls)?,
             )),
             None => None,
         };

@@ -631,7 +631,7 @@ impl Config {
             Some(t) => {
                 let at = |p: &Path| settings::relative_to(dir, p);
                 let tls = http_front::ServerTls::load(&at(&t.cert_file), &at(&t.key_file))
-                    .map_err(|e| invalid("tls", e))?;
+                    .map_err(|e| invalid("tls", e.to_string()))?;
                 Some(Arc::new(tls))
             }
         };

@@ -36,7 +36,7 @@ pub struct Rules<'a> {
 }
 
 /// Amends `request` as `rules` say; an error is the 400 message.
-pub fn amend(request: &mut BidRequest, rules: &Rules<'_>) -> Result<Amended, String> {
+pub(crate) fn amend(request: &mut BidRequest, rules: &Rules<'_>) -> Result<Amended, String> {
     let mut amended = Amended::default();
     let converted = openrtb::convert::up_from_2_5(request).map_err(|e| e.to_string())?;
     amended.upgraded = !converted.is_empty();

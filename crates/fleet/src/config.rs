@@ -279,7 +279,7 @@ fn first_remote_host(urls: &str) -> Option<String> {
 }
 
 /// A bucket name NATS accepts: letters, digits, `-` and `_`.
-pub fn check_bucket(bucket: &str) -> Result<(), String> {
+pub(crate) fn check_bucket(bucket: &str) -> Result<(), String> {
     let ok = !bucket.is_empty()
         && bucket.len() <= MAX_NAME_CHARS
         && bucket
@@ -295,7 +295,7 @@ pub fn check_bucket(bucket: &str) -> Result<(), String> {
 }
 
 /// A key NATS accepts: letters, digits and `-/_=.`, not starting or ending with `.`.
-pub fn check_key(key: &str) -> Result<(), String> {
+pub(crate) fn check_key(key: &str) -> Result<(), String> {
     let ok = !key.is_empty()
         && key.len() <= MAX_NAME_CHARS
         && !key.starts_with('.')

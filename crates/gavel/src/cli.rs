@@ -654,7 +654,7 @@ pub struct DemoArgs {
 
 /// Parses a listen address, `host:port`: an IP address as is, or a name resolved now (its
 /// first IPv4 address, else its first address).
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_listen(text: &str) -> Result<SocketAddr, settings::ListenError> {
     settings::resolve_listen(text)
 }
 

@@ -43,6 +43,7 @@ pub use admin::{
     metrics_answer,
 };
 pub use admission::NoBidStyle;
+pub use certificate::CertificateError;
 pub use door::{Door, Refused};
 pub use front::{FRONT_KEYS, Front, SecuritySection};
 pub use ready::{DRAINING, Readiness, readyz_answer, render_ready};

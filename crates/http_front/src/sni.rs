@@ -77,8 +77,15 @@ impl SniCerts {
     ///
     /// # Errors
     /// The directory cannot be read.
-    pub fn open(dir: &Path, max: usize, check_interval: Duration) -> Result<SniCerts, String> {
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read the directory: {e}"))?;
+    pub fn open(
+        dir: &Path,
+        max: usize,
+        check_interval: Duration,
+    ) -> Result<SniCerts, crate::CertificateError> {
+        std::fs::read_dir(dir).map_err(|e| crate::CertificateError::Directory {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
         Ok(SniCerts {
             dir: dir.to_owned(),
             max: max.max(1),

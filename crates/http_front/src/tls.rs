@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use tokio::net::TcpStream;
+
+use crate::certificate::CertificateError;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
@@ -34,8 +36,8 @@ impl ServerTls {
     /// Reads the PEM certificate chain and private key.
     ///
     /// # Errors
-    /// A message naming the file at fault.
-    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTls, String> {
+    /// The file at fault, and why.
+    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTls, CertificateError> {
         Ok(ServerTls {
             acceptor: Mutex::new(acceptor(cert_file, key_file)?),
             cert_file: cert_file.to_owned(),
@@ -49,7 +51,7 @@ impl ServerTls {
     ///
     /// # Errors
     /// Why the new files were refused.
-    pub fn reload(&self) -> Result<(), String> {
+    pub fn reload(&self) -> Result<(), CertificateError> {
         match acceptor(&self.cert_file, &self.key_file) {
             Ok(new) => {
                 *telemetry::locks::lock(&self.acceptor) = new;
@@ -80,7 +82,7 @@ impl ServerTls {
     }
 }
 
-fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
+fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, CertificateError> {
     Ok(TlsAcceptor::from(crate::certificate::server_config(
         cert_file, key_file,
     )?))

@@ -28,9 +28,9 @@ pub use book::{Balance, Book, CommitOutcome, DailyBalance, Refusal, ReleaseOutco
 pub use front::{Ledger, LimitsFrom, NoticeError, ReserveError, Unavailable};
 pub use leased::{LeaseConfig, LeaseStats, LeasedLedger};
 pub use redis::{
-    BALANCES_CHUNK, EVIDENCE_SCAN_ROUNDS, KeyScan, Keys, LeaseClose, LeaseError, LeaseGrant,
-    LeaseReport, LeaseState, LedgerError, LimitsBase, LimitsChange, LimitsConflict, LimitsRole,
-    LimitsStatus, LimitsWritten, MAX_AMOUNT, MAX_WRITER_BYTES, OPEN_BATCH, PIPELINE_MAX,
-    RedisConfig, RedisLedger, RedisTls, SWEEP_CAMPAIGNS, StoredLimits, Swept,
+    BALANCES_CHUNK, ClusterSetupError, EVIDENCE_SCAN_ROUNDS, KeyScan, Keys, LeaseClose, LeaseError,
+    LeaseGrant, LeaseReport, LeaseState, LedgerError, LimitsBase, LimitsChange, LimitsConflict,
+    LimitsRole, LimitsStatus, LimitsWritten, MAX_AMOUNT, MAX_WRITER_BYTES, OPEN_BATCH,
+    PIPELINE_MAX, RedisConfig, RedisLedger, RedisTls, SWEEP_CAMPAIGNS, StoredLimits, Swept,
 };
 pub use units::Limits;

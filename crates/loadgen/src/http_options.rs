@@ -76,8 +76,31 @@ impl HttpOptions {
         }
         self.headers
             .iter()
-            .map(|(name, value)| prepare(name, value))
+            .map(|(name, value)| prepare(name, value).map_err(String::from))
             .collect()
+    }
+}
+
+/// Why a `--header` was refused; each names the header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("`{0}`: expected `Name: value`")]
+    NoColon(String),
+    #[error("header `{0}`: longer than {MAX_HEADER_LEN} bytes")]
+    TooLong(String),
+    #[error("`{0}` is not a valid header name (a token: letters, digits, -)")]
+    BadName(String),
+    #[error(
+        "header `{0}` is set by the client itself (from the URL, the body or the connection) and cannot be given"
+    )]
+    Reserved(String),
+    #[error("header `{0}`: the value must be visible ASCII, spaces and tabs")]
+    BadValue(String),
+}
+
+impl From<HeaderError> for String {
+    fn from(e: HeaderError) -> String {
+        e.to_string()
     }
 }
 
@@ -85,42 +108,34 @@ impl HttpOptions {
 ///
 /// # Errors
 /// Why it is refused.
-pub fn parse_header(text: &str) -> Result<(String, String), String> {
+pub fn parse_header(text: &str) -> Result<(String, String), HeaderError> {
     let Some((name, value)) = text.split_once(':') else {
-        return Err(format!("`{text}`: expected `Name: value`"));
+        return Err(HeaderError::NoColon(text.to_owned()));
     };
     let (name, value) = (name.trim(), value.trim());
     prepare(name, value)?;
     Ok((name.to_owned(), value.to_owned()))
 }
 
-fn prepare(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+fn prepare(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), HeaderError> {
     if name.len() + value.len() > MAX_HEADER_LEN {
-        return Err(format!(
-            "header `{}`: longer than {MAX_HEADER_LEN} bytes",
-            name.get(..64).unwrap_or(name)
+        return Err(HeaderError::TooLong(
+            name.get(..64).unwrap_or(name).to_owned(),
         ));
     }
-    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-        format!("`{name}` is not a valid header name (a token: letters, digits, -)")
-    })?;
+    let parsed = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| HeaderError::BadName(name.to_owned()))?;
     if RESERVED.contains(&parsed.as_str()) {
-        return Err(format!(
-            "header `{name}` is set by the client itself (from the URL, the body or the \
-             connection) and cannot be given"
-        ));
+        return Err(HeaderError::Reserved(name.to_owned()));
     }
     // Visible ASCII and spaces only: no control characters, no line breaks.
     if !value
         .bytes()
         .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
     {
-        return Err(format!(
-            "header `{name}`: the value must be visible ASCII, spaces and tabs"
-        ));
+        return Err(HeaderError::BadValue(name.to_owned()));
     }
-    let value =
-        HeaderValue::from_str(value).map_err(|e| format!("header `{name}`: invalid value: {e}"))?;
+    let value = HeaderValue::from_str(value).map_err(|_| HeaderError::BadValue(name.to_owned()))?;
     Ok((parsed, value))
 }
 
@@ -149,11 +164,14 @@ mod tests {
             ("X-A: caf\u{e9}", "visible ASCII"),
             ("X-A: a\u{7f}", "visible ASCII"),
         ] {
-            let e = parse_header(bad).unwrap_err();
+            let e = parse_header(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
         let long = format!("X-Long: {}", "a".repeat(MAX_HEADER_LEN));
-        assert!(parse_header(&long).unwrap_err().contains("longer than"));
+        assert!(matches!(
+            parse_header(&long).unwrap_err(),
+            HeaderError::TooLong(_)
+        ));
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub use env_overlay::{
     EnvOverlay, EnvVar, Level, MAX_ENV_DEPTH, MAX_ENV_NAME_BYTES, MAX_ENV_VALUE_BYTES, MAX_ENV_VARS,
 };
 pub use key_list::{KeySource, MAX_KEY_FILE_BYTES, read_key_file, read_key_source, split_key_list};
-pub use listen::{MAX_LISTEN_BYTES, deserialize_listen, resolve_listen};
+pub use listen::{ListenError, MAX_LISTEN_BYTES, deserialize_listen, resolve_listen};
 pub use moved::{Moved, move_keys, moved_key};
 pub use overlaid::parse_toml_with;
 pub use pem::read_certificates;

@@ -9,35 +9,52 @@ use std::net::ToSocketAddrs as _;
 /// The longest `host:port` accepted (a DNS name is at most 253 bytes, plus the port).
 pub const MAX_LISTEN_BYTES: usize = 300;
 
+/// Why a `listen` address was refused; each names the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListenError {
+    #[error("a listen address of {len} bytes; at most {MAX_LISTEN_BYTES}")]
+    TooLong { len: usize },
+    #[error("{text:?} has no port; expected host:port, e.g. 127.0.0.1:8080")]
+    NoPort { text: String },
+    #[error("{text:?} is not host:port with a port 0..=65535, e.g. localhost:8080")]
+    Malformed { text: String },
+    #[error("cannot resolve {text:?}: {reason}")]
+    Unresolved { text: String, reason: String },
+    #[error("{text:?} resolves to no address")]
+    NoAddress { text: String },
+}
+
 /// `text` as a socket address: `ip:port` (`[v6]:port`) as is, `host:port` looked up now.
 ///
 /// # Errors
-/// A message naming the text: no port, too long, not resolvable, or resolving to nothing.
-pub fn resolve_listen(text: &str) -> Result<SocketAddr, String> {
+/// No port, too long, not resolvable, or resolving to nothing; each names the text.
+pub fn resolve_listen(text: &str) -> Result<SocketAddr, ListenError> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
     if text.len() > MAX_LISTEN_BYTES {
-        return Err(format!(
-            "a listen address of {} bytes; at most {MAX_LISTEN_BYTES}",
-            text.len()
-        ));
+        return Err(ListenError::TooLong { len: text.len() });
     }
     let Some((host, port)) = text.rsplit_once(':') else {
-        return Err(format!(
-            "{text:?} has no port; expected host:port, e.g. 127.0.0.1:8080"
-        ));
+        return Err(ListenError::NoPort {
+            text: text.to_owned(),
+        });
     };
     if host.is_empty() || port.parse::<u16>().is_err() {
-        return Err(format!(
-            "{text:?} is not host:port with a port 0..=65535, e.g. localhost:8080"
-        ));
+        return Err(ListenError::Malformed {
+            text: text.to_owned(),
+        });
     }
     let addrs: Vec<SocketAddr> = text
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
+        .map_err(|e| ListenError::Unresolved {
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?
         .collect();
-    first_choice(&addrs).ok_or_else(|| format!("{text:?} resolves to no address"))
+    first_choice(&addrs).ok_or_else(|| ListenError::NoAddress {
+        text: text.to_owned(),
+    })
 }
 
 /// Which of a name's addresses is bound: the first IPv4 one, else the first.
@@ -83,15 +100,18 @@ mod tests {
     #[test]
     fn refusals_say_what_is_wrong() {
         let e = resolve_listen("localhost").unwrap_err();
-        assert!(e.contains("has no port"), "{e}");
+        assert!(matches!(e, ListenError::NoPort { .. }), "{e}");
+        assert!(e.to_string().contains("has no port"), "{e}");
         let e = resolve_listen("localhost:http").unwrap_err();
-        assert!(e.contains("port 0..=65535"), "{e}");
+        assert!(e.to_string().contains("port 0..=65535"), "{e}");
         let e = resolve_listen(":80").unwrap_err();
-        assert!(e.contains("not host:port"), "{e}");
+        assert!(matches!(e, ListenError::Malformed { .. }), "{e}");
         let e = resolve_listen("no-such-host.invalid:80").unwrap_err();
-        assert!(e.starts_with("cannot resolve"), "{e}");
+        assert!(matches!(e, ListenError::Unresolved { .. }), "{e}");
+        assert!(e.to_string().starts_with("cannot resolve"), "{e}");
         let e = resolve_listen(&format!("{}:80", "a".repeat(400))).unwrap_err();
-        assert!(e.contains("at most 300"), "{e}");
+        assert_eq!(e, ListenError::TooLong { len: 403 });
+        assert!(e.to_string().contains("at most 300"), "{e}");
     }
 
     #[test]

@@ -52,6 +52,25 @@ pub enum SecretError {
     Both { file_key: String, env: String },
 }
 
+/// The same refusal as a configuration's, naming the setting.
+impl From<SecretError> for crate::Invalid {
+    fn from(e: SecretError) -> crate::Invalid {
+        match e {
+            SecretError::Read { name, reason } => crate::Invalid::new(name, reason),
+            SecretError::TooShort { name, len } => crate::Invalid::new(
+                name,
+                format!(
+                    "is {len} bytes; at least {MIN_SECRET_BYTES} are required (e.g. `openssl rand -hex 32`)"
+                ),
+            ),
+            SecretError::Both { file_key, env } => crate::Invalid::new(
+                file_key,
+                format!("is set, and so is the environment variable {env}; use one"),
+            ),
+        }
+    }
+}
+
 /// Reads the secret named by the setting `file_key` (its value `file`, if set) or by the
 /// environment variable `env`: `Ok(None)` when neither is set, an error when both are.
 pub fn load_secret(

@@ -168,14 +168,33 @@ pub struct NoticeHosts {
 /// Most `notice_hosts` one bidder may list.
 pub const MAX_NOTICE_HOSTS: usize = 32;
 
+/// Why a bidder's `notice_hosts` were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoticeHostsError {
+    #[error("at most {MAX_NOTICE_HOSTS} notice hosts")]
+    TooMany,
+    #[error("{0:?} is not a host or host:port")]
+    NotAHost(String),
+}
+
+impl From<NoticeHostsError> for String {
+    fn from(e: NoticeHostsError) -> String {
+        e.to_string()
+    }
+}
+
 impl NoticeHosts {
     /// The endpoint's own host and port, then each of `extra` (`host` or `host:port`).
     ///
     /// # Errors
-    /// A message naming the entry that is not a host.
-    pub fn new(endpoint_host: &str, endpoint_port: u16, extra: &[String]) -> Result<Self, String> {
+    /// Too many entries, or the entry that is not a host.
+    pub fn new(
+        endpoint_host: &str,
+        endpoint_port: u16,
+        extra: &[String],
+    ) -> Result<Self, NoticeHostsError> {
         if extra.len() > MAX_NOTICE_HOSTS {
-            return Err(format!("at most {MAX_NOTICE_HOSTS} notice hosts"));
+            return Err(NoticeHostsError::TooMany);
         }
         let mut allowed = vec![AllowedHost {
             host: normalize_host(endpoint_host),
@@ -243,8 +262,8 @@ fn normalize_host(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
-fn parse_allowed(entry: &str) -> Result<AllowedHost, String> {
-    let bad = || format!("{entry:?} is not a host or host:port");
+fn parse_allowed(entry: &str) -> Result<AllowedHost, NoticeHostsError> {
+    let bad = || NoticeHostsError::NotAHost(entry.to_owned());
     if entry.is_empty() || entry.contains(['/', '@', '?', '#', ' ']) {
         return Err(bad());
     }
@@ -419,10 +438,14 @@ mod tests {
     fn bad_allowlist_entries_are_named() {
         for bad in ["", "http://x", "x/y", "a b", "u@h"] {
             let e = NoticeHosts::new("h", 80, &[bad.to_owned()]).unwrap_err();
-            assert!(e.contains(&format!("{bad:?}")), "{e}");
+            assert_eq!(e, NoticeHostsError::NotAHost(bad.to_owned()));
+            assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
         }
         let many = vec!["h".to_owned(); MAX_NOTICE_HOSTS + 1];
-        assert!(NoticeHosts::new("h", 80, &many).is_err());
+        assert_eq!(
+            NoticeHosts::new("h", 80, &many).unwrap_err(),
+            NoticeHostsError::TooMany
+        );
     }
 
     #[test]

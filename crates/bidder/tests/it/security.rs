@@ -282,15 +282,14 @@ async fn config_refuses_public_admin_and_unsigned_keys_by_mistake() {
     .unwrap();
     std::fs::write(dir.join("bidder.toml"), "campaigns = \"campaigns.json\"\n").unwrap();
     let config = bidder::BidderConfig::load(&dir.join("bidder.toml")).unwrap();
-    let e = bidder::Bidder::start(config)
-        .await
-        .err()
-        .map(|e| e.to_string());
-    assert!(
-        e.as_deref()
-            .is_some_and(|e| e.contains("security.notice_key_file") && e.contains("openssl rand")),
-        "{e:?}"
-    );
+    let e = bidder::Bidder::start(config).await.err();
+    match &e {
+        Some(bidder::StartError::Security(settings::Invalid { key, problem })) => {
+            assert_eq!(key, "security.notice_key_file");
+            assert!(problem.contains("openssl rand"), "{problem}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Sum of a metric line over several bidders.

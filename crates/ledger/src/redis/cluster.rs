@@ -103,19 +103,30 @@ impl std::fmt::Debug for ClusterClient {
     }
 }
 
+/// Why a Redis Cluster client could not be made from its settings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterSetupError {
+    #[error("a Redis Cluster needs at least one seed node")]
+    NoSeeds,
+    #[error("CA file {file}: {reason}")]
+    CaFile { file: String, reason: String },
+    #[error("redis cluster seeds {seeds}: {reason}")]
+    Seeds { seeds: String, reason: String },
+}
+
 impl ClusterClient {
     /// A client of the cluster known through `seeds` (`host:port`, at least one reachable at
     /// connect). Does no I/O.
     ///
     /// # Errors
-    /// A message naming the problem when a seed is not `host:port`.
+    /// No seed, an unreadable CA file, or a seed that is not `host:port`.
     pub(crate) fn new(
         seeds: &[String],
         auth: Option<(Option<String>, String)>,
         ca_file: Option<&std::path::Path>,
-    ) -> Result<ClusterClient, String> {
+    ) -> Result<ClusterClient, ClusterSetupError> {
         if seeds.is_empty() {
-            return Err("a Redis Cluster needs at least one seed node".to_owned());
+            return Err(ClusterSetupError::NoSeeds);
         }
         let scheme = if ca_file.is_some() { "rediss" } else { "redis" };
         let urls: Vec<String> = seeds.iter().map(|s| format!("{scheme}://{s}")).collect();
@@ -131,8 +142,10 @@ impl ClusterClient {
         if let Some(ca_file) = ca_file {
             // The CA file alone is trusted (the client's own roots are not used for a cluster
             // of ours); read now, so that a bad file stops the start.
-            let pem = std::fs::read(ca_file)
-                .map_err(|e| format!("CA file {}: {e}", ca_file.display()))?;
+            let pem = std::fs::read(ca_file).map_err(|e| ClusterSetupError::CaFile {
+                file: ca_file.display().to_string(),
+                reason: e.to_string(),
+            })?;
             // The crate builds its TLS settings with the process's default crypto provider:
             // ring, as everywhere in Gavel (a no-op when one is installed already).
             let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
@@ -149,9 +162,10 @@ impl ClusterClient {
                 builder = builder.username(user);
             }
         }
-        let client = builder
-            .build()
-            .map_err(|e| format!("redis cluster seeds {seeds:?}: {e}"))?;
+        let client = builder.build().map_err(|e| ClusterSetupError::Seeds {
+            seeds: format!("{seeds:?}"),
+            reason: e.to_string(),
+        })?;
         Ok(ClusterClient {
             client,
             conn: tokio::sync::Mutex::new(None),

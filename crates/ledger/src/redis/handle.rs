@@ -168,8 +168,10 @@ impl RedisLedger {
     /// [`RedisLedger::new`], refusing a cluster seed list the client cannot use.
     ///
     /// # Errors
-    /// A message naming the seeds.
-    pub fn try_new(config: RedisConfig) -> Result<RedisLedger, String> {
+    /// No seed, an unreadable CA file, or seeds the client refuses.
+    pub fn try_new(
+        config: RedisConfig,
+    ) -> Result<RedisLedger, crate::redis::cluster::ClusterSetupError> {
         let auth = config
             .password
             .clone()

@@ -252,6 +252,7 @@ mod sweep;
 mod sweep_list;
 mod transport;
 
+pub use cluster::ClusterSetupError;
 pub use error::{LeaseError, LedgerError};
 pub use handle::{
     CREATE_TIMEOUT, EVIDENCE_SCAN_ROUNDS, KeyScan, OPEN_BATCH, PIPELINE_MAX, RedisConfig,

@@ -23,9 +23,11 @@ impl RedisTls {
     /// URL: a DNS name or an IP address) in the server's certificate.
     ///
     /// # Errors
-    /// A message naming the file or the name when the file cannot be read, holds no
-    /// certificate, or the name is not a valid server name.
-    pub fn from_ca_file(ca_file: &Path, server_name: &str) -> Result<RedisTls, String> {
+    /// The file cannot be read or holds no certificate, or the name is not a server name.
+    pub fn from_ca_file(
+        ca_file: &Path,
+        server_name: &str,
+    ) -> Result<RedisTls, upstream::tls::TlsError> {
         Ok(RedisTls {
             client: ClientTls::from_ca_file_without_alpn(ca_file)?,
             server_name: upstream::tls::server_name(server_name)?,
