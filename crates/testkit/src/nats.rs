@@ -96,10 +96,14 @@ impl NatsServer {
 
     async fn launch(&mut self) -> Result<(), String> {
         let mut command = Command::new("nats-server");
-        if let Some(config) = &self.config {
-            let file = self.store.file("nats.conf", config);
-            command.arg("-c").arg(file);
-        }
+        // JetStream's storage fixed at 1 GiB, not a share of this host's free disk: a stream
+        // that asks for more is refused on every machine, not only on one short of disk.
+        let config = format!(
+            "jetstream {{ max_file_store: 1GB }}\n{}",
+            self.config.as_deref().unwrap_or_default()
+        );
+        let file = self.store.file("nats.conf", &config);
+        command.arg("-c").arg(file);
         let child = command
             .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string()])
             .arg("-sd")

@@ -61,7 +61,8 @@ async fn records_survive_a_nats_server_killed_mid_run_and_reconcile_exactly() {
     dir.file("campaigns.json", CAMPAIGNS);
     let records = |spill: &str| {
         format!(
-            "[records]\nsink = \"nats\"\nnats_url = \"{}\"\nspill_dir = {:?}\n",
+            // 64 MiB: the test server's JetStream (1 GiB) refuses the default 10 GiB stream.
+            "[records]\nsink = \"nats\"\nnats_url = \"{}\"\nspill_dir = {:?}\nmax_total_mb = 64\n",
             nats.url(),
             dir.join(spill).display().to_string()
         )

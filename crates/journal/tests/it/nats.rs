@@ -24,12 +24,15 @@ async fn bounded<F: Future<Output = ()>>(test: F) {
         .expect("the test did not end within 90 s");
 }
 
+/// A stream of 64 MiB: the default (10 GiB) is more than the test server's JetStream grants
+/// (`testkit::nats`: 1 GiB), and the stream would not be created (every line spilled).
 fn config(server_url: &str, spill: &TempDir) -> Config {
     Config {
         sink: SinkKind::Nats,
         nats_url: server_url.to_owned(),
         nats_stream: STREAM.to_owned(),
         spill_dir: spill.path().display().to_string(),
+        max_total_mb: 64,
         ..Config::default()
     }
 }
