@@ -35,11 +35,11 @@ fuzz_target!(|data: &[u8]| {
             );
             outcome
         }
-        Ok(config) if config.bidders.iter().all(|b| !needs_lookup(&b.endpoint)) => {
+        Ok(config) if config.live.bidders.iter().all(|b| !needs_lookup(&b.endpoint)) => {
             Config::from_toml(text)
         }
         Ok(mut config) => {
-            for b in &mut config.bidders {
+            for b in &mut config.live.bidders {
                 if needs_lookup(&b.endpoint) {
                     b.endpoint = "http://192.0.2.1/openrtb2".to_owned();
                 }
@@ -92,7 +92,7 @@ fn check(v: &Validated) {
                 .all(|b| b.is_ascii_uppercase())
     );
     assert!(c.notices.queue > 0 && c.notices.workers > 0);
-    assert_eq!(v.bidders.len(), c.bidders.len());
+    assert_eq!(v.bidders.len(), c.live.bidders.len());
     let mut names = HashSet::new();
     for (b, e) in v.bidders.iter().map(|r| (&r.config, &r.endpoint)) {
         assert!(

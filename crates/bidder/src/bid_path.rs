@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ledger::Refusal;
 use openrtb::{Bid, BidRequest, BidResponse, MarkupType, SeatBid};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use units::{Nanos, Timestamp};
 
 use crate::decision::{BidReply, Decision, ImpDecision, ImpOutcome, NoBid, Stop};

@@ -297,7 +297,8 @@ impl Bidder {
                 "no admin token (security.admin_token_file or GAVEL_ADMIN_TOKEN): admin mutations are refused"
             );
         }
-        let id_seeds = StdRng::try_from_os_rng().map_err(|e| StartError::Random(e.to_string()))?;
+        let id_seeds = StdRng::try_from_rng(&mut rand::rngs::SysRng)
+            .map_err(|e| StartError::Random(e.to_string()))?;
         let node = config.rtb.node.clone().unwrap_or_else(default_node);
         let public_url = config
             .public_url

@@ -10,7 +10,7 @@ use arc_swap::ArcSwap;
 use campaigns::Snapshot;
 use ledger::Ledger;
 use rand::rngs::StdRng;
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 
 use crate::config::{BidderConfig, ChargeOn};
 use crate::metrics::Metrics;

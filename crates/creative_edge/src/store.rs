@@ -17,8 +17,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use rand::RngExt;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -98,7 +98,7 @@ impl MarkupStore {
         MarkupStore {
             shares,
             limits,
-            ids: Mutex::new(StdRng::from_os_rng()),
+            ids: Mutex::new(rand::make_rng::<StdRng>()),
         }
     }
 
@@ -274,6 +274,7 @@ pub fn is_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng as _;
 
     /// A store whose whole budget is the anonymous share ([`ANON`]).
     fn store() -> MarkupStore {

@@ -29,8 +29,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rand::RngExt;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use records::Record;
 use thiserror::Error;
 use tokio::sync::mpsc::{self, error::TrySendError};
@@ -203,7 +203,7 @@ pub fn start_with<S: Sink>(
     let instance = format!(
         "{}-{:016x}",
         layout::node_name(node),
-        StdRng::from_os_rng().random::<u64>()
+        rand::make_rng::<StdRng>().random::<u64>()
     );
     let task = tokio::spawn(writer::run(sink, rx, stop_rx, instance, metrics.clone()));
     let journal = Journal {

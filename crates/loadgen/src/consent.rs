@@ -4,7 +4,7 @@
 //! restrictions. Made by IAB's own encoder: `crates/exchange/tests/fixtures/privacy/gen.mjs`
 //! writes them to `consents.json` there (`realistic`); copy them here when it changes.
 
-use rand::Rng;
+use rand::RngExt;
 
 /// Everything consented, precise geolocation opted in.
 const FULL: &str = "CQtAQoAQtAQoAAfACBENBNFoAP_AAEPAAAYgHyv__KI49IAAUSmQIgUAASEYQpBsvCsROiMBCgakgodxtkxQZAE4AalKFEkQAkIgoDFAaFAQCoVJCEgCQAkAAwIAygFQVURIIEMdjW0AkkCQGk2kQJgkqASBAJOF4m0laQkDICYiDKX6LCYhmvGo3-cgIAAAKgQDCS8kSVoQoHgP__AALQEIBAMAACAAIAIBAEAECBAAAAQAAAAQUAAAAAAAiCAEAAACCFAoQBAEQIAACAAAAAJACAAgAwBQAAIAiAgAAABABUIAMIQACCEEAAAAAEAACRCAASAAACAAAAAGAAIsAABCQAgAQAAJCAAjAAAAEAUhAAAQAgkAGA-oFujgAIDkAAAA";
@@ -15,7 +15,7 @@ const BASIC_ONLY: &str = "CQtAQoAQtAQoAAfACBENBNFgAMAAAAAAAAYgHzv__oBIgCAAABAxgg
 
 /// One string, weighted as CMP answers often are: 70% accept all, 20% all but precise geo,
 /// 10% the minimum.
-pub(crate) fn pick(rng: &mut impl Rng) -> &'static str {
+pub(crate) fn pick(rng: &mut impl RngExt) -> &'static str {
     match rng.random_range(0..10) {
         0..7 => FULL,
         7..9 => NO_GEO,

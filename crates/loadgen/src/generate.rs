@@ -11,12 +11,12 @@
 //! Everything, including the request id, comes from the caller's RNG and `seq`: the same RNG
 //! state gives the same request. Names, domains and identifiers are made up.
 
-use rand::Rng;
+use rand::RngExt;
 use serde_json::{Map, Value, json};
 
 /// One bid request. `seq` makes the `id` unique within a run (its low 48 bits are the last
 /// group of the UUID-shaped id); `tmax_ms` is copied to `tmax`.
-pub fn request(rng: &mut impl Rng, seq: u64, tmax_ms: u32) -> Value {
+pub fn request(rng: &mut impl RngExt, seq: u64, tmax_ms: u32) -> Value {
     let id = format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
         rng.random::<u32>(),
@@ -212,11 +212,11 @@ pub fn realistic_2_5k() -> Vec<u8> {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-fn pick<'a, T>(rng: &mut impl Rng, items: &'a [T]) -> &'a T {
+fn pick<'a, T>(rng: &mut impl RngExt, items: &'a [T]) -> &'a T {
     &items[rng.random_range(0..items.len())]
 }
 
-fn weighted<'a, T>(rng: &mut impl Rng, items: &'a [(T, u32)]) -> &'a T {
+fn weighted<'a, T>(rng: &mut impl RngExt, items: &'a [(T, u32)]) -> &'a T {
     let total: u32 = items.iter().map(|(_, w)| w).sum();
     let mut x = rng.random_range(0..total);
     for (item, w) in items {
@@ -229,7 +229,7 @@ fn weighted<'a, T>(rng: &mut impl Rng, items: &'a [(T, u32)]) -> &'a T {
 }
 
 /// `n` distinct items (fewer if the slice is shorter), in slice order.
-fn sample<T: Copy>(rng: &mut impl Rng, items: &[T], n: usize) -> Vec<T> {
+fn sample<T: Copy>(rng: &mut impl RngExt, items: &[T], n: usize) -> Vec<T> {
     let n = n.min(items.len());
     let mut chosen = vec![false; items.len()];
     let mut left = n;
@@ -247,21 +247,21 @@ fn sample<T: Copy>(rng: &mut impl Rng, items: &[T], n: usize) -> Vec<T> {
         .collect()
 }
 
-fn hex(rng: &mut impl Rng, len: usize) -> String {
+fn hex(rng: &mut impl RngExt, len: usize) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     (0..len)
         .map(|_| DIGITS[rng.random_range(0..16)] as char)
         .collect()
 }
 
-fn b64url(rng: &mut impl Rng, len: usize) -> String {
+fn b64url(rng: &mut impl RngExt, len: usize) -> String {
     const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     (0..len)
         .map(|_| DIGITS[rng.random_range(0..64)] as char)
         .collect()
 }
 
-fn uuid(rng: &mut impl Rng) -> String {
+fn uuid(rng: &mut impl RngExt) -> String {
     format!(
         "{}-{}-4{}-{:x}{}-{}",
         hex(rng, 8),
@@ -274,7 +274,7 @@ fn uuid(rng: &mut impl Rng) -> String {
 }
 
 /// `x` moved by up to ±0.08°, 4 decimals.
-fn jitter(rng: &mut impl Rng, x: f64) -> f64 {
+fn jitter(rng: &mut impl RngExt, x: f64) -> f64 {
     ((x + rng.random_range(-0.08..0.08)) * 10_000.0).round() / 10_000.0
 }
 
@@ -283,7 +283,7 @@ fn cents(x: f64) -> f64 {
 }
 
 /// Log-uniform over `lo..hi`: many cheap floors, a long tail of expensive ones.
-fn log_uniform(rng: &mut impl Rng, lo: f64, hi: f64) -> f64 {
+fn log_uniform(rng: &mut impl RngExt, lo: f64, hi: f64) -> f64 {
     (rng.random_range(lo.ln()..hi.ln())).exp()
 }
 
@@ -461,7 +461,7 @@ const SLUG_WORDS: &[&str] = &[
     "week", "inside", "first", "look", "report", "tips", "plan",
 ];
 
-fn site_object(rng: &mut impl Rng, site: &Site, kind: Kind) -> Value {
+fn site_object(rng: &mut impl RngExt, site: &Site, kind: Kind) -> Value {
     let section = pick(rng, site.sections);
     let slug: Vec<&str> = (0..rng.random_range(3..=6))
         .map(|_| *pick(rng, SLUG_WORDS))
@@ -504,7 +504,7 @@ fn site_object(rng: &mut impl Rng, site: &Site, kind: Kind) -> Value {
     o
 }
 
-fn app_object(rng: &mut impl Rng, app: &App) -> Value {
+fn app_object(rng: &mut impl RngExt, app: &App) -> Value {
     let storeurl = match app.platform {
         Platform::Ios => format!("https://apps.apple.com/app/id{}", app.bundle),
         Platform::Android => format!(
@@ -557,7 +557,7 @@ const TABLET_SIZES: &[(&[(u32, u32)], u32)] = &[
     (&[(300, 250), (728, 90)], 15),
 ];
 
-fn imp(rng: &mut impl Rng, index: usize, kind: Kind, is_app: bool, with_pmp: bool) -> Value {
+fn imp(rng: &mut impl RngExt, index: usize, kind: Kind, is_app: bool, with_pmp: bool) -> Value {
     let format = *weighted(rng, &[(0u8, 70), (1, 20), (2, 10)]);
     let mut floor = log_uniform(rng, 0.05, 5.0);
     let mut o = Map::new();
@@ -678,7 +678,7 @@ const NATIVE_REQUESTS: &[&str] = &[
     r#"{"ver":"1.2","context":1,"plcmttype":2,"assets":[{"id":1,"required":1,"title":{"len":70}},{"id":2,"img":{"type":3,"wmin":300,"hmin":250}},{"id":3,"data":{"type":2,"len":120}},{"id":4,"data":{"type":3}}]}"#,
 ];
 
-fn pmp(rng: &mut impl Rng, imp_floor: f64) -> Value {
+fn pmp(rng: &mut impl RngExt, imp_floor: f64) -> Value {
     let n = *weighted(rng, &[(1usize, 70), (2, 30)]);
     let deals: Vec<Value> = (0..n)
         .map(|_| {
@@ -943,7 +943,7 @@ const DEVICES: &[DeviceProfile] = &[
 ];
 
 fn pick_device(
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
     kind: Kind,
     platform: Option<Platform>,
 ) -> &'static DeviceProfile {
@@ -964,7 +964,7 @@ const IP_FIRST_OCTETS: &[u8] = &[
     24, 31, 37, 46, 50, 62, 66, 68, 71, 73, 76, 81, 86, 92, 98, 104, 109, 151, 174, 185, 201,
 ];
 
-fn device_object(rng: &mut impl Rng, d: &DeviceProfile, place: Place, is_app: bool) -> Value {
+fn device_object(rng: &mut impl RngExt, d: &DeviceProfile, place: Place, is_app: bool) -> Value {
     let chrome = rng.random_range(122..=131u32).to_string();
     let ua = d.ua.replace("{v}", &chrome);
     let ip = format!(
@@ -1063,7 +1063,7 @@ const EID_SOURCES: &[(&str, u8)] = &[
     ("pubcid.org", 1),
 ];
 
-fn user_object(rng: &mut impl Rng, consent: Option<&str>) -> Value {
+fn user_object(rng: &mut impl RngExt, consent: Option<&str>) -> Value {
     let mut o = json!({ "id": hex(rng, 32) });
     if rng.random_bool(0.35) {
         o["buyeruid"] = json!(format!("u-{}", hex(rng, 16)));
@@ -1084,7 +1084,7 @@ fn user_object(rng: &mut impl Rng, consent: Option<&str>) -> Value {
     o
 }
 
-fn regs_object(rng: &mut impl Rng, place: Place, consent: Option<&str>) -> Value {
+fn regs_object(rng: &mut impl RngExt, place: Place, consent: Option<&str>) -> Value {
     let mut o = json!({ "gdpr": u8::from(place.gdpr) });
     if let Some(consent) = consent
         && rng.random_bool(0.4)
@@ -1110,7 +1110,7 @@ const SSPS: &[&str] = &[
     "bidlane.io",
 ];
 
-fn source_object(rng: &mut impl Rng) -> Value {
+fn source_object(rng: &mut impl RngExt) -> Value {
     let n = *weighted(rng, &[(1usize, 60), (2, 40)]);
     let nodes: Vec<Value> = (0..n)
         .map(|i| {

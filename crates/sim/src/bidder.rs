@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use openrtb::{NoBidReason, Price};
-use rand::Rng;
+use rand::RngExt;
 
 use crate::dist::{Fnv, request_rng};
 use crate::profile::{BidderProfile, Markup};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use openrtb::Price;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 /// The 0.99 quantile of the standard normal distribution.
@@ -52,7 +52,7 @@ pub enum PriceDist {
 
 impl LatencyDist {
     /// Samples a latency, capped at [`MAX_LATENCY`].
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+    pub fn sample<R: RngExt + ?Sized>(&self, rng: &mut R) -> Duration {
         let ms = match *self {
             LatencyDist::Fixed { ms } => ms as f64,
             LatencyDist::Uniform { min_ms, max_ms } => uniform(rng, min_ms as f64, max_ms as f64),
@@ -66,7 +66,7 @@ impl LatencyDist {
 
 impl PriceDist {
     /// Samples a CPM and rounds it to whole micros. Never negative; capped at [`Price::MAX_CPM`].
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Price {
+    pub fn sample<R: RngExt + ?Sized>(&self, rng: &mut R) -> Price {
         let cpm = match *self {
             PriceDist::Fixed { cpm } => cpm,
             PriceDist::Uniform { min, max } => uniform(rng, min, max),
@@ -78,7 +78,7 @@ impl PriceDist {
 }
 
 /// Uniform in `[lo, hi)`; `lo` when the range is empty.
-fn uniform<R: Rng + ?Sized>(rng: &mut R, lo: f64, hi: f64) -> f64 {
+fn uniform<R: RngExt + ?Sized>(rng: &mut R, lo: f64, hi: f64) -> f64 {
     if hi <= lo {
         return lo;
     }
@@ -86,7 +86,7 @@ fn uniform<R: Rng + ?Sized>(rng: &mut R, lo: f64, hi: f64) -> f64 {
 }
 
 /// A log-normal sample with median `p50` and 99th percentile `p99`.
-fn lognormal<R: Rng + ?Sized>(rng: &mut R, p50: f64, p99: f64) -> f64 {
+fn lognormal<R: RngExt + ?Sized>(rng: &mut R, p50: f64, p99: f64) -> f64 {
     let mu = p50.ln();
     let sigma = ((p99.ln() - mu) / Z99).max(0.0);
     (mu + sigma * standard_normal(rng)).exp()
@@ -94,7 +94,7 @@ fn lognormal<R: Rng + ?Sized>(rng: &mut R, p50: f64, p99: f64) -> f64 {
 
 /// One standard normal sample (Box–Muller, cosine branch; the sine half is discarded so that
 /// each call consumes exactly two uniforms and the RNG stream stays easy to reason about).
-pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+pub fn standard_normal<R: RngExt + ?Sized>(rng: &mut R) -> f64 {
     // `random::<f64>()` is in [0, 1); 1 - u is in (0, 1], so the logarithm is finite.
     let u1 = 1.0 - rng.random::<f64>();
     let u2 = rng.random::<f64>();

@@ -11,7 +11,7 @@ use openrtb::{
 };
 use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use units::Timestamp;
 
 use campaigns::{

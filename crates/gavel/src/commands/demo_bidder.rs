@@ -71,8 +71,9 @@ fn campaigns(flight_start: Timestamp, flight_end: Timestamp) -> String {
 
 /// 32 random bytes from the OS, in hex: a notice key.
 fn random_hex_key() -> anyhow::Result<String> {
-    use rand::{RngCore as _, SeedableRng as _};
-    let mut rng = rand::rngs::StdRng::try_from_os_rng().context("no OS random source")?;
+    use rand::{Rng as _, SeedableRng as _};
+    let mut rng =
+        rand::rngs::StdRng::try_from_rng(&mut rand::rngs::SysRng).context("no OS random source")?;
     let mut bytes = [0u8; 32];
     rng.fill_bytes(&mut bytes);
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())

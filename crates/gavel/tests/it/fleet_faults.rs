@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use ledger::{Keys, RedisConfig, RedisLedger};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use testkit::http::call;
 use testkit::{NatsServer, RedisCluster, TempDir};

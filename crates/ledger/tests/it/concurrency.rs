@@ -11,7 +11,7 @@ use common::{LedgerOn, RedisServer};
 use ledger::RedisLedger;
 use ledger::{CommitOutcome, Refusal, ReleaseOutcome};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use units::{Limits, Nanos, Timestamp};
 
 const NOW: Timestamp = Timestamp(20_000 * Timestamp::MS_PER_DAY);

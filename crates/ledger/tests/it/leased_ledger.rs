@@ -13,7 +13,7 @@ use common::{LedgerOn, RedisServer, until_leased};
 use ledger::{CommitOutcome, Refusal};
 use ledger::{LeaseConfig, LeasedLedger, RedisLedger};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use testkit::time::eventually;
 use units::{Limits, Nanos, Timestamp};
 

@@ -12,7 +12,7 @@ use common::{LedgerOn, RedisServer};
 use ledger::Book;
 use ledger::RedisLedger;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use units::{Limits, Nanos, Timestamp};
 
 const DAY: u64 = Timestamp::MS_PER_DAY;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{LedgerOn, RedisServer, lease_config, until_leased};
 use ledger::{CommitOutcome, LeasedLedger, RedisLedger, ReleaseOutcome};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use testkit::time::eventually;
 use units::{Limits, Nanos, Timestamp};
 

@@ -12,7 +12,7 @@ use std::f64::consts::TAU;
 
 use pacing::{Flight, Pacer, PacerConfig, PacingMode};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use units::{Limits, Nanos, Timestamp};
 
 const DAY_MS: u64 = Timestamp::MS_PER_DAY;
