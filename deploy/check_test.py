@@ -8,6 +8,8 @@ Each case is (what breaks, the part to check, file, text replaced, replacement, 
 report must say)."""
 
 import argparse
+import concurrent.futures
+import os
 import shutil
 import subprocess
 import sys
@@ -82,39 +84,45 @@ def run(dest: Path, gavel: str, part: str) -> subprocess.CompletedProcess:
     )
 
 
+def unbroken(clean: Path, gavel: str, part: str) -> tuple[bool, str]:
+    result = run(clean, gavel, part)
+    if result.returncode == 0:
+        return True, ""
+    return False, f"FAIL the unbroken files ({part}) were refused:\n{result.stdout}{result.stderr}"
+
+
+def broken(dest: Path, root: Path, gavel: str, case) -> tuple[bool, str]:
+    what, part, file, old, new, expect = case
+    copy_tree(root, dest)
+    target = dest / file
+    text = target.read_text()
+    if text.count(old) < 1:
+        return False, f"FAIL {what}: the text to break is not in {file} (the case is stale)"
+    target.write_text(text.replace(old, new, 1))
+    result = run(dest, gavel, part)
+    if result.returncode == 1 and expect in result.stdout:
+        return True, f"ok   {what}"
+    return False, f"FAIL {what}: exit {result.returncode}, expected a problem saying {expect!r}:\n{result.stdout}{result.stderr}"
+
+
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
     parser = argparse.ArgumentParser()
     parser.add_argument("--gavel", required=True)
     gavel = parser.parse_args().gavel
-    passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="gavel-deploy-check-test-") as tmp:
         clean = Path(tmp) / "clean"
         copy_tree(root, clean)
-        for part in ("k8s", "compose", "systemd", "docker"):
-            result = run(clean, gavel, part)
-            if result.returncode == 0:
-                passed += 1
-            else:
-                failed += 1
-                print(f"FAIL the unbroken files ({part}) were refused:\n{result.stdout}{result.stderr}")
-        for i, (what, part, file, old, new, expect) in enumerate(CASES):
-            dest = Path(tmp) / f"case{i}"
-            copy_tree(root, dest)
-            target = dest / file
-            text = target.read_text()
-            if text.count(old) < 1:
-                failed += 1
-                print(f"FAIL {what}: the text to break is not in {file} (the case is stale)")
-                continue
-            target.write_text(text.replace(old, new, 1))
-            result = run(dest, gavel, part)
-            if result.returncode == 1 and expect in result.stdout:
-                passed += 1
-                print(f"ok   {what}")
-            else:
-                failed += 1
-                print(f"FAIL {what}: exit {result.returncode}, expected a problem saying {expect!r}:\n{result.stdout}{result.stderr}")
+        jobs = [lambda part=part: unbroken(clean, gavel, part) for part in ("k8s", "compose", "systemd", "docker")]
+        jobs += [lambda i=i, case=case: broken(Path(tmp) / f"case{i}", root, gavel, case) for i, case in enumerate(CASES)]
+        # Each case is its own copy and its own process: run them on every core.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = list(pool.map(lambda job: job(), jobs))
+    for ok, line in results:
+        if line:
+            print(line)
+    passed = sum(1 for ok, _ in results if ok)
+    failed = len(results) - passed
     print(f"deploy check self-test: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
