@@ -83,6 +83,10 @@ pub struct Config<L: Default = Live> {
     /// answering (docs/edge.md). Default: none.
     #[serde(default)]
     pub cache: Option<crate::cache_config::CacheConfig>,
+    /// Which pages may call the auction endpoint from a browser (Prebid.js): every origin by
+    /// default, echoed with credentials; a listed origin only, when listed.
+    #[serde(default)]
+    pub cors: http_front::cors::CorsSection,
 }
 
 /// `[tls]`: the auction listener's certificate, read again whenever either file changes.
@@ -428,6 +432,7 @@ impl<L: Default> Config<L> {
             live: _,
             tls,
             cache,
+            cors,
         } = self;
         Config {
             front,
@@ -440,6 +445,7 @@ impl<L: Default> Config<L> {
             live,
             tls,
             cache,
+            cors,
         }
     }
 }
@@ -515,6 +521,7 @@ impl Config {
         }
         self.upstream.check()?;
         self.breaker.validate()?;
+        self.cors.check("cors")?;
         let n = &self.notices;
         settings::check_range("notices.timeout_ms", n.timeout_ms, 1..=60_000)?;
         settings::check_range("notices.queue", n.queue, 1..=1_000_000)?;

@@ -57,6 +57,7 @@ labelled_counters! {
         NotFound => "not_found",
         InternalError => "internal_error",
         Unauthorized => "unauthorized",
+        OriginRefused => "origin_refused",
     }
 }
 

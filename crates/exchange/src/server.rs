@@ -9,6 +9,7 @@ use admission::Admission;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
+use http_front::cors::{Cors, Verdict};
 use http_front::{ConnStats, Refused, json_error, method_not_allowed, plain};
 use hyper::body::Incoming;
 use std::sync::atomic::Ordering::Relaxed;
@@ -100,10 +101,25 @@ impl Exchange {
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let metrics = &state.metrics;
     match (req.method(), req.uri().path()) {
-        (&Method::POST, AUCTION_PATH) => auction(state, req).await,
+        (&Method::POST, AUCTION_PATH) => match state.cors.verdict(req.headers()) {
+            Verdict::NoOrigin => auction(state, req).await,
+            Verdict::Allowed(origin) => {
+                let mut response = auction(state, req).await;
+                Cors::decorate(&origin, &mut response);
+                response
+            }
+            Verdict::Refused => origin_refused(metrics),
+        },
+        (&Method::OPTIONS, AUCTION_PATH) => {
+            let response: Response<Full<Bytes>> = state.cors.preflight(req.headers());
+            if response.status() == StatusCode::FORBIDDEN {
+                metrics.request(RequestOutcome::OriginRefused);
+            }
+            response
+        }
         (_, AUCTION_PATH) => {
             metrics.request(RequestOutcome::MethodNotAllowed);
-            method_not_allowed("POST")
+            method_not_allowed("POST, OPTIONS")
         }
         (&Method::GET, "/healthz") => plain(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/healthz") => method_not_allowed("GET"),
@@ -170,6 +186,15 @@ async fn auction(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>>
             },
         )
         .await
+}
+
+/// 403 for a browser page whose origin may not call (`[cors]`); counted, body never read.
+fn origin_refused(metrics: &Metrics) -> Response<Full<Bytes>> {
+    metrics.request(RequestOutcome::OriginRefused);
+    json_error(
+        StatusCode::FORBIDDEN,
+        "this page's origin may not call the exchange (cors.allowed_origins)",
+    )
 }
 
 /// 401 for a request without a seller key the exchange knows; counted, body never read.

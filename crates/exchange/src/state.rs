@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub(crate) markup_cache: Option<crate::markup_cache::MarkupCache>,
     /// Auction requests come in through it.
     pub(crate) door: Door,
+    /// Which pages may call the auction endpoint from a browser (`[cors]`).
+    pub(crate) cors: http_front::cors::Cors,
     pub(crate) connections: Arc<ConnStats>,
     /// Draining (`/readyz` 503) once the stop signal came.
     pub(crate) readiness: Arc<http_front::Readiness>,
@@ -173,6 +175,7 @@ impl Exchange {
             notifier,
             notice_client,
             door,
+            cors: http_front::cors::Cors::new(&c.cors),
             connections: Arc::new(ConnStats::default()),
             readiness: Arc::new(http_front::Readiness::new()),
             auction_seq: AtomicU64::new(0),

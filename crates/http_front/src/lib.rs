@@ -28,6 +28,7 @@ use hyper::body::Incoming;
 
 pub mod admin;
 mod certificate;
+pub mod cors;
 mod door;
 pub mod framing;
 mod front;
@@ -194,13 +195,19 @@ enum Coding {
 }
 
 /// The request's `Content-Encoding`; its value named when it is not one we read. Longest
-/// value quoted back to the caller.
-fn coding(headers: &http::HeaderMap) -> Result<Coding, BodyError> {
+/// value quoted back to the caller. Without the header, `gzip=1` in the query (how Prebid.js
+/// marks a compressed body) means gzip.
+fn coding(headers: &http::HeaderMap, query: Option<&str>) -> Result<Coding, BodyError> {
     const MAX_SHOWN: usize = 64;
     let all = headers.get_all(header::CONTENT_ENCODING);
     let mut values = all.iter();
     let Some(value) = values.next() else {
-        return Ok(Coding::Identity);
+        let marked = query.is_some_and(|q| q.split('&').any(|pair| pair == "gzip=1"));
+        return Ok(if marked {
+            Coding::Gzip
+        } else {
+            Coding::Identity
+        });
     };
     let several = values.next().is_some();
     let text = value.to_str().unwrap_or("?").trim();
@@ -224,13 +231,14 @@ fn coding(headers: &http::HeaderMap) -> Result<Coding, BodyError> {
 }
 
 /// Reads a request body of at most `limit` bytes within `timeout`; a gzip body
-/// (`Content-Encoding: gzip`) is inflated, and must inflate to at most `limit` bytes too.
+/// (`Content-Encoding: gzip`, or Prebid's `?gzip=1`) is inflated, and must inflate to at most
+/// `limit` bytes too.
 pub async fn read_body(
     req: Request<Incoming>,
     limit: usize,
     timeout: Duration,
 ) -> Result<Bytes, BodyError> {
-    let coding = coding(req.headers())?;
+    let coding = coding(req.headers(), req.uri().query())?;
     let raw = read_raw(req, limit, timeout).await?;
     let inflate = move |raw: Bytes| {
         upstream::gzip::inflate(&raw, limit)

@@ -31,6 +31,25 @@ pub async fn send(
     path: &str,
     body: impl Into<Bytes>,
 ) -> Result<Answer, String> {
+    send_with(
+        addr,
+        method,
+        path,
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await
+}
+
+/// [`send`] with exactly these headers besides `Host` (a browser's `Origin`, a
+/// `Content-Type` of its own, `Content-Encoding`).
+pub async fn send_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Result<Answer, String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -38,11 +57,14 @@ pub async fn send(
         .await
         .map_err(|e| format!("handshake: {e}"))?;
     tokio::spawn(conn);
-    let req = Request::builder()
+    let mut req = Request::builder()
         .method(method)
         .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
+        .header("host", addr.to_string());
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req
         .body(Full::new(body.into()))
         .map_err(|e| format!("request: {e}"))?;
     let resp = sender

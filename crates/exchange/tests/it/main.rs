@@ -6,6 +6,7 @@
 mod admin;
 mod auction_e2e;
 mod bidder_hosts;
+mod browser;
 mod fleet;
 mod markup_cache;
 mod notice_answers;
