@@ -451,7 +451,10 @@ async fn bad_requests_get_clear_errors() {
     }
     let (got, headers, _) = send(ex.addr, "GET", exchange::AUCTION_PATH, "").await;
     assert_eq!(got, 405);
-    assert_eq!(headers["allow"], "POST");
+    assert_eq!(
+        headers["allow"], "POST, OPTIONS",
+        "the preflight is answered too"
+    );
     let (got, _, _) = send(ex.addr, "POST", exchange::AUCTION_PATH, vec![b' '; 5000]).await;
     assert_eq!(got, 413);
     let (got, _, _) = send(ex.addr, "GET", "/nope", "").await;
