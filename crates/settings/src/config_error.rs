@@ -112,14 +112,24 @@ pub fn parse_toml<T: DeserializeOwned>(text: &str, rules: &FileRules) -> Result<
             message: e.to_string(),
         });
     }
-    let mut table: toml::Table = text
-        .parse()
+    let mut table = parse_table(text, rules)?;
+    moved_keys(&mut table, rules)?;
+    from_table(table, rules)
+}
+
+/// `text` as a TOML table, within the server's size limit.
+pub(crate) fn parse_table(text: &str, rules: &FileRules) -> Result<toml::Table, ConfigError> {
+    if text.len() > rules.max_bytes {
+        return Err(ConfigError::TooLarge {
+            size: text.len(),
+            limit: rules.max_bytes,
+        });
+    }
+    text.parse()
         .map_err(|e: toml::de::Error| ConfigError::Parse {
             server: rules.server,
             message: e.to_string(),
-        })?;
-    moved_keys(&mut table, rules)?;
-    from_table(table, rules)
+        })
 }
 
 /// Moves the old keys of `table` to their new places (see [`move_keys`]) and warns of each.

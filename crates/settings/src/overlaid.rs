@@ -19,18 +19,7 @@ pub fn parse_toml_with<T: DeserializeOwned>(
     if overlay.is_empty() {
         return parse_toml(text, rules);
     }
-    if text.len() > rules.max_bytes {
-        return Err(ConfigError::TooLarge {
-            size: text.len(),
-            limit: rules.max_bytes,
-        });
-    }
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ConfigError::Parse {
-            server: rules.server,
-            message: e.to_string(),
-        })?;
+    let mut table = crate::config_error::parse_table(text, rules)?;
     // Old names are read at their new places: the file's before the variables are laid over
     // it (so a variable under the new name still wins), a variable's after.
     crate::config_error::moved_keys(&mut table, rules)?;
